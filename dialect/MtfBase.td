@@ -1,0 +1,43 @@
+//===- MtfBase.td - the mtf dialect ------------------------*- tablegen -*-===//
+//
+// The `mtf` dialect: a global (unpartitioned) view of a model written with
+// named tensor dimensions. Layouts are attached by `mtf-apply-layout`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_DIALECT_MTFBASE_TD
+#define MESHC_DIALECT_MTFBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Mtf_Dialect : Dialect {
+  let name = "mtf";
+  let cppNamespace = "::mlir::mtf";
+  let summary = "Named-dimension tensor programs in the style of Mesh-TensorFlow";
+  let description = [{
+    Programs whose tensors carry named dimensions (`batch`, `d_model`, ...)
+    instead of positional ones. Operations match dimensions by name: an
+    einsum sums the dimensions its result does not name, binary elementwise
+    operations broadcast by name. A mesh and per-tensor layouts (which
+    dimension is split over which mesh axis) are attributes, so the same
+    program can be partitioned for any mesh.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The discardable attribute holding the layout of an op's result.
+    static constexpr ::llvm::StringLiteral kLayoutAttrName = "mtf.layout";
+  private:
+    void registerTypes();
+    void registerAttributes();
+  public:
+  }];
+}
+
+class Mtf_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Mtf_Dialect, mnemonic, traits>;
+
+#endif // MESHC_DIALECT_MTFBASE_TD

@@ -1,0 +1,78 @@
+//===- MtfDialect.cpp - the mtf dialect -----------------------------------===//
+//
+// Dialect registration and the verifier of the discardable `mtf.layout`
+// attribute that `mtf-apply-layout` attaches to every tensor-producing op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/MtfDialect.h"
+
+using namespace mlir;
+
+#include "dialect/MtfDialect.cpp.inc"
+
+void mlir::mtf::MtfDialect::initialize() {
+  registerTypes();
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/MtfOps.cpp.inc"
+      >();
+}
+
+namespace mlir {
+namespace mtf {
+
+LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  if (attr.getName() != kLayoutAttrName)
+    return op->emitError() << "unknown mtf attribute '"
+                           << attr.getName().getValue() << "'";
+  auto layout = llvm::dyn_cast<LayoutAttr>(attr.getValue());
+  if (!layout)
+    return op->emitError() << "'" << kLayoutAttrName
+                           << "' must be a #mtf.layout, got "
+                           << attr.getValue();
+  if (op->getNumResults() != 1 ||
+      !llvm::isa<TensorType>(op->getResult(0).getType()))
+    return op->emitError() << "'" << kLayoutAttrName
+                           << "' needs an op with one !mtf.tensor result";
+  auto program = op->getParentOfType<ProgramOp>();
+  return verifyLayout(
+      [&] { return op->emitError(); },
+      llvm::cast<TensorType>(op->getResult(0).getType()), layout,
+      program ? program.getMeshAttr() : MeshAttr());
+}
+
+LogicalResult
+verifyLayout(function_ref<InFlightDiagnostic()> emitError,
+                        TensorType type, LayoutAttr layout, MeshAttr mesh) {
+  for (const DimSplit &split : layout.getSplits()) {
+    std::optional<unsigned> index = type.getDimIndex(split.dim.getValue());
+    if (!index)
+      return emitError() << "layout splits dimension '"
+                         << split.dim.getValue()
+                         << "' which the tensor does not have (type " << type
+                         << ")";
+    if (!mesh)
+      continue;
+    int64_t shards = 1;
+    for (StringAttr axis : layout.getAxesFor(split.dim.getValue())) {
+      std::optional<unsigned> axisIndex = mesh.getAxisIndex(axis.getValue());
+      if (!axisIndex)
+        return emitError() << "layout uses mesh axis '" << axis.getValue()
+                           << "' which mesh " << mesh << " does not have";
+      shards *= mesh.getAxes()[*axisIndex].size;
+    }
+    int64_t size = type.getDims()[*index].size;
+    if (size % shards != 0)
+      return emitError() << "dimension '" << split.dim.getValue()
+                         << "' (size " << size
+                         << ") is not divisible by its " << shards
+                         << " shards";
+  }
+  return success();
+}
+
+} // namespace mtf
+} // namespace mlir

@@ -1,0 +1,73 @@
+//===- MtfDialect.h - the mtf dialect ---------------------------*- C++ -*-===//
+//
+// Everything a user of the mtf dialect includes: the dialect, its types,
+// attributes and operations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_DIALECT_MTFDIALECT_H
+#define MESHC_DIALECT_MTFDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/Hashing.h"
+
+namespace mlir {
+namespace mtf {
+
+/// One named dimension of a tensor (or one named axis of a mesh).
+struct NamedDim {
+  StringAttr name;
+  int64_t size;
+  bool operator==(const NamedDim &other) const {
+    return name == other.name && size == other.size;
+  }
+};
+inline llvm::hash_code hash_value(const NamedDim &dim) {
+  return llvm::hash_combine(dim.name, dim.size);
+}
+
+/// One tensor dimension split over mesh axes (listed major to minor).
+struct DimSplit {
+  StringAttr dim;
+  ArrayAttr axes; ///< StringAttrs naming mesh axes.
+  bool operator==(const DimSplit &other) const {
+    return dim == other.dim && axes == other.axes;
+  }
+};
+inline llvm::hash_code hash_value(const DimSplit &split) {
+  return llvm::hash_combine(split.dim, split.axes);
+}
+
+} // namespace mtf
+} // namespace mlir
+
+#include "dialect/MtfDialect.h.inc"
+#include "dialect/MtfEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialect/MtfTypes.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialect/MtfAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialect/MtfOps.h.inc"
+
+namespace mlir {
+namespace mtf {
+/// Checks that `layout` splits only dimensions of `type` and, when `mesh` is
+/// given, only over axes of `mesh` into equal shards.
+LogicalResult verifyLayout(function_ref<InFlightDiagnostic()> emitError,
+                           TensorType type, LayoutAttr layout, MeshAttr mesh);
+} // namespace mtf
+} // namespace mlir
+
+#endif // MESHC_DIALECT_MTFDIALECT_H

@@ -1,0 +1,391 @@
+//===- MtfOps.cpp - mtf dialect operations --------------------------------===//
+//
+// Verifiers of the mtf operations. Each states its contract first; messages
+// name the dimensions, sizes and types involved.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/MtfDialect.h"
+
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+#define GET_OP_CLASSES
+#include "dialect/MtfOps.cpp.inc"
+
+namespace mlir {
+namespace mtf {
+
+static TensorType tensorOf(Value value) {
+  return llvm::cast<TensorType>(value.getType());
+}
+
+/// Checks that every dimension of `type` that `sizes` already knows has the
+/// size recorded there, and records the others. `role` names the operand.
+static LogicalResult recordDims(Operation *op, TensorType type, StringRef role,
+                                llvm::StringMap<std::pair<int64_t, std::string>>
+                                    &sizes) {
+  for (const NamedDim &dim : type.getDims()) {
+    auto [it, inserted] = sizes.try_emplace(dim.name.getValue(), dim.size,
+                                            role.str());
+    if (!inserted && it->second.first != dim.size)
+      return op->emitOpError()
+             << "dimension '" << dim.name.getValue() << "' has size "
+             << it->second.first << " in " << it->second.second << " but "
+             << dim.size << " in " << role;
+  }
+  return success();
+}
+
+static std::string operandRole(unsigned index) {
+  return "operand #" + std::to_string(index);
+}
+
+//===----------------------------------------------------------------------===//
+// ProgramOp
+//===----------------------------------------------------------------------===//
+
+void ProgramOp::build(OpBuilder &builder, OperationState &state,
+                      StringRef name) {
+  state.addAttribute(SymbolTable::getSymbolAttrName(),
+                     builder.getStringAttr(name));
+  Region *body = state.addRegion();
+  body->push_back(new Block());
+}
+
+/// Contract:
+///  - every dimension name has one size across all tensors of the program;
+///  - input and parameter names are unique among themselves, output names
+///    among outputs;
+///  - at most one `mtf.train`.
+LogicalResult ProgramOp::verifyRegions() {
+  llvm::StringMap<std::pair<int64_t, Operation *>> dimSizes;
+  llvm::StringMap<Operation *> sourceNames, outputNames;
+  Operation *train = nullptr;
+  for (Operation &op : getBodyBlock()) {
+    for (Value result : op.getResults()) {
+      auto type = llvm::dyn_cast<TensorType>(result.getType());
+      if (!type)
+        continue;
+      for (const NamedDim &dim : type.getDims()) {
+        auto [it, inserted] =
+            dimSizes.try_emplace(dim.name.getValue(), dim.size, &op);
+        if (!inserted && it->second.first != dim.size)
+          return op.emitOpError()
+                     .append("dimension '", dim.name.getValue(), "' has size ",
+                             dim.size, " here but ", it->second.first,
+                             " elsewhere in the program")
+                     .attachNote(it->second.second->getLoc())
+                 << "size " << it->second.first << " here";
+      }
+    }
+    auto checkUnique = [&](llvm::StringMap<Operation *> &names, StringRef name,
+                           StringRef what) -> LogicalResult {
+      auto [it, inserted] = names.try_emplace(name, &op);
+      if (inserted)
+        return success();
+      return op.emitOpError()
+                 .append(what, " name '", name, "' is used twice")
+                 .attachNote(it->second->getLoc())
+             << "first used here";
+    };
+    if (auto input = llvm::dyn_cast<InputOp>(op)) {
+      if (failed(checkUnique(sourceNames, input.getName(),
+                             "input/parameter")))
+        return failure();
+    } else if (auto param = llvm::dyn_cast<ParamOp>(op)) {
+      if (failed(checkUnique(sourceNames, param.getName(),
+                             "input/parameter")))
+        return failure();
+    } else if (auto output = llvm::dyn_cast<OutputOp>(op)) {
+      if (failed(checkUnique(outputNames, output.getName(), "output")))
+        return failure();
+    } else if (llvm::isa<TrainOp>(op)) {
+      if (train)
+        return op.emitOpError("a program trains one loss at most")
+                   .attachNote(train->getLoc())
+               << "first mtf.train here";
+      train = &op;
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+/// Contract: the value is finite, and integral for an i32 tensor.
+LogicalResult ConstantOp::verify() {
+  double value = getValue().convertToDouble();
+  if (!std::isfinite(value))
+    return emitOpError() << "value must be finite, got " << value;
+  if (tensorOf(getResult()).getElementType().isInteger(32) &&
+      (value != std::trunc(value) || std::fabs(value) > 2147483647.0))
+    return emitOpError() << "value " << value
+                         << " is not representable as i32";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// EinsumOp
+//===----------------------------------------------------------------------===//
+
+/// Contract:
+///  - at least one operand; operands and result share the element type;
+///  - a dimension name has one size across operands and result;
+///  - every result dimension occurs in some operand.
+LogicalResult EinsumOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  TensorType resultType = tensorOf(getResult());
+  llvm::StringMap<std::pair<int64_t, std::string>> sizes;
+  for (auto [index, input] : llvm::enumerate(getInputs())) {
+    TensorType type = tensorOf(input);
+    if (type.getElementType() != resultType.getElementType())
+      return emitOpError() << "operand #" << index << " has element type "
+                           << type.getElementType() << " but the result has "
+                           << resultType.getElementType();
+    if (failed(recordDims(*this, type, operandRole(index), sizes)))
+      return failure();
+  }
+  for (const NamedDim &dim : resultType.getDims()) {
+    auto it = sizes.find(dim.name.getValue());
+    if (it == sizes.end())
+      return emitOpError() << "result dimension '" << dim.name.getValue()
+                           << "' occurs in no operand";
+    if (it->second.first != dim.size)
+      return emitOpError() << "dimension '" << dim.name.getValue()
+                           << "' has size " << it->second.first << " in "
+                           << it->second.second << " but " << dim.size
+                           << " in the result";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RenameOp
+//===----------------------------------------------------------------------===//
+
+/// Contract: `from` is a dimension of the operand, `to` is not (unless equal
+/// to `from`); the result is the operand with that one name changed.
+LogicalResult RenameOp::verify() {
+  TensorType input = tensorOf(getInput());
+  TensorType result = tensorOf(getResult());
+  std::optional<unsigned> index = input.getDimIndex(getFrom());
+  if (!index)
+    return emitOpError() << "operand has no dimension '" << getFrom()
+                         << "' to rename (type " << input << ")";
+  if (getFrom() != getTo() && input.hasDim(getTo()))
+    return emitOpError() << "operand already has a dimension '" << getTo()
+                         << "' (type " << input << ")";
+  SmallVector<NamedDim> expected(input.getDims());
+  expected[*index].name = StringAttr::get(getContext(), getTo());
+  TensorType expectedType =
+      TensorType::get(getContext(), expected, input.getElementType());
+  if (result != expectedType)
+    return emitOpError() << "result type must be " << expectedType << ", got "
+                         << result;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstrainOp, CastOp
+//===----------------------------------------------------------------------===//
+
+/// Contract: the layout splits only dimensions of the operand (and, inside a
+/// program with a mesh, only over its axes into equal shards).
+LogicalResult ConstrainOp::verify() {
+  auto program = (*this)->getParentOfType<ProgramOp>();
+  return verifyLayout([&] { return emitOpError(); }, tensorOf(getInput()),
+                      getLayout(), program ? program.getMeshAttr() : MeshAttr());
+}
+
+/// Contract: the result has the operand's dimensions, in order.
+LogicalResult CastOp::verify() {
+  TensorType input = tensorOf(getInput());
+  TensorType result = tensorOf(getResult());
+  if (input.getDims() != result.getDims())
+    return emitOpError() << "must keep the dimensions: operand " << input
+                         << ", result " << result;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Binary elementwise ops
+//===----------------------------------------------------------------------===//
+
+/// Contract:
+///  - operands and result share the element type;
+///  - a dimension name has one size across operands and result;
+///  - the result has exactly the union of the operands' dimensions.
+static LogicalResult verifyBinary(Operation *op) {
+  TensorType lhs = tensorOf(op->getOperand(0));
+  TensorType rhs = tensorOf(op->getOperand(1));
+  TensorType result = tensorOf(op->getResult(0));
+  if (lhs.getElementType() != rhs.getElementType() ||
+      lhs.getElementType() != result.getElementType())
+    return op->emitOpError()
+           << "element types must match, got " << lhs.getElementType()
+           << " and " << rhs.getElementType() << " -> "
+           << result.getElementType();
+  llvm::StringMap<std::pair<int64_t, std::string>> sizes;
+  if (failed(recordDims(op, lhs, "lhs", sizes)) ||
+      failed(recordDims(op, rhs, "rhs", sizes)) ||
+      failed(recordDims(op, result, "the result", sizes)))
+    return failure();
+  for (const NamedDim &dim : result.getDims())
+    if (!lhs.hasDim(dim.name.getValue()) && !rhs.hasDim(dim.name.getValue()))
+      return op->emitOpError() << "result dimension '" << dim.name.getValue()
+                               << "' is in neither operand";
+  for (TensorType operand : {lhs, rhs})
+    for (const NamedDim &dim : operand.getDims())
+      if (!result.hasDim(dim.name.getValue()))
+        return op->emitOpError()
+               << "result lacks operand dimension '" << dim.name.getValue()
+               << "'; elementwise ops do not reduce (use mtf.reduce_sum)";
+  return success();
+}
+
+LogicalResult AddOp::verify() { return verifyBinary(*this); }
+LogicalResult SubOp::verify() { return verifyBinary(*this); }
+LogicalResult MulOp::verify() { return verifyBinary(*this); }
+LogicalResult DivOp::verify() { return verifyBinary(*this); }
+LogicalResult MaxOp::verify() { return verifyBinary(*this); }
+LogicalResult MinOp::verify() { return verifyBinary(*this); }
+
+//===----------------------------------------------------------------------===//
+// Reductions, softmax, cross-entropy
+//===----------------------------------------------------------------------===//
+
+/// Contract: same element type; the result's dimensions are operand
+/// dimensions, with their sizes, in the operand's order.
+static LogicalResult verifyReduce(Operation *op) {
+  TensorType input = tensorOf(op->getOperand(0));
+  TensorType result = tensorOf(op->getResult(0));
+  if (input.getElementType() != result.getElementType())
+    return op->emitOpError() << "element types must match, got "
+                             << input.getElementType() << " -> "
+                             << result.getElementType();
+  int64_t previous = -1;
+  for (const NamedDim &dim : result.getDims()) {
+    std::optional<unsigned> index = input.getDimIndex(dim.name.getValue());
+    if (!index)
+      return op->emitOpError() << "result dimension '" << dim.name.getValue()
+                               << "' is not an operand dimension (operand "
+                               << input << ")";
+    if (input.getDims()[*index].size != dim.size)
+      return op->emitOpError()
+             << "dimension '" << dim.name.getValue() << "' has size "
+             << input.getDims()[*index].size << " in the operand but "
+             << dim.size << " in the result";
+    if (static_cast<int64_t>(*index) < previous)
+      return op->emitOpError() << "result dimensions must keep the operand's "
+                                  "order, got "
+                               << result << " from " << input;
+    previous = *index;
+  }
+  return success();
+}
+
+LogicalResult ReduceSumOp::verify() { return verifyReduce(*this); }
+LogicalResult ReduceMeanOp::verify() { return verifyReduce(*this); }
+LogicalResult ReduceMaxOp::verify() { return verifyReduce(*this); }
+
+/// Contract: `dim` is a dimension of the operand.
+LogicalResult SoftmaxOp::verify() {
+  if (!tensorOf(getInput()).hasDim(getDim()))
+    return emitOpError() << "operand has no dimension '" << getDim()
+                         << "' (type " << getInput().getType() << ")";
+  return success();
+}
+
+/// Contract:
+///  - `dim` is a dimension of the logits;
+///  - the labels have exactly the other logits dimensions (same sizes);
+///  - the result has the labels' dimensions and the logits' element type.
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  TensorType logits = tensorOf(getLogits());
+  TensorType labels = tensorOf(getLabels());
+  TensorType result = tensorOf(getResult());
+  if (!logits.hasDim(getDim()))
+    return emitOpError() << "logits have no class dimension '" << getDim()
+                         << "' (type " << logits << ")";
+  if (labels.hasDim(getDim()))
+    return emitOpError() << "labels must not have the class dimension '"
+                         << getDim() << "'";
+  llvm::StringMap<std::pair<int64_t, std::string>> sizes;
+  if (failed(recordDims(*this, logits, "the logits", sizes)) ||
+      failed(recordDims(*this, labels, "the labels", sizes)) ||
+      failed(recordDims(*this, result, "the result", sizes)))
+    return failure();
+  if (labels.getRank() + 1 != logits.getRank())
+    return emitOpError() << "labels must have the logits' dimensions except '"
+                         << getDim() << "': logits " << logits << ", labels "
+                         << labels;
+  for (const NamedDim &dim : labels.getDims())
+    if (!logits.hasDim(dim.name.getValue()))
+      return emitOpError() << "labels dimension '" << dim.name.getValue()
+                           << "' is not a logits dimension";
+  if (result.getRank() != labels.getRank() ||
+      llvm::any_of(labels.getDims(), [&](const NamedDim &dim) {
+        return !result.hasDim(dim.name.getValue());
+      }))
+    return emitOpError() << "result must have the labels' dimensions, got "
+                         << result;
+  if (result.getElementType() != logits.getElementType())
+    return emitOpError() << "result element type must be "
+                         << logits.getElementType() << ", got "
+                         << result.getElementType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TrainOp
+//===----------------------------------------------------------------------===//
+
+/// Contract:
+///  - the loss is a scalar;
+///  - the optimizer is known and every hyper-parameter is one it takes, as a
+///    number; `lr` is given and positive.
+LogicalResult TrainOp::verify() {
+  TensorType loss = tensorOf(getLoss());
+  if (loss.getRank() != 0)
+    return emitOpError() << "loss must be a scalar, got " << loss;
+  static const llvm::StringMap<std::vector<StringRef>> known = {
+      {"sgd", {"lr"}},
+      {"momentum", {"lr", "momentum"}},
+      {"adam", {"lr", "beta1", "beta2", "eps"}},
+      {"adamw", {"lr", "beta1", "beta2", "eps", "weight_decay"}}};
+  auto it = known.find(getOptimizer());
+  if (it == known.end())
+    return emitOpError() << "unknown optimizer '" << getOptimizer()
+                         << "'; expected sgd, momentum, adam or adamw";
+  for (NamedAttribute entry : getHyperparams()) {
+    StringRef key = entry.getName().getValue();
+    bool common = key == "clip_norm" || key == "warmup_steps" ||
+                  key == "decay_steps";
+    if (!common && !llvm::is_contained(it->second, key))
+      return emitOpError() << "optimizer '" << getOptimizer()
+                           << "' has no hyper-parameter '" << key << "'";
+    if (!llvm::isa<FloatAttr, IntegerAttr>(entry.getValue()))
+      return emitOpError() << "hyper-parameter '" << key
+                           << "' must be a number, got " << entry.getValue();
+  }
+  auto lr = getHyperparams().getAs<FloatAttr>("lr");
+  if (!lr)
+    return emitOpError() << "optimizer '" << getOptimizer()
+                         << "' needs a learning rate 'lr' (a float)";
+  if (!(lr.getValueAsDouble() > 0))
+    return emitOpError() << "learning rate must be positive, got "
+                         << lr.getValueAsDouble();
+  return success();
+}
+
+} // namespace mtf
+} // namespace mlir

@@ -1,0 +1,299 @@
+//===- MtfOps.td - mtf dialect operations ------------------*- tablegen -*-===//
+//
+// Operations of a named-dimension program: its container, its sources
+// (inputs, parameters, constants), compute, and its sinks (outputs, train).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_DIALECT_MTFOPS_TD
+#define MESHC_DIALECT_MTFOPS_TD
+
+include "dialect/MtfAttrs.td"
+include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Container
+//===----------------------------------------------------------------------===//
+
+def Mtf_ProgramOp : Mtf_Op<"program", [IsolatedFromAbove, NoTerminator,
+                                       SingleBlock, Symbol]> {
+  let summary = "a whole model: one straight-line block of mtf operations";
+  let description = [{
+    Holds the model's operations in program order. Every dimension name
+    means one size throughout the program; input, parameter and output names
+    are unique. Once a layout is applied, `mesh` names the device grid.
+
+    ```mlir
+    mtf.program @mlp mesh #mtf.mesh<b=4, m=2> {
+      %x = mtf.input "x" : !mtf.tensor<[batch=8, io=4], f32>
+      mtf.output "x" %x : !mtf.tensor<[batch=8, io=4], f32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       OptionalAttr<Mtf_MeshAttr>:$mesh);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name (`mesh` $mesh^)? attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name)>];
+  let extraClassDeclaration = [{
+    /// The single block holding the program's operations.
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Sources
+//===----------------------------------------------------------------------===//
+
+def Mtf_InputOp : Mtf_Op<"input", [Pure]> {
+  let summary = "a tensor fed to the program at every step";
+  let description = [{
+    ```mlir
+    %x = mtf.input "x" : !mtf.tensor<[batch=256, io=784], f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Mtf_TensorType:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Mtf_ParamOp : Mtf_Op<"param", [Pure]> {
+  let summary = "a trainable parameter with its initializer";
+  let description = [{
+    ```mlir
+    %w = mtf.param "w1" = #mtf.init<normal(0.0, 0.05)> : !mtf.tensor<[io=784, hidden=1024], f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Mtf_InitAttr:$init);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$name `=` $init attr-dict `:` type($result)";
+}
+
+def Mtf_ConstantOp : Mtf_Op<"constant", [Pure]> {
+  let summary = "a tensor with the same value everywhere";
+  let description = [{
+    A literal broadcast to the result type; used mostly as a scalar that
+    elementwise operations broadcast by name.
+
+    ```mlir
+    %c = mtf.constant 5.000000e-01 : !mtf.tensor<[], f32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Mtf_TensorType:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contraction and layout changes
+//===----------------------------------------------------------------------===//
+
+def Mtf_EinsumOp : Mtf_Op<"einsum", [Pure]> {
+  let summary = "product of tensors summed over the dimensions the result drops";
+  let description = [{
+    Dimensions are matched by name. Every result dimension comes from some
+    operand; operand dimensions absent from the result are summed over.
+
+    ```mlir
+    %h = mtf.einsum %x, %w : !mtf.tensor<[batch=8, io=4], f32>,
+        !mtf.tensor<[io=4, hidden=16], f32> -> !mtf.tensor<[batch=8, hidden=16], f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Mtf_FloatTensor>:$inputs);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_RenameOp : Mtf_Op<"rename", [Pure]> {
+  let summary = "gives one dimension a new name";
+  let description = [{
+    Same data, same position, new name: how a tensor gets a layout of its
+    own (e.g. `seq` to `memory` for attention keys).
+
+    ```mlir
+    %k2 = mtf.rename %k "seq" to "memory" : !mtf.tensor<[seq=16, d=8], f32> -> !mtf.tensor<[memory=16, d=8], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_TensorType:$input, StrAttr:$from, StrAttr:$to);
+  let results = (outs Mtf_TensorType:$result);
+  let assemblyFormat = "$input $from `to` $to attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_ConstrainOp : Mtf_Op<"constrain", [Pure, SameOperandsAndResultType]> {
+  let summary = "pins the layout of one tensor, whatever the layout rules say";
+  let description = [{
+    Like JAX's `with_sharding_constraint`: the result has exactly `layout`
+    (dimensions not listed are whole); the operand keeps the layout the rules
+    give it.
+
+    ```mlir
+    %y = mtf.constrain %x #mtf.layout<batch: b> : !mtf.tensor<[batch=8, d=4], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_TensorType:$input, Mtf_LayoutAttr:$layout);
+  let results = (outs Mtf_TensorType:$result);
+  let assemblyFormat = "$input $layout attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Mtf_UnaryFloatOp<string mnemonic, string what>
+    : Mtf_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise " # what;
+  let description = [{
+    ```mlir
+    %y = mtf.}] # mnemonic # [{ %x : !mtf.tensor<[batch=8, hidden=16], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$input);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Mtf_ReluOp : Mtf_UnaryFloatOp<"relu", "max(x, 0)">;
+def Mtf_GeluOp : Mtf_UnaryFloatOp<"gelu", "Gaussian error linear unit (tanh approximation)">;
+def Mtf_ExpOp : Mtf_UnaryFloatOp<"exp", "exponential">;
+def Mtf_LogOp : Mtf_UnaryFloatOp<"log", "natural logarithm">;
+def Mtf_TanhOp : Mtf_UnaryFloatOp<"tanh", "hyperbolic tangent">;
+def Mtf_SqrtOp : Mtf_UnaryFloatOp<"sqrt", "square root">;
+def Mtf_RsqrtOp : Mtf_UnaryFloatOp<"rsqrt", "reciprocal square root">;
+def Mtf_NegateOp : Mtf_UnaryFloatOp<"negate", "negation">;
+
+def Mtf_CastOp : Mtf_Op<"cast", [Pure]> {
+  let summary = "converts the element type, keeping the dimensions";
+  let description = [{
+    ```mlir
+    %y = mtf.cast %x : !mtf.tensor<[batch=8], f32> -> !mtf.tensor<[batch=8], bf16>
+    ```
+  }];
+  let arguments = (ins Mtf_TensorType:$input);
+  let results = (outs Mtf_TensorType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+class Mtf_BinaryOp<string mnemonic, string what> : Mtf_Op<mnemonic, [Pure]> {
+  let summary = "elementwise " # what # " with broadcasting by dimension name";
+  let description = [{
+    The result has every dimension of either operand (a dimension present in
+    both must have one size); an operand lacking a dimension is repeated
+    along it. Element types must match.
+
+    ```mlir
+    %y = mtf.}] # mnemonic # [{ %a, %b : !mtf.tensor<[batch=8, d=4], f32>, !mtf.tensor<[d=4], f32> -> !mtf.tensor<[batch=8, d=4], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_TensorType:$lhs, Mtf_TensorType:$rhs);
+  let results = (outs Mtf_TensorType:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_AddOp : Mtf_BinaryOp<"add", "addition">;
+def Mtf_SubOp : Mtf_BinaryOp<"sub", "subtraction">;
+def Mtf_MulOp : Mtf_BinaryOp<"mul", "multiplication">;
+def Mtf_DivOp : Mtf_BinaryOp<"div", "division">;
+def Mtf_MaxOp : Mtf_BinaryOp<"max", "maximum">;
+def Mtf_MinOp : Mtf_BinaryOp<"min", "minimum">;
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisation
+//===----------------------------------------------------------------------===//
+
+class Mtf_ReduceOp<string mnemonic, string what> : Mtf_Op<mnemonic, [Pure]> {
+  let summary = what # " over the dimensions the result drops";
+  let description = [{
+    The result's dimensions are a subset of the operand's, in the operand's
+    order; the others are reduced.
+
+    ```mlir
+    %s = mtf.}] # mnemonic # [{ %x : !mtf.tensor<[batch=8, d=4], f32> -> !mtf.tensor<[batch=8], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$input);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_ReduceSumOp : Mtf_ReduceOp<"reduce_sum", "sum">;
+def Mtf_ReduceMeanOp : Mtf_ReduceOp<"reduce_mean", "mean">;
+def Mtf_ReduceMaxOp : Mtf_ReduceOp<"reduce_max", "maximum">;
+
+def Mtf_SoftmaxOp : Mtf_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax along one named dimension";
+  let description = [{
+    ```mlir
+    %p = mtf.softmax %x over "classes" : !mtf.tensor<[batch=8, classes=10], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$input, StrAttr:$dim);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$input `over` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_SoftmaxCrossEntropyOp : Mtf_Op<"softmax_cross_entropy", [Pure]> {
+  let summary = "cross-entropy of softmax(logits) against integer labels";
+  let description = [{
+    `labels` has the dimensions of `logits` except the class dimension `dim`
+    and holds class indices; the result has the labels' dimensions.
+
+    ```mlir
+    %l = mtf.softmax_cross_entropy %logits, %labels over "classes"
+        : !mtf.tensor<[batch=8, classes=10], f32>, !mtf.tensor<[batch=8], i32>
+        -> !mtf.tensor<[batch=8], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$logits, Mtf_IntTensor:$labels, StrAttr:$dim);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $labels `over` $dim attr-dict `:` type($logits) `,` type($labels) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Sinks
+//===----------------------------------------------------------------------===//
+
+def Mtf_OutputOp : Mtf_Op<"output"> {
+  let summary = "makes a tensor a named result of the program";
+  let description = [{
+    ```mlir
+    mtf.output "loss" %loss : !mtf.tensor<[], f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Mtf_TensorType:$value);
+  let assemblyFormat = "$name $value attr-dict `:` type($value)";
+}
+
+def Mtf_TrainOp : Mtf_Op<"train"> {
+  let summary = "asks for the program to minimise a scalar loss";
+  let description = [{
+    Records which scalar to minimise and with which optimizer and
+    hyper-parameters; at most one per program. Known optimizers and their
+    hyper-parameters: `sgd` (lr), `momentum` (lr, momentum), `adam` (lr,
+    beta1, beta2, eps), `adamw` (lr, beta1, beta2, eps, weight_decay); every
+    optimizer also takes `clip_norm`, `warmup_steps` and `decay_steps`.
+
+    ```mlir
+    mtf.train %loss with "adam" {lr = 1.000000e-03 : f64} : !mtf.tensor<[], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$loss, StrAttr:$optimizer,
+                       DictionaryAttr:$hyperparams);
+  let assemblyFormat = "$loss `with` $optimizer $hyperparams attr-dict `:` type($loss)";
+  let hasVerifier = 1;
+}
+
+#endif // MESHC_DIALECT_MTFOPS_TD
