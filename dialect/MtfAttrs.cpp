@@ -183,12 +183,11 @@ static void printRoundTripDouble(AsmPrinter &printer, double value) {
   printer << text;
 }
 
-Attribute InitAttr::parse(AsmParser &parser, Type) {
+/// Parses `kind` or `kind(arg, ...)`: the body of `#mtf.init<...>` and the
+/// initializer of `mtf.param`.
+static InitAttr parseInitBody(AsmParser &parser) {
   std::string name;
-  SMLoc nameLoc;
-  if (parser.parseLess())
-    return {};
-  nameLoc = parser.getCurrentLocation();
+  SMLoc nameLoc = parser.getCurrentLocation();
   if (parser.parseKeywordOrString(&name))
     return {};
   std::optional<InitKind> kind = symbolizeInitKind(name);
@@ -210,23 +209,45 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
         parser.parseRParen())
       return {};
   }
-  if (parser.parseGreater())
-    return {};
   return parser.getChecked<InitAttr>(
       parser.getContext(), *kind,
       DenseF64ArrayAttr::get(parser.getContext(), args));
 }
 
-void InitAttr::print(AsmPrinter &printer) const {
-  printer << "<" << stringifyInitKind(getKind());
-  if (!getArgs().empty()) {
+static void printInitBody(AsmPrinter &printer, InitAttr init) {
+  printer << stringifyInitKind(init.getKind());
+  if (!init.getArgs().empty()) {
     printer << "(";
-    llvm::interleaveComma(getArgs().asArrayRef(), printer, [&](double value) {
-      printRoundTripDouble(printer, value);
-    });
+    llvm::interleaveComma(init.getArgs().asArrayRef(), printer,
+                          [&](double value) {
+                            printRoundTripDouble(printer, value);
+                          });
     printer << ")";
   }
+}
+
+Attribute InitAttr::parse(AsmParser &parser, Type) {
+  if (parser.parseLess())
+    return {};
+  InitAttr init = parseInitBody(parser);
+  if (!init || parser.parseGreater())
+    return {};
+  return init;
+}
+
+void InitAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  printInitBody(printer, *this);
   printer << ">";
+}
+
+ParseResult parseInitializer(OpAsmParser &parser, InitAttr &init) {
+  init = parseInitBody(parser);
+  return success(static_cast<bool>(init));
+}
+
+void printInitializer(OpAsmPrinter &printer, Operation *, InitAttr init) {
+  printInitBody(printer, init);
 }
 
 LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,

@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -57,6 +58,14 @@ inline llvm::hash_code hash_value(const DimSplit &split) {
 
 #define GET_ATTRDEF_CLASSES
 #include "dialect/MtfAttrs.h.inc"
+
+namespace mlir {
+namespace mtf {
+/// The `custom<Initializer>` directive of `mtf.param`: `normal(0.0, 0.05)`.
+ParseResult parseInitializer(OpAsmParser &parser, InitAttr &init);
+void printInitializer(OpAsmPrinter &printer, Operation *op, InitAttr init);
+} // namespace mtf
+} // namespace mlir
 
 #define GET_OP_CLASSES
 #include "dialect/MtfOps.h.inc"

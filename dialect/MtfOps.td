@@ -58,7 +58,7 @@ def Mtf_InputOp : Mtf_Op<"input", [Pure]> {
     ```
   }];
   let arguments = (ins StrAttr:$name);
-  let results = (outs Mtf_TensorType:$result);
+  let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
@@ -66,12 +66,13 @@ def Mtf_ParamOp : Mtf_Op<"param", [Pure]> {
   let summary = "a trainable parameter with its initializer";
   let description = [{
     ```mlir
-    %w = mtf.param "w1" = #mtf.init<normal(0.0, 0.05)> : !mtf.tensor<[io=784, hidden=1024], f32>
+    %w = mtf.param "w1" normal(0.0, 0.05) : !mtf.tensor<[io=784, hidden=1024], f32>
+    %b = mtf.param "b1" zeros : !mtf.tensor<[hidden=1024], f32>
     ```
   }];
   let arguments = (ins StrAttr:$name, Mtf_InitAttr:$init);
   let results = (outs Mtf_FloatTensor:$result);
-  let assemblyFormat = "$name `=` $init attr-dict `:` type($result)";
+  let assemblyFormat = "$name custom<Initializer>($init) attr-dict `:` type($result)";
 }
 
 def Mtf_ConstantOp : Mtf_Op<"constant", [Pure]> {
@@ -85,7 +86,7 @@ def Mtf_ConstantOp : Mtf_Op<"constant", [Pure]> {
     ```
   }];
   let arguments = (ins F64Attr:$value);
-  let results = (outs Mtf_TensorType:$result);
+  let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$value attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -121,8 +122,8 @@ def Mtf_RenameOp : Mtf_Op<"rename", [Pure]> {
     %k2 = mtf.rename %k "seq" to "memory" : !mtf.tensor<[seq=16, d=8], f32> -> !mtf.tensor<[memory=16, d=8], f32>
     ```
   }];
-  let arguments = (ins Mtf_TensorType:$input, StrAttr:$from, StrAttr:$to);
-  let results = (outs Mtf_TensorType:$result);
+  let arguments = (ins Mtf_AnyTensor:$input, StrAttr:$from, StrAttr:$to);
+  let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$input $from `to` $to attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -135,12 +136,12 @@ def Mtf_ConstrainOp : Mtf_Op<"constrain", [Pure, SameOperandsAndResultType]> {
     give it.
 
     ```mlir
-    %y = mtf.constrain %x #mtf.layout<batch: b> : !mtf.tensor<[batch=8, d=4], f32>
+    %y = mtf.constrain %x to <batch: b> : !mtf.tensor<[batch=8, d=4], f32>
     ```
   }];
-  let arguments = (ins Mtf_TensorType:$input, Mtf_LayoutAttr:$layout);
-  let results = (outs Mtf_TensorType:$result);
-  let assemblyFormat = "$input $layout attr-dict `:` type($result)";
+  let arguments = (ins Mtf_AnyTensor:$input, Mtf_LayoutAttr:$layout);
+  let results = (outs Mtf_AnyTensor:$result);
+  let assemblyFormat = "$input `to` $layout attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
@@ -177,8 +178,8 @@ def Mtf_CastOp : Mtf_Op<"cast", [Pure]> {
     %y = mtf.cast %x : !mtf.tensor<[batch=8], f32> -> !mtf.tensor<[batch=8], bf16>
     ```
   }];
-  let arguments = (ins Mtf_TensorType:$input);
-  let results = (outs Mtf_TensorType:$result);
+  let arguments = (ins Mtf_AnyTensor:$input);
+  let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -194,8 +195,8 @@ class Mtf_BinaryOp<string mnemonic, string what> : Mtf_Op<mnemonic, [Pure]> {
     %y = mtf.}] # mnemonic # [{ %a, %b : !mtf.tensor<[batch=8, d=4], f32>, !mtf.tensor<[d=4], f32> -> !mtf.tensor<[batch=8, d=4], f32>
     ```
   }];
-  let arguments = (ins Mtf_TensorType:$lhs, Mtf_TensorType:$rhs);
-  let results = (outs Mtf_TensorType:$result);
+  let arguments = (ins Mtf_AnyTensor:$lhs, Mtf_AnyTensor:$rhs);
+  let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -273,7 +274,7 @@ def Mtf_OutputOp : Mtf_Op<"output"> {
     mtf.output "loss" %loss : !mtf.tensor<[], f32>
     ```
   }];
-  let arguments = (ins StrAttr:$name, Mtf_TensorType:$value);
+  let arguments = (ins StrAttr:$name, Mtf_AnyTensor:$value);
   let assemblyFormat = "$name $value attr-dict `:` type($value)";
 }
 

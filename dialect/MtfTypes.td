@@ -44,18 +44,22 @@ def Mtf_TensorType : TypeDef<Mtf_Dialect, "Tensor"> {
   }];
 }
 
+// Operand/result constraints. They keep the C++ type `::mlir::Type` on
+// purpose, so that ODS prints types in full (`!mtf.tensor<...>`) in op
+// assembly instead of the stripped `<...>`.
+def Mtf_AnyTensor : Type<CPred<"::llvm::isa<::mlir::mtf::TensorType>($_self)">,
+                         "named-dimension tensor">;
+
 def Mtf_FloatTensor : Type<
     And<[CPred<"::llvm::isa<::mlir::mtf::TensorType>($_self)">,
          CPred<"::llvm::isa<::mlir::FloatType>("
                "::llvm::cast<::mlir::mtf::TensorType>($_self).getElementType())">]>,
-    "named-dimension tensor of floating-point values",
-    "::mlir::mtf::TensorType">;
+    "named-dimension tensor of floating-point values">;
 
 def Mtf_IntTensor : Type<
     And<[CPred<"::llvm::isa<::mlir::mtf::TensorType>($_self)">,
          CPred<"::llvm::cast<::mlir::mtf::TensorType>($_self)"
                ".getElementType().isSignlessInteger(32)">]>,
-    "named-dimension tensor of i32 values",
-    "::mlir::mtf::TensorType">;
+    "named-dimension tensor of i32 values">;
 
 #endif // MESHC_DIALECT_MTFTYPES_TD

@@ -1,0 +1,263 @@
+//===- Driver.cpp - the meshc compiler driver -----------------------------===//
+//
+// Reads a .mtf model (or mtf IR in a .mlir file), resolves the mesh and
+// layout from --spec/--mesh/--layout, runs the pass pipeline (optionally
+// dumping the IR after every pass), then emits IR and/or the --explain report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/driver/Driver.h"
+
+#include "compiler/driver/Explain.h"
+#include "compiler/driver/Registration.h"
+#include "compiler/layout/LayoutRules.h"
+#include "compiler/layout/Spec.h"
+#include "compiler/passes/Passes.h"
+#include "frontend/Frontend.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace meshc {
+namespace {
+
+enum class EmitKind { None, Mtf };
+
+/// meshc's own options; MLIR's printing/pass-manager options come on top.
+struct Options {
+  cl::OptionCategory category{"meshc options"};
+  cl::opt<std::string> input{cl::Positional, cl::desc("<model.mtf | ir.mlir | ->"),
+                             cl::init("-"), cl::cat(category)};
+  cl::opt<std::string> output{"o", cl::desc("where to write the emitted IR"),
+                              cl::value_desc("file"), cl::init("-"),
+                              cl::cat(category)};
+  cl::opt<EmitKind> emit{
+      "emit", cl::desc("what to emit"), cl::init(EmitKind::None),
+      cl::values(clEnumValN(EmitKind::Mtf, "mtf",
+                            "the mtf IR, with layouts applied")),
+      cl::cat(category)};
+  cl::opt<std::string> mesh{"mesh",
+                            cl::desc("device mesh, e.g. \"b:4;m:2\" (overrides "
+                                     "the spec file's)"),
+                            cl::cat(category)};
+  cl::opt<std::string> layout{
+      "layout",
+      cl::desc("layout rules, e.g. \"batch:b;d_ff:m\" (overrides the spec "
+               "file's)"),
+      cl::cat(category)};
+  cl::opt<std::string> spec{"spec", cl::desc("JSON file with mesh and layout"),
+                            cl::value_desc("file"), cl::cat(category)};
+  cl::opt<bool> explain{"explain",
+                        cl::desc("print every tensor's layout, per-device "
+                                 "slice and bytes, and per-device memory"),
+                        cl::cat(category)};
+  cl::opt<std::string> dumpIR{"dump-ir",
+                              cl::desc("write the IR after import and after "
+                                       "every pass into this directory"),
+                              cl::value_desc("dir"), cl::cat(category)};
+  cl::opt<bool> verifyDiagnostics{
+      "verify-diagnostics",
+      cl::desc("check emitted diagnostics against expected-* comments in the "
+               "input (for tests)"),
+      cl::cat(category)};
+};
+
+/// Writes the whole module to DIR/NN-<stage>.mlir after import and after
+/// every pass, so a reader can follow the pipeline stage by stage.
+class DumpIRInstrumentation : public PassInstrumentation {
+public:
+  DumpIRInstrumentation(std::string dir, ModuleOp module)
+      : dir(std::move(dir)), module(module) {}
+
+  LogicalResult dump(StringRef stage) {
+    SmallString<128> path(dir);
+    llvm::sys::path::append(path, llvm::formatv("{0:2}-{1}.mlir", counter++,
+                                                stage)
+                                      .str());
+    std::string error;
+    auto file = openOutputFile(path, &error);
+    if (!file)
+      return emitError(module.getLoc())
+             << "--dump-ir: cannot write '" << path << "': " << error;
+    module.print(file->os());
+    file->keep();
+    return success();
+  }
+
+  void runAfterPass(Pass *pass, Operation *) override {
+    (void)dump(pass->getArgument());
+  }
+
+private:
+  std::string dir;
+  ModuleOp module;
+  unsigned counter = 0;
+};
+
+/// Prints a mesh/layout/spec problem the way compilers print flag errors.
+int reportFlagError(const layout::Error &error, StringRef flag,
+                    StringRef text) {
+  llvm::errs() << "meshc: " << layout::formatFlagError(error, flag, text)
+               << "\n";
+  return 1;
+}
+
+/// The mesh and layout rules from --spec, then --mesh/--layout on top.
+/// Returns false after reporting an error.
+bool resolveLayout(const Options &options, layout::Mesh &mesh,
+                   layout::LayoutRules &rules) {
+  if (!options.spec.empty()) {
+    layout::Result<layout::Spec> spec = layout::loadSpecFile(options.spec);
+    if (!spec.ok()) {
+      llvm::errs() << "meshc: " << spec.error().str() << "\n";
+      return false;
+    }
+    mesh = spec->mesh;
+    rules = spec->rules;
+  }
+  if (options.mesh.getNumOccurrences()) {
+    layout::Result<layout::Mesh> parsed = layout::Mesh::parse(options.mesh);
+    if (!parsed.ok())
+      return reportFlagError(parsed.error(), "--mesh", options.mesh), false;
+    mesh = *parsed;
+  }
+  if (options.layout.getNumOccurrences()) {
+    layout::Result<layout::LayoutRules> parsed =
+        layout::LayoutRules::parse(options.layout);
+    if (!parsed.ok())
+      return reportFlagError(parsed.error(), "--layout", options.layout),
+             false;
+    rules = *parsed;
+  }
+  layout::Status status = rules.checkAgainstMesh(mesh);
+  if (!status.ok()) {
+    llvm::errs() << "meshc: " << status.error().str() << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// Reads the input as a .mtf model, or as IR when it ends in .mlir.
+OwningOpRef<ModuleOp> importInput(const Options &options,
+                                  llvm::SourceMgr &sourceMgr,
+                                  MLIRContext &context) {
+  if (StringRef(options.input).ends_with(".mlir"))
+    return parseSourceFile<ModuleOp>(sourceMgr, &context);
+  return frontend::importMtf(sourceMgr, context);
+}
+
+/// Runs everything after option parsing; returns success when no error was
+/// reported.
+LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
+                      MLIRContext &context) {
+  layout::Mesh mesh;
+  layout::LayoutRules rules;
+  if (!resolveLayout(options, mesh, rules))
+    return failure();
+
+  OwningOpRef<ModuleOp> module = importInput(options, sourceMgr, context);
+  if (!module)
+    return failure();
+
+  PassManager pm(&context, ModuleOp::getOperationName());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  MtfApplyLayoutOptions layoutOptions;
+  layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
+  layoutOptions.layout = rules.str();
+  pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));
+
+  if (!options.dumpIR.empty()) {
+    if (std::error_code ec =
+            llvm::sys::fs::create_directories(options.dumpIR)) {
+      llvm::errs() << "meshc: error: --dump-ir: cannot create '"
+                   << options.dumpIR << "': " << ec.message() << "\n";
+      return failure();
+    }
+    context.disableMultithreading();
+    auto dumper = std::make_unique<DumpIRInstrumentation>(options.dumpIR,
+                                                          *module);
+    if (failed(dumper->dump("import")))
+      return failure();
+    pm.addInstrumentation(std::move(dumper));
+  }
+  if (failed(pm.run(*module)))
+    return failure();
+
+  if (options.explain)
+    for (auto program : module->getOps<mtf::ProgramOp>())
+      explainProgram(program, llvm::outs());
+
+  bool emitIR = options.emit == EmitKind::Mtf ||
+                (!options.explain && options.emit == EmitKind::None);
+  if (emitIR) {
+    std::string error;
+    auto file = openOutputFile(options.output, &error);
+    if (!file) {
+      llvm::errs() << "meshc: error: " << error << "\n";
+      return failure();
+    }
+    module->print(file->os());
+    file->keep();
+  }
+  return success();
+}
+
+} // namespace
+
+int meshcMain(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  Options options;
+  cl::HideUnrelatedOptions(
+      {&options.category, &llvm::getColorCategory()});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "meshc: compiles a named-dimension model for a device mesh\n\n"
+      "  meshc model.mtf --mesh \"b:4;m:2\" --layout \"batch:b;hidden:m\" "
+      "--explain\n");
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> buffer =
+      openInputFile(options.input, &error);
+  if (!buffer) {
+    llvm::errs() << "meshc: error: " << error << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+
+  DialectRegistry registry;
+  registerAll(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  if (options.verifyDiagnostics) {
+    SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context);
+    (void)compile(options, sourceMgr, context);
+    return failed(handler.verify()) ? 1 : 0;
+  }
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  return failed(compile(options, sourceMgr, context)) ? 1 : 0;
+}
+
+} // namespace meshc

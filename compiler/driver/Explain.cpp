@@ -1,0 +1,169 @@
+//===- Explain.cpp - meshc --explain --------------------------------------===//
+//
+// Builds the per-tensor table from the layouts mtf-apply-layout attached,
+// using the layout library for slice shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/driver/Explain.h"
+
+#include "compiler/passes/LayoutBridge.h"
+
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace meshc {
+
+std::string formatBytes(int64_t bytes) {
+  if (bytes < 1024)
+    return std::to_string(bytes) + " B";
+  static const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = -1;
+  do {
+    value /= 1024.0;
+    ++unit;
+  } while (value >= 1024.0 && unit < 3);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("%.1f ", value) << units[unit];
+  return text;
+}
+
+namespace {
+
+/// One row of the table.
+struct Row {
+  std::string name, kind, type, layout, slice;
+  int64_t bytes = 0;
+};
+
+std::string typeString(mtf::TensorType type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type.getElementType() << "[";
+  llvm::interleaveComma(type.getDims(), os, [&](const mtf::NamedDim &dim) {
+    os << dim.name.getValue() << "=" << dim.size;
+  });
+  os << "]";
+  return text;
+}
+
+std::string kindOf(Operation *op) {
+  if (llvm::isa<mtf::InputOp>(op))
+    return "input";
+  if (llvm::isa<mtf::ParamOp>(op))
+    return "param";
+  if (llvm::isa<mtf::ConstantOp>(op))
+    return "const";
+  return "activation";
+}
+
+void printTable(const std::vector<Row> &rows, llvm::raw_ostream &os) {
+  const char *headers[] = {"tensor", "kind", "global type", "layout",
+                           "slice per device", "bytes/device"};
+  size_t widths[6];
+  for (int i = 0; i < 6; ++i)
+    widths[i] = strlen(headers[i]);
+  auto cells = [](const Row &row) {
+    return std::array<std::string, 6>{row.name,   row.kind,
+                                      row.type,   row.layout,
+                                      row.slice,  formatBytes(row.bytes)};
+  };
+  for (const Row &row : rows) {
+    auto values = cells(row);
+    for (int i = 0; i < 6; ++i)
+      widths[i] = std::max(widths[i], values[i].size());
+  }
+  auto printRow = [&](const std::array<std::string, 6> &values) {
+    for (int i = 0; i < 6; ++i) {
+      os << "  ";
+      if (i == 5)
+        os.indent(widths[i] - values[i].size()) << values[i];
+      else
+        os << values[i], os.indent(widths[i] - values[i].size());
+    }
+    os << "\n";
+  };
+  printRow({headers[0], headers[1], headers[2], headers[3], headers[4],
+            headers[5]});
+  for (const Row &row : rows)
+    printRow(cells(row));
+}
+
+} // namespace
+
+void explainProgram(mtf::ProgramOp program, llvm::raw_ostream &os) {
+  layout::Mesh mesh = toMesh(program.getMeshAttr());
+  os << "program @" << program.getSymName() << " on mesh "
+     << (mesh.rank() ? mesh.str() : std::string("(single device)")) << " ("
+     << mesh.numDevices() << " device" << (mesh.numDevices() == 1 ? "" : "s")
+     << ")\n\n";
+
+  std::vector<Row> rows;
+  int64_t paramBytes = 0, inputBytes = 0, activationBytes = 0;
+  int64_t paramCount = 0;
+  std::vector<std::string> outputs;
+  for (Operation &op : program.getBodyBlock()) {
+    if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
+      outputs.push_back(output.getName().str() + " = " +
+                        tensorName(output.getValue().getDefiningOp()));
+      continue;
+    }
+    if (op.getNumResults() != 1)
+      continue;
+    auto type = llvm::dyn_cast<mtf::TensorType>(op.getResult(0).getType());
+    auto attr = op.getAttrOfType<mtf::LayoutAttr>(
+        mtf::MtfDialect::kLayoutAttrName);
+    if (!type || !attr)
+      continue;
+    std::string name = tensorName(&op);
+    layout::Result<layout::TensorLayout> tensorLayout =
+        fromLayoutAttr(name, type, attr, mesh);
+    if (!tensorLayout.ok())
+      continue;
+    std::vector<layout::Dim> dims = toDims(type);
+    Row row;
+    row.name = name;
+    row.kind = kindOf(&op);
+    row.type = typeString(type);
+    row.layout = tensorLayout->str(dims, mesh);
+    std::vector<int64_t> slice = tensorLayout->sliceShape(dims, mesh);
+    row.slice = "[";
+    for (size_t i = 0; i < slice.size(); ++i)
+      row.slice += (i ? ", " : "") + std::to_string(slice[i]);
+    row.slice += "]";
+    row.bytes =
+        tensorLayout->numElementsPerDevice(dims, mesh) * type.getElementBytes();
+    if (row.kind == "param") {
+      paramBytes += row.bytes;
+      paramCount += type.getNumElements();
+    } else if (row.kind == "input") {
+      inputBytes += row.bytes;
+    } else {
+      activationBytes += row.bytes;
+    }
+    rows.push_back(std::move(row));
+  }
+  printTable(rows, os);
+
+  os << "\nper-device memory:\n";
+  os << "  parameters   " << formatBytes(paramBytes) << " ("
+     << paramCount << " parameters in the model)\n";
+  os << "  inputs       " << formatBytes(inputBytes) << "\n";
+  os << "  activations  " << formatBytes(activationBytes)
+     << " (every intermediate held at once; no buffer reuse yet)\n";
+  os << "  total        "
+     << formatBytes(paramBytes + inputBytes + activationBytes) << "\n";
+  if (!outputs.empty()) {
+    os << "\noutputs:";
+    for (const std::string &output : outputs)
+      os << " " << output << ";";
+    os << "\n";
+  }
+}
+
+} // namespace meshc

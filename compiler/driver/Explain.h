@@ -1,0 +1,25 @@
+//===- Explain.h - meshc --explain ------------------------------*- C++ -*-===//
+//
+// The human-readable report of what a layout does to a program: each
+// tensor's layout, its per-device slice and bytes, and per-device memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_COMPILER_DRIVER_EXPLAIN_H
+#define MESHC_COMPILER_DRIVER_EXPLAIN_H
+
+#include "dialect/MtfDialect.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace meshc {
+
+/// Prints the per-tensor layout table and memory summary of `program`, whose
+/// ops must carry `mtf.layout` (see mtf-apply-layout).
+void explainProgram(mlir::mtf::ProgramOp program, llvm::raw_ostream &os);
+
+/// "12 B", "4.0 KiB", "1.5 MiB", ...
+std::string formatBytes(int64_t bytes);
+
+} // namespace meshc
+
+#endif // MESHC_COMPILER_DRIVER_EXPLAIN_H

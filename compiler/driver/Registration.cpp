@@ -1,0 +1,22 @@
+//===- Registration.cpp - what meshc tools register -----------------------===//
+
+#include "compiler/driver/Registration.h"
+
+#include "compiler/passes/Passes.h"
+#include "dialect/MtfDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace meshc {
+
+void registerAll(mlir::DialectRegistry &registry) {
+  // func is there for tests that check single ops outside a program.
+  registry.insert<mlir::mtf::MtfDialect, mlir::func::FuncDialect>();
+  static bool passesRegistered = [] {
+    registerMeshcPasses();
+    return true;
+  }();
+  (void)passesRegistered;
+}
+
+} // namespace meshc

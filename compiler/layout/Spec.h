@@ -1,0 +1,49 @@
+//===- Spec.h - JSON mesh-and-layout spec files -----------------*- C++ -*-===//
+//
+// A spec file carries a mesh, layout rules and options in one JSON object
+// (read with nlohmann/json, which stays out of this header):
+//
+//   {"mesh": {"b": 4, "m": 2},
+//    "layout": {"batch": "b", "d_ff": "m", "experts": ["b", "m"]},
+//    "options": {"uneven_batch": true}}
+//
+// "mesh" and "layout" may also be given in their string forms ("b:4;m:2",
+// "batch:b;d_ff:m"). Errors name the JSON path of the offending value and its
+// line and column in the file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_COMPILER_LAYOUT_SPEC_H
+#define MESHC_COMPILER_LAYOUT_SPEC_H
+
+#include "compiler/layout/Error.h"
+#include "compiler/layout/LayoutRules.h"
+#include "compiler/layout/Mesh.h"
+
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace meshc::layout {
+
+/// The contents of a spec file.
+struct Spec {
+  /// The "mesh" entry (required).
+  Mesh mesh;
+  /// The "layout" entry; no rules when absent. Checked against `mesh`.
+  LayoutRules rules;
+  /// The "options" object, kept for the stages that read it: string values
+  /// as they are, other values as compact JSON text ("true", "3", "[1,2]").
+  std::map<std::string, std::string> options;
+};
+
+/// Parses a spec from JSON `text`; `fileName` is used in errors only (as
+/// Error::source).
+Result<Spec> parseSpecJson(std::string_view text, std::string_view fileName);
+
+/// Reads and parses the spec file at `path`.
+Result<Spec> loadSpecFile(const std::string &path);
+
+} // namespace meshc::layout
+
+#endif // MESHC_COMPILER_LAYOUT_SPEC_H

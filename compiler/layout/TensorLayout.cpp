@@ -1,0 +1,211 @@
+//===- TensorLayout.cpp - How one tensor is split over a mesh -------------===//
+//
+// Validation of tensor layouts and the arithmetic of device blocks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/layout/TensorLayout.h"
+
+#include "compiler/layout/Names.h"
+
+#include <algorithm>
+
+namespace meshc::layout {
+
+int64_t elementBytes(std::string_view elementType) {
+  if (elementType == "f64" || elementType == "i64")
+    return 8;
+  if (elementType == "f32" || elementType == "i32")
+    return 4;
+  if (elementType == "f16" || elementType == "bf16")
+    return 2;
+  if (elementType == "i8")
+    return 1;
+  return 0;
+}
+
+TensorLayout TensorLayout::replicated(size_t rank) {
+  return TensorLayout(std::vector<std::vector<size_t>>(rank));
+}
+
+Result<TensorLayout> TensorLayout::compute(std::string_view tensorName,
+                                           const std::vector<Dim> &dims,
+                                           const LayoutRules &rules,
+                                           const Mesh &mesh) {
+  std::vector<std::vector<std::string>> axes;
+  for (const Dim &dim : dims) {
+    const std::vector<std::string> *ruleAxes = rules.axesFor(dim.name);
+    axes.push_back(ruleAxes ? *ruleAxes : std::vector<std::string>());
+  }
+  return fromAxes(tensorName, dims, axes, mesh);
+}
+
+/// "1 entry", "2 entries".
+static std::string counted(size_t count, const char *one, const char *many) {
+  return std::to_string(count) + " " + (count == 1 ? one : many);
+}
+
+/// The hint for a dimension of `size` elements that `shards` does not divide.
+static std::string divisibilityHint(const std::string &dim, int64_t size,
+                                    int64_t shards) {
+  int64_t below = size / shards * shards;
+  std::string examples = below > 0 ? std::to_string(below) + " or " : "";
+  examples += std::to_string(below + shards);
+  return "leave " + quoteName(dim) +
+         " unsplit or make its size a multiple of " + std::to_string(shards) +
+         " (e.g. " + examples + ")";
+}
+
+Result<TensorLayout> TensorLayout::fromAxes(
+    std::string_view tensorName, const std::vector<Dim> &dims,
+    const std::vector<std::vector<std::string>> &axes, const Mesh &mesh) {
+  std::string tensor = "tensor " + quoteName(tensorName);
+  if (axes.size() != dims.size())
+    return Error{"layout of " + tensor + " has " +
+                     counted(axes.size(), "entry", "entries") +
+                     " but the tensor has " +
+                     counted(dims.size(), "dimension", "dimensions"),
+                 "give one list of mesh axes per dimension"};
+
+  std::vector<std::vector<size_t>> splits(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const Dim &dim = dims[d];
+    std::string subject = tensor + " dimension " + quoteName(dim.name);
+    if (dim.size < 1)
+      return Error{subject + " has size " + std::to_string(dim.size) +
+                       "; sizes must be positive",
+                   ""};
+    for (size_t e = 0; e < d; ++e)
+      if (dims[e].name == dim.name)
+        return Error{tensor + " has two dimensions named " +
+                         quoteName(dim.name),
+                     "give each dimension of a tensor its own name"};
+
+    int64_t shards = 1;
+    std::string sizes;
+    for (const std::string &axisName : axes[d]) {
+      std::optional<size_t> axis = mesh.axisIndex(axisName);
+      if (!axis)
+        return unknownMeshAxisError(subject, dim.name, axisName,
+                                    mesh.axisNames());
+      if (std::find(splits[d].begin(), splits[d].end(), *axis) !=
+          splits[d].end())
+        return Error{subject + " lists mesh axis " + quoteName(axisName) +
+                         " twice",
+                     "a mesh axis can split a dimension only once"};
+      for (size_t e = 0; e < d; ++e)
+        if (std::find(splits[e].begin(), splits[e].end(), *axis) !=
+            splits[e].end())
+          return Error{tensor + " splits dimensions " +
+                           quoteName(dims[e].name) + " and " +
+                           quoteName(dim.name) + " over the same mesh axis " +
+                           quoteName(axisName),
+                       "split one of them over another mesh axis or leave "
+                       "it unsplit"};
+      splits[d].push_back(*axis);
+      shards *= mesh.axisSize(*axis);
+      sizes +=
+          (sizes.empty() ? "" : " x ") + std::to_string(mesh.axisSize(*axis));
+    }
+    if (dim.size % shards == 0)
+      continue;
+    std::string divisor =
+        axes[d].size() == 1
+            ? "mesh axis " + quoteName(axes[d][0]) + " (size " + sizes + ")"
+            : "mesh axes " + quoteName(joinAxes(axes[d])) + " (size " + sizes +
+                  " = " + std::to_string(shards) + ")";
+    return Error{subject + " (size " + std::to_string(dim.size) +
+                     ") is not divisible by " + divisor,
+                 divisibilityHint(dim.name, dim.size, shards)};
+  }
+  return TensorLayout(std::move(splits));
+}
+
+const std::vector<size_t> &TensorLayout::axesOf(size_t dim) const {
+  assert(dim < splits.size() && "dimension out of range");
+  return splits[dim];
+}
+
+int64_t TensorLayout::shardCount(size_t dim, const Mesh &mesh) const {
+  int64_t shards = 1;
+  for (size_t axis : axesOf(dim))
+    shards *= mesh.axisSize(axis);
+  return shards;
+}
+
+int64_t TensorLayout::shardIndex(size_t dim, const Mesh &mesh,
+                                 const std::vector<int64_t> &coords) const {
+  assert(coords.size() == mesh.rank() && "one coordinate per mesh axis");
+  int64_t index = 0;
+  for (size_t axis : axesOf(dim))
+    index = index * mesh.axisSize(axis) + coords[axis];
+  return index;
+}
+
+std::vector<int64_t> TensorLayout::sliceShape(const std::vector<Dim> &dims,
+                                              const Mesh &mesh) const {
+  assert(dims.size() == splits.size() && "layout built for other dims");
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < dims.size(); ++d)
+    shape.push_back(dims[d].size / shardCount(d, mesh));
+  return shape;
+}
+
+std::vector<int64_t> TensorLayout::sliceOffset(const std::vector<Dim> &dims,
+                                               const Mesh &mesh,
+                                               int64_t deviceId) const {
+  std::vector<int64_t> coords = mesh.coordinates(deviceId);
+  std::vector<int64_t> offset = sliceShape(dims, mesh);
+  for (size_t d = 0; d < offset.size(); ++d)
+    offset[d] *= shardIndex(d, mesh, coords);
+  return offset;
+}
+
+int64_t TensorLayout::numElementsPerDevice(const std::vector<Dim> &dims,
+                                           const Mesh &mesh) const {
+  int64_t elements = 1;
+  for (int64_t size : sliceShape(dims, mesh))
+    elements *= size;
+  return elements;
+}
+
+std::vector<size_t> TensorLayout::replicatedAxes(const Mesh &mesh) const {
+  std::vector<size_t> axes;
+  for (size_t axis = 0; axis < mesh.rank(); ++axis)
+    if (std::none_of(splits.begin(), splits.end(),
+                     [&](const std::vector<size_t> &split) {
+                       return std::find(split.begin(), split.end(), axis) !=
+                              split.end();
+                     }))
+      axes.push_back(axis);
+  return axes;
+}
+
+int64_t TensorLayout::replicaCount(const Mesh &mesh) const {
+  int64_t replicas = 1;
+  for (size_t axis : replicatedAxes(mesh))
+    replicas *= mesh.axisSize(axis);
+  return replicas;
+}
+
+bool TensorLayout::isReplicated() const {
+  return std::all_of(splits.begin(), splits.end(),
+                     [](const std::vector<size_t> &s) { return s.empty(); });
+}
+
+std::string TensorLayout::str(const std::vector<Dim> &dims,
+                              const Mesh &mesh) const {
+  assert(dims.size() == splits.size() && "layout built for other dims");
+  std::string out = "[";
+  for (size_t d = 0; d < dims.size(); ++d) {
+    out += (d == 0 ? "" : ", ") + dims[d].name;
+    std::vector<std::string> names;
+    for (size_t axis : splits[d])
+      names.push_back(mesh.axisName(axis));
+    if (!names.empty())
+      out += ":" + joinAxes(names);
+  }
+  return out + "]";
+}
+
+} // namespace meshc::layout

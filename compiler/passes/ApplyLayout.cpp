@@ -1,0 +1,120 @@
+//===- ApplyLayout.cpp - mtf-apply-layout ---------------------------------===//
+//
+// Gives every tensor of a program a layout: the mesh and layout rules come
+// from the pass options (or the program's own mesh), constraints from
+// mtf.constrain; the layout algebra library does the checking.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/layout/LayoutRules.h"
+#include "compiler/passes/LayoutBridge.h"
+#include "compiler/passes/Passes.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace meshc {
+#define GEN_PASS_DEF_MTFAPPLYLAYOUT
+#include "compiler/passes/Passes.h.inc"
+} // namespace meshc
+
+namespace {
+
+struct MtfApplyLayoutPass
+    : public meshc::impl::MtfApplyLayoutBase<MtfApplyLayoutPass> {
+  using MtfApplyLayoutBase::MtfApplyLayoutBase;
+
+  void runOnOperation() override {
+    mtf::ProgramOp program = getOperation();
+    std::optional<meshc::layout::Mesh> mesh = resolveMesh(program);
+    if (!mesh)
+      return signalPassFailure();
+    meshc::layout::Result<meshc::layout::LayoutRules> rules =
+        meshc::layout::LayoutRules::parse(layout);
+    if (!rules.ok()) {
+      meshc::emitLayoutError(program.getLoc(),
+                             withFlag(rules.error(), "layout", layout));
+      return signalPassFailure();
+    }
+    if (failed(checkRules(program, *rules, *mesh)))
+      return signalPassFailure();
+
+    MLIRContext *context = &getContext();
+    for (Operation &op : program.getBodyBlock()) {
+      if (op.getNumResults() != 1)
+        continue;
+      auto type = llvm::dyn_cast<mtf::TensorType>(op.getResult(0).getType());
+      if (!type)
+        continue;
+      std::string name = meshc::tensorName(&op);
+      meshc::layout::Result<meshc::layout::TensorLayout> tensorLayout =
+          [&]() {
+            if (auto constrain = llvm::dyn_cast<mtf::ConstrainOp>(op))
+              return meshc::fromLayoutAttr(name, type, constrain.getLayout(),
+                                           *mesh);
+            return meshc::layout::TensorLayout::compute(name, meshc::toDims(type),
+                                                        *rules, *mesh);
+          }();
+      if (!tensorLayout.ok()) {
+        meshc::emitLayoutError(op.getLoc(), tensorLayout.error());
+        return signalPassFailure();
+      }
+      op.setAttr(mtf::MtfDialect::kLayoutAttrName,
+                 meshc::toLayoutAttr(type, *tensorLayout, *mesh));
+    }
+    program.setMeshAttr(meshc::toMeshAttr(context, *mesh));
+  }
+
+private:
+  /// The mesh from the `mesh` option, else the program's own; the
+  /// single-device mesh when there is neither.
+  std::optional<meshc::layout::Mesh> resolveMesh(mtf::ProgramOp program) {
+    if (mesh.empty())
+      return meshc::toMesh(program.getMeshAttr());
+    meshc::layout::Result<meshc::layout::Mesh> parsed =
+        meshc::layout::Mesh::parse(mesh);
+    if (!parsed.ok()) {
+      meshc::emitLayoutError(program.getLoc(),
+                             withFlag(parsed.error(), "mesh", mesh));
+      return std::nullopt;
+    }
+    return parsed.value();
+  }
+
+  /// Rules must name mesh axes that exist and dimensions the model has.
+  LogicalResult checkRules(mtf::ProgramOp program,
+                           const meshc::layout::LayoutRules &rules,
+                           const meshc::layout::Mesh &mesh) {
+    std::map<std::string, int64_t> dims;
+    program.walk([&](Operation *op) {
+      for (Type type : op->getResultTypes())
+        if (auto tensor = llvm::dyn_cast<mtf::TensorType>(type))
+          for (const mtf::NamedDim &dim : tensor.getDims())
+            dims.emplace(dim.name.getValue().str(), dim.size);
+    });
+    for (meshc::layout::Status status :
+         {rules.checkAgainstMesh(mesh), rules.checkAgainstDims(dims)}) {
+      if (!status.ok()) {
+        meshc::emitLayoutError(program.getLoc(), status.error());
+        return failure();
+      }
+    }
+    return success();
+  }
+
+  /// Prefixes a parse error of an option string with the option and text.
+  static meshc::layout::Error withFlag(const meshc::layout::Error &error,
+                                       llvm::StringRef option,
+                                       llvm::StringRef text) {
+    meshc::layout::Error located = error;
+    located.message = "in " + option.str() + " \"" + text.str() + "\"" +
+                      (error.column ? " at column " +
+                                          std::to_string(error.column)
+                                    : std::string()) +
+                      ": " + error.message;
+    return located;
+  }
+};
+
+} // namespace

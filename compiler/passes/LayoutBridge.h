@@ -1,0 +1,46 @@
+//===- LayoutBridge.h - mtf attributes <-> the layout library ---*- C++ -*-===//
+//
+// The layout algebra (compiler/layout) is plain C++; these functions convert
+// between its values and the mtf dialect's types and attributes, and turn
+// its errors into MLIR diagnostics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_COMPILER_PASSES_LAYOUTBRIDGE_H
+#define MESHC_COMPILER_PASSES_LAYOUTBRIDGE_H
+
+#include "compiler/layout/Mesh.h"
+#include "compiler/layout/TensorLayout.h"
+#include "dialect/MtfDialect.h"
+
+#include <string>
+#include <vector>
+
+namespace meshc {
+
+/// The mesh an `#mtf.mesh` describes.
+layout::Mesh toMesh(mlir::mtf::MeshAttr mesh);
+/// The `#mtf.mesh` of a mesh (null for the single-device mesh).
+mlir::mtf::MeshAttr toMeshAttr(mlir::MLIRContext *context,
+                               const layout::Mesh &mesh);
+/// The dimensions of a tensor type.
+std::vector<layout::Dim> toDims(mlir::mtf::TensorType type);
+/// The `#mtf.layout` of `tensorLayout` for a tensor of type `type`.
+mlir::mtf::LayoutAttr toLayoutAttr(mlir::mtf::TensorType type,
+                                   const layout::TensorLayout &tensorLayout,
+                                   const layout::Mesh &mesh);
+/// The layout `attr` gives a tensor of type `type` on `mesh`; checked like
+/// any user layout.
+layout::Result<layout::TensorLayout>
+fromLayoutAttr(llvm::StringRef tensorName, mlir::mtf::TensorType type,
+               mlir::mtf::LayoutAttr attr, const layout::Mesh &mesh);
+/// A readable name for the tensor `op` produces: the input/parameter name,
+/// the variable it was bound to (NameLoc), or the op name.
+std::string tensorName(mlir::Operation *op);
+/// Emits `error` at `loc`, its hint as a note.
+mlir::InFlightDiagnostic emitLayoutError(mlir::Location loc,
+                                         const layout::Error &error);
+
+} // namespace meshc
+
+#endif // MESHC_COMPILER_PASSES_LAYOUTBRIDGE_H

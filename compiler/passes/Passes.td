@@ -1,0 +1,50 @@
+//===- Passes.td - meshc compiler passes -------------------*- tablegen -*-===//
+//
+// Passes over the global-view mtf dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_COMPILER_PASSES_TD
+#define MESHC_COMPILER_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MtfApplyLayout : Pass<"mtf-apply-layout", "::mlir::mtf::ProgramOp"> {
+  let summary = "gives every tensor a layout from the mesh and the layout rules";
+  let description = [{
+    Applies Mesh-TensorFlow layout rules by dimension name: a tensor dimension
+    that has a rule is split over the rule's mesh axes, every other dimension
+    is whole. `mtf.constrain` results take the layout the constraint names.
+    The result is the `mtf.layout` attribute on every op that produces a
+    tensor, and the mesh on the program. Invalid layouts (unknown axis or
+    dimension, one axis splitting two dimensions of a tensor, sizes that do
+    not divide) are errors at the op that would have the layout.
+
+    Before, with `mesh="b:4;m:2" layout="batch:b;hidden:m"`:
+    ```mlir
+    mtf.program @mlp {
+      %x = mtf.input "x" : !mtf.tensor<[batch=64, io=64], f32>
+      %w = mtf.param "w" = #mtf.init<zeros> : !mtf.tensor<[io=64, hidden=128], f32>
+      %h = mtf.einsum %x, %w : ... -> !mtf.tensor<[batch=64, hidden=128], f32>
+    }
+    ```
+    After:
+    ```mlir
+    mtf.program @mlp mesh #mtf.mesh<b=4, m=2> {
+      %x = mtf.input "x" {mtf.layout = #mtf.layout<batch: b>} : ...
+      %w = mtf.param "w" = #mtf.init<zeros> {mtf.layout = #mtf.layout<hidden: m>} : ...
+      %h = mtf.einsum %x, %w {mtf.layout = #mtf.layout<batch: b, hidden: m>} : ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
+           "device mesh in Mesh-TensorFlow form (b:4;m:2); empty: keep the "
+           "program's mesh">,
+    Option<"layout", "layout", "std::string", /*default=*/"\"\"",
+           "layout rules (batch:b;d_ff:m;x:b+m); empty: everything whole">,
+  ];
+  let dependentDialects = ["::mlir::mtf::MtfDialect"];
+}
+
+#endif // MESHC_COMPILER_PASSES_TD

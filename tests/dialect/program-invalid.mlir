@@ -1,0 +1,81 @@
+// RUN: meshc-opt %s -split-input-file -verify-diagnostics
+// Errors of mtf.program and of the mtf.layout attribute.
+
+mtf.program @p {
+  // expected-note @+1 {{size 8 here}}
+  %x = mtf.input "x" : !mtf.tensor<[batch=8], f32>
+  // expected-error @+1 {{'mtf.input' op dimension 'batch' has size 16 here but 8 elsewhere in the program}}
+  %y = mtf.input "y" : !mtf.tensor<[batch=16], f32>
+}
+
+// -----
+
+mtf.program @p {
+  // expected-note @+1 {{first used here}}
+  %x = mtf.input "x" : !mtf.tensor<[batch=8], f32>
+  // expected-error @+1 {{'mtf.param' op input/parameter name 'x' is used twice}}
+  %w = mtf.param "x" zeros : !mtf.tensor<[batch=8], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[batch=8], f32>
+  // expected-note @+1 {{first used here}}
+  mtf.output "out" %x : !mtf.tensor<[batch=8], f32>
+  // expected-error @+1 {{'mtf.output' op output name 'out' is used twice}}
+  mtf.output "out" %x : !mtf.tensor<[batch=8], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %l = mtf.input "l" : !mtf.tensor<[], f32>
+  // expected-note @+1 {{first mtf.train here}}
+  mtf.train %l with "sgd" {lr = 1.0 : f64} : !mtf.tensor<[], f32>
+  // expected-error @+1 {{'mtf.train' op a program trains one loss at most}}
+  mtf.train %l with "sgd" {lr = 1.0 : f64} : !mtf.tensor<[], f32>
+}
+
+// -----
+
+mtf.program @p {
+  // expected-error @+1 {{'mtf.layout' must be a #mtf.layout, got "batch:b"}}
+  %x = mtf.input "x" {mtf.layout = "batch:b"} : !mtf.tensor<[batch=8], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[batch=8], f32>
+  // expected-error @+1 {{'mtf.layout' needs an op with one !mtf.tensor result}}
+  mtf.output "x" %x {mtf.layout = #mtf.layout<>} : !mtf.tensor<[batch=8], f32>
+}
+
+// -----
+
+mtf.program @p {
+  // expected-error @+1 {{unknown mtf attribute 'mtf.sharding'}}
+  %x = mtf.input "x" {mtf.sharding = 1} : !mtf.tensor<[batch=8], f32>
+}
+
+// -----
+
+mtf.program @p mesh <b=2> {
+  // expected-error @+1 {{layout splits dimension 'seq' which the tensor does not have (type '!mtf.tensor<[batch=8], f32>')}}
+  %x = mtf.input "x" {mtf.layout = #mtf.layout<seq: b>} : !mtf.tensor<[batch=8], f32>
+}
+
+// -----
+
+mtf.program @p mesh <b=2> {
+  // expected-error @+1 {{layout uses mesh axis 'm' which mesh #mtf.mesh<b=2> does not have}}
+  %x = mtf.input "x" {mtf.layout = #mtf.layout<batch: m>} : !mtf.tensor<[batch=8], f32>
+}
+
+// -----
+
+mtf.program @p mesh <b=2, m=3> {
+  // expected-error @+1 {{dimension 'batch' (size 8) is not divisible by its 6 shards}}
+  %x = mtf.input "x" {mtf.layout = #mtf.layout<batch: b+m>} : !mtf.tensor<[batch=8], f32>
+}

@@ -1,0 +1,272 @@
+//===- TensorLayoutTest.cpp - Tests of tensor layouts ---------------------===//
+//
+// Applying layout rules to tensors (replicated, split, split over several
+// axes), slice shapes and offsets, the exact tiling of a tensor by the
+// devices' blocks on 2x4 and 2x2x2 meshes, and every layout error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/layout/TensorLayout.h"
+
+#include "ErrorMatchers.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+using namespace meshc::layout;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+using Axes = std::vector<size_t>;
+
+Mesh mesh(std::string_view text) {
+  Result<Mesh> parsed = Mesh::parse(text);
+  EXPECT_TRUE(parsed.ok()) << text;
+  return parsed.ok() ? *parsed : Mesh();
+}
+
+LayoutRules rules(std::string_view text) {
+  Result<LayoutRules> parsed = LayoutRules::parse(text);
+  EXPECT_TRUE(parsed.ok()) << text;
+  return parsed.ok() ? *parsed : LayoutRules();
+}
+
+TensorLayout computeOk(const std::vector<Dim> &dims, std::string_view layout,
+                       const Mesh &onMesh) {
+  Result<TensorLayout> computed =
+      TensorLayout::compute("t", dims, rules(layout), onMesh);
+  EXPECT_TRUE(computed.ok()) << layout << ": " << computed.error().message;
+  return computed.ok() ? *computed : TensorLayout::replicated(dims.size());
+}
+
+TEST(ElementBytes, KnownAndUnknownTypes) {
+  EXPECT_EQ(elementBytes("f32"), 4);
+  EXPECT_EQ(elementBytes("i32"), 4);
+  EXPECT_EQ(elementBytes("bf16"), 2);
+  EXPECT_EQ(elementBytes("f16"), 2);
+  EXPECT_EQ(elementBytes("f64"), 8);
+  EXPECT_EQ(elementBytes("i64"), 8);
+  EXPECT_EQ(elementBytes("i8"), 1);
+  EXPECT_EQ(elementBytes("f8"), 0);
+  EXPECT_EQ(elementBytes(""), 0);
+}
+
+TEST(TensorLayout, NoRulesMeansReplicated) {
+  Mesh m = mesh("b:4;m:2");
+  std::vector<Dim> dims = {{"batch", 8}, {"hidden", 6}};
+  TensorLayout layout = computeOk(dims, "", m);
+  EXPECT_TRUE(layout.isReplicated());
+  EXPECT_EQ(layout, TensorLayout::replicated(2));
+  EXPECT_EQ(layout.sliceShape(dims, m), (Shape{8, 6}));
+  EXPECT_EQ(layout.sliceOffset(dims, m, 7), (Shape{0, 0}));
+  EXPECT_EQ(layout.replicatedAxes(m), (Axes{0, 1}));
+  EXPECT_EQ(layout.replicaCount(m), 8);
+  EXPECT_EQ(layout.numElementsPerDevice(dims, m), 48);
+  EXPECT_EQ(layout.str(dims, m), "[batch, hidden]");
+}
+
+TEST(TensorLayout, RulesApplyByDimensionName) {
+  Mesh m = mesh("b:4;m:2");
+  std::vector<Dim> dims = {{"batch", 8}, {"hidden", 6}};
+  // 'd_ff' is not a dimension of this tensor: its rule does not apply.
+  TensorLayout layout = computeOk(dims, "d_ff:m;batch:b", m);
+  EXPECT_FALSE(layout.isReplicated());
+  EXPECT_EQ(layout.rank(), 2u);
+  EXPECT_EQ(layout.axesOf(0), (Axes{0}));
+  EXPECT_EQ(layout.axesOf(1), Axes{});
+  EXPECT_EQ(layout.shardCount(0, m), 4);
+  EXPECT_EQ(layout.shardCount(1, m), 1);
+  EXPECT_EQ(layout.sliceShape(dims, m), (Shape{2, 6}));
+  // Device 5 is at (b=2, m=1).
+  EXPECT_EQ(layout.sliceOffset(dims, m, 5), (Shape{4, 0}));
+  EXPECT_EQ(layout.replicatedAxes(m), (Axes{1}));
+  EXPECT_EQ(layout.replicaCount(m), 2);
+  EXPECT_EQ(layout.numElementsPerDevice(dims, m), 12);
+  EXPECT_EQ(layout.str(dims, m), "[batch:b, hidden]");
+}
+
+TEST(TensorLayout, TwoDimensionsOnTwoAxes) {
+  Mesh m = mesh("b:4;m:2");
+  std::vector<Dim> dims = {{"batch", 8}, {"d_ff", 6}};
+  TensorLayout layout = computeOk(dims, "batch:b;d_ff:m", m);
+  EXPECT_EQ(layout.sliceShape(dims, m), (Shape{2, 3}));
+  EXPECT_EQ(layout.sliceOffset(dims, m, 5), (Shape{4, 3}));
+  EXPECT_TRUE(layout.replicatedAxes(m).empty());
+  EXPECT_EQ(layout.replicaCount(m), 1);
+  EXPECT_EQ(layout.str(dims, m), "[batch:b, d_ff:m]");
+}
+
+TEST(TensorLayout, MultiAxisSplitIsMajorToMinor) {
+  Mesh m = mesh("b:4;m:2");
+  std::vector<Dim> dims = {{"batch", 16}, {"d", 3}};
+  TensorLayout bm = computeOk(dims, "batch:b+m", m);
+  EXPECT_EQ(bm.axesOf(0), (Axes{0, 1}));
+  EXPECT_EQ(bm.shardCount(0, m), 8);
+  EXPECT_EQ(bm.sliceShape(dims, m), (Shape{2, 3}));
+  // Device 5 is at (b=2, m=1): shard 2 * size(m) + 1 = 5.
+  EXPECT_EQ(bm.shardIndex(0, m, {2, 1}), 5);
+  EXPECT_EQ(bm.sliceOffset(dims, m, 5), (Shape{10, 0}));
+  EXPECT_EQ(bm.str(dims, m), "[batch:b+m, d]");
+
+  TensorLayout mb = computeOk(dims, "batch:m+b", m);
+  EXPECT_EQ(mb.axesOf(0), (Axes{1, 0}));
+  // Shard 1 * size(b) + 2 = 6.
+  EXPECT_EQ(mb.shardIndex(0, m, {2, 1}), 6);
+  EXPECT_EQ(mb.sliceOffset(dims, m, 5), (Shape{12, 0}));
+  EXPECT_EQ(mb.str(dims, m), "[batch:m+b, d]");
+  EXPECT_NE(bm, mb);
+}
+
+TEST(TensorLayout, ScalarAndSingleDevice) {
+  Mesh m = mesh("b:4");
+  TensorLayout scalar = computeOk({}, "batch:b", m);
+  EXPECT_EQ(scalar.str({}, m), "[]");
+  EXPECT_TRUE(scalar.sliceShape({}, m).empty());
+  EXPECT_EQ(scalar.numElementsPerDevice({}, m), 1);
+  EXPECT_EQ(scalar.replicaCount(m), 4);
+
+  std::vector<Dim> dims = {{"batch", 5}};
+  TensorLayout single = computeOk(dims, "", Mesh::single());
+  EXPECT_EQ(single.sliceShape(dims, Mesh::single()), Shape{5});
+  EXPECT_EQ(single.sliceOffset(dims, Mesh::single(), 0), Shape{0});
+  EXPECT_EQ(single.replicaCount(Mesh::single()), 1);
+}
+
+TEST(TensorLayout, FromAxesMatchesCompute) {
+  Mesh m = mesh("x:2;y:2;z:2");
+  std::vector<Dim> dims = {{"a", 4}, {"b", 2}, {"c", 3}};
+  Result<TensorLayout> explicitAxes =
+      TensorLayout::fromAxes("t", dims, {{"z", "x"}, {"y"}, {}}, m);
+  ASSERT_TRUE(explicitAxes.ok());
+  EXPECT_EQ(*explicitAxes, computeOk(dims, "a:z+x;b:y", m));
+  EXPECT_EQ(explicitAxes->str(dims, m), "[a:z+x, b:y, c]");
+}
+
+/// Checks that the devices' blocks cover every element of the tensor exactly
+/// replicaCount() times, and that blocks are whole slices inside the tensor.
+void expectExactTiling(const std::vector<Dim> &dims,
+                       std::string_view layoutText, const Mesh &m) {
+  SCOPED_TRACE(std::string(layoutText) + " on " + m.str());
+  TensorLayout layout = computeOk(dims, layoutText, m);
+  Shape slice = layout.sliceShape(dims, m);
+  int64_t total = 1;
+  for (const Dim &dim : dims)
+    total *= dim.size;
+  std::vector<int> coverage(static_cast<size_t>(total), 0);
+  for (int64_t device = 0; device < m.numDevices(); ++device) {
+    Shape offset = layout.sliceOffset(dims, m, device);
+    Shape index(dims.size(), 0);
+    // Visit every element of the block in row-major order.
+    std::function<void(size_t, int64_t)> visit = [&](size_t d, int64_t flat) {
+      if (d == dims.size()) {
+        ++coverage[static_cast<size_t>(flat)];
+        return;
+      }
+      ASSERT_LE(offset[d] + slice[d], dims[d].size);
+      for (int64_t i = 0; i < slice[d]; ++i)
+        visit(d + 1, flat * dims[d].size + offset[d] + i);
+    };
+    visit(0, 0);
+  }
+  int64_t replicas = layout.replicaCount(m);
+  for (size_t i = 0; i < coverage.size(); ++i)
+    ASSERT_EQ(coverage[i], replicas) << "element " << i;
+  EXPECT_EQ(layout.numElementsPerDevice(dims, m) * m.numDevices(),
+            total * replicas);
+}
+
+TEST(TensorLayoutTiling, TwoByFourMesh) {
+  Mesh m = mesh("b:2;m:4");
+  std::vector<Dim> dims = {{"batch", 8}, {"d", 16}, {"h", 4}};
+  for (const char *layout : {"", "batch:b", "batch:m", "batch:b;d:m", "d:b;h:m",
+                             "batch:b+m", "batch:m+b", "d:m+b", "h:b;d:m"})
+    expectExactTiling(dims, layout, m);
+}
+
+TEST(TensorLayoutTiling, TwoByTwoByTwoMesh) {
+  Mesh m = mesh("x:2;y:2;z:2");
+  std::vector<Dim> dims = {{"batch", 8}, {"d", 4}, {"h", 6}};
+  for (const char *layout :
+       {"", "batch:x", "batch:y;d:z", "batch:x+y+z", "batch:z+x;h:y",
+        "d:y+x;batch:z", "batch:x;d:y;h:z"})
+    expectExactTiling(dims, layout, m);
+}
+
+TEST(TensorLayoutErrors, MeshAxisUsedByTwoDimensions) {
+  Mesh m = mesh("b:4;m:2");
+  std::string hint = "split one of them over another mesh axis or leave it "
+                     "unsplit";
+  EXPECT_LAYOUT_ERROR(
+      TensorLayout::compute("h", {{"batch", 8}, {"d_ff", 8}},
+                            rules("batch:m;d_ff:m"), m),
+      "tensor 'h' splits dimensions 'batch' and 'd_ff' over the same mesh "
+      "axis 'm'",
+      hint, 0, 0);
+  EXPECT_LAYOUT_ERROR(
+      TensorLayout::compute("h", {{"batch", 8}, {"d_ff", 8}},
+                            rules("batch:b+m;d_ff:m"), m),
+      "tensor 'h' splits dimensions 'batch' and 'd_ff' over the same mesh "
+      "axis 'm'",
+      hint, 0, 0);
+}
+
+TEST(TensorLayoutErrors, NotDivisible) {
+  EXPECT_LAYOUT_ERROR(
+      TensorLayout::compute("w1", {{"io", 784}, {"hidden", 1000}},
+                            rules("hidden:m"), mesh("b:4;m:3")),
+      "tensor 'w1' dimension 'hidden' (size 1000) is not divisible by mesh "
+      "axis 'm' (size 3)",
+      "leave 'hidden' unsplit or make its size a multiple of 3 (e.g. 999 or "
+      "1002)",
+      0, 0);
+  EXPECT_LAYOUT_ERROR(
+      TensorLayout::compute("x", {{"batch", 12}}, rules("batch:b+m"),
+                            mesh("b:4;m:2")),
+      "tensor 'x' dimension 'batch' (size 12) is not divisible by mesh axes "
+      "'b+m' (size 4 x 2 = 8)",
+      "leave 'batch' unsplit or make its size a multiple of 8 (e.g. 8 or 16)",
+      0, 0);
+  EXPECT_LAYOUT_ERROR(
+      TensorLayout::compute("x", {{"batch", 3}}, rules("batch:b"), mesh("b:4")),
+      "tensor 'x' dimension 'batch' (size 3) is not divisible by mesh axis "
+      "'b' (size 4)",
+      "leave 'batch' unsplit or make its size a multiple of 4 (e.g. 4)", 0, 0);
+}
+
+TEST(TensorLayoutErrors, UnknownMeshAxis) {
+  Mesh m = mesh("b:4;m:2");
+  EXPECT_LAYOUT_ERROR(
+      TensorLayout::compute("x", {{"batch", 8}}, rules("batch:c"), m),
+      "tensor 'x' dimension 'batch' is split over mesh axis 'c', which is not "
+      "in the mesh (axes: 'b', 'm')",
+      "add 'c' to the mesh or split 'batch' over one of its axes", 0, 0);
+  EXPECT_LAYOUT_ERROR(
+      TensorLayout::compute("x", {{"batch", 8}}, rules("batch:bb"), m),
+      "tensor 'x' dimension 'batch' is split over mesh axis 'bb', which is "
+      "not in the mesh (axes: 'b', 'm')",
+      "did you mean 'b'?", 0, 0);
+}
+
+TEST(TensorLayoutErrors, FromAxesChecks) {
+  Mesh m = mesh("b:4;m:2");
+  std::vector<Dim> dims = {{"batch", 8}, {"d", 8}};
+  EXPECT_LAYOUT_ERROR(TensorLayout::fromAxes("x", dims, {{"b"}}, m),
+                      "layout of tensor 'x' has 1 entry but the tensor has 2 "
+                      "dimensions",
+                      "give one list of mesh axes per dimension", 0, 0);
+  EXPECT_LAYOUT_ERROR(TensorLayout::fromAxes("x", dims, {{"b", "b"}, {}}, m),
+                      "tensor 'x' dimension 'batch' lists mesh axis 'b' twice",
+                      "a mesh axis can split a dimension only once", 0, 0);
+  EXPECT_LAYOUT_ERROR(
+      TensorLayout::fromAxes("x", {{"d", 8}, {"d", 8}}, {{}, {}}, m),
+      "tensor 'x' has two dimensions named 'd'",
+      "give each dimension of a tensor its own name", 0, 0);
+  EXPECT_LAYOUT_ERROR(TensorLayout::fromAxes("x", {{"d", 0}}, {{}}, m),
+                      "tensor 'x' dimension 'd' has size 0; sizes must be "
+                      "positive",
+                      "", 0, 0);
+}
+
+} // namespace
