@@ -12,6 +12,7 @@
 #include "compiler/driver/Registration.h"
 #include "compiler/layout/LayoutRules.h"
 #include "compiler/layout/Spec.h"
+#include "compiler/passes/LayoutBridge.h"
 #include "compiler/passes/Passes.h"
 #include "frontend/Frontend.h"
 
@@ -119,6 +120,18 @@ int reportFlagError(const layout::Error &error, StringRef flag,
   return 1;
 }
 
+/// Reports a failed check of the layout rules: against --layout's text when
+/// the rules came from the flag, else as the spec file's error.
+bool checkRules(const Options &options, const layout::Status &status) {
+  if (status.ok())
+    return true;
+  if (options.layout.getNumOccurrences())
+    reportFlagError(status.error(), "--layout", options.layout);
+  else
+    llvm::errs() << "meshc: " << status.error().str() << "\n";
+  return false;
+}
+
 /// The mesh and layout rules from --spec, then --mesh/--layout on top.
 /// Returns false after reporting an error.
 bool resolveLayout(const Options &options, layout::Mesh &mesh,
@@ -146,12 +159,7 @@ bool resolveLayout(const Options &options, layout::Mesh &mesh,
              false;
     rules = *parsed;
   }
-  layout::Status status = rules.checkAgainstMesh(mesh);
-  if (!status.ok()) {
-    llvm::errs() << "meshc: " << status.error().str() << "\n";
-    return false;
-  }
-  return true;
+  return checkRules(options, rules.checkAgainstMesh(mesh));
 }
 
 /// Reads the input as a .mtf model, or as IR when it ends in .mlir.
@@ -174,6 +182,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
 
   OwningOpRef<ModuleOp> module = importInput(options, sourceMgr, context);
   if (!module)
+    return failure();
+  if (!checkRules(options, rules.checkAgainstDims(collectModelDims(*module))))
     return failure();
 
   PassManager pm(&context, ModuleOp::getOperationName());
@@ -215,6 +225,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
       return failure();
     }
     module->print(file->os());
+    file->os() << "\n";
     file->keep();
   }
   return success();

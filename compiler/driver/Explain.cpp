@@ -109,8 +109,11 @@ void explainProgram(mtf::ProgramOp program, llvm::raw_ostream &os) {
   std::vector<std::string> outputs;
   for (Operation &op : program.getBodyBlock()) {
     if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
-      outputs.push_back(output.getName().str() + " = " +
-                        tensorName(output.getValue().getDefiningOp()));
+      std::string source = tensorName(output.getValue().getDefiningOp());
+      outputs.push_back(output.getName() == source
+                            ? source
+                            : output.getName().str() + " (tensor " + source +
+                                  ")");
       continue;
     }
     if (op.getNumResults() != 1)
@@ -159,9 +162,8 @@ void explainProgram(mtf::ProgramOp program, llvm::raw_ostream &os) {
   os << "  total        "
      << formatBytes(paramBytes + inputBytes + activationBytes) << "\n";
   if (!outputs.empty()) {
-    os << "\noutputs:";
-    for (const std::string &output : outputs)
-      os << " " << output << ";";
+    os << "\noutputs: ";
+    llvm::interleaveComma(outputs, os);
     os << "\n";
   }
 }

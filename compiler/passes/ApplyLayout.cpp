@@ -10,8 +10,6 @@
 #include "compiler/passes/LayoutBridge.h"
 #include "compiler/passes/Passes.h"
 
-#include <map>
-
 using namespace mlir;
 
 namespace meshc {
@@ -86,13 +84,7 @@ private:
   LogicalResult checkRules(mtf::ProgramOp program,
                            const meshc::layout::LayoutRules &rules,
                            const meshc::layout::Mesh &mesh) {
-    std::map<std::string, int64_t> dims;
-    program.walk([&](Operation *op) {
-      for (Type type : op->getResultTypes())
-        if (auto tensor = llvm::dyn_cast<mtf::TensorType>(type))
-          for (const mtf::NamedDim &dim : tensor.getDims())
-            dims.emplace(dim.name.getValue().str(), dim.size);
-    });
+    std::map<std::string, int64_t> dims = meshc::collectModelDims(program);
     for (meshc::layout::Status status :
          {rules.checkAgainstMesh(mesh), rules.checkAgainstDims(dims)}) {
       if (!status.ok()) {

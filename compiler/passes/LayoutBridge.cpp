@@ -80,6 +80,17 @@ std::string tensorName(Operation *op) {
   return name;
 }
 
+std::map<std::string, int64_t> collectModelDims(Operation *root) {
+  std::map<std::string, int64_t> dims;
+  root->walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (auto tensor = llvm::dyn_cast<mtf::TensorType>(type))
+        for (const mtf::NamedDim &dim : tensor.getDims())
+          dims.emplace(dim.name.getValue().str(), dim.size);
+  });
+  return dims;
+}
+
 InFlightDiagnostic emitLayoutError(Location loc, const layout::Error &error) {
   InFlightDiagnostic diag = emitError(loc) << error.message;
   if (!error.hint.empty())

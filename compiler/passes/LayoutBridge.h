@@ -13,6 +13,7 @@
 #include "compiler/layout/TensorLayout.h"
 #include "dialect/MtfDialect.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ fromLayoutAttr(llvm::StringRef tensorName, mlir::mtf::TensorType type,
 /// A readable name for the tensor `op` produces: the input/parameter name,
 /// the variable it was bound to (NameLoc), or the op name.
 std::string tensorName(mlir::Operation *op);
+/// Every dimension name of the tensors under `root`, with its size.
+std::map<std::string, int64_t> collectModelDims(mlir::Operation *root);
 /// Emits `error` at `loc`, its hint as a note.
 mlir::InFlightDiagnostic emitLayoutError(mlir::Location loc,
                                          const layout::Error &error);
