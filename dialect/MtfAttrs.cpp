@@ -218,10 +218,9 @@ static void printInitBody(AsmPrinter &printer, InitAttr init) {
   printer << stringifyInitKind(init.getKind());
   if (!init.getArgs().empty()) {
     printer << "(";
-    llvm::interleaveComma(init.getArgs().asArrayRef(), printer,
-                          [&](double value) {
-                            printRoundTripDouble(printer, value);
-                          });
+    llvm::interleaveComma(
+        init.getArgs().asArrayRef(), printer,
+        [&](double value) { printRoundTripDouble(printer, value); });
     printer << ")";
   }
 }

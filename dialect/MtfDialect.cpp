@@ -38,20 +38,17 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "'" << kLayoutAttrName
                            << "' needs an op with one !mtf.tensor result";
   auto program = op->getParentOfType<ProgramOp>();
-  return verifyLayout(
-      [&] { return op->emitError(); },
-      llvm::cast<TensorType>(op->getResult(0).getType()), layout,
-      program ? program.getMeshAttr() : MeshAttr());
+  return verifyLayout([&] { return op->emitError(); },
+                      llvm::cast<TensorType>(op->getResult(0).getType()),
+                      layout, program ? program.getMeshAttr() : MeshAttr());
 }
 
-LogicalResult
-verifyLayout(function_ref<InFlightDiagnostic()> emitError,
-                        TensorType type, LayoutAttr layout, MeshAttr mesh) {
+LogicalResult verifyLayout(function_ref<InFlightDiagnostic()> emitError,
+                           TensorType type, LayoutAttr layout, MeshAttr mesh) {
   for (const DimSplit &split : layout.getSplits()) {
     std::optional<unsigned> index = type.getDimIndex(split.dim.getValue());
     if (!index)
-      return emitError() << "layout splits dimension '"
-                         << split.dim.getValue()
+      return emitError() << "layout splits dimension '" << split.dim.getValue()
                          << "' which the tensor does not have (type " << type
                          << ")";
     if (!mesh)
@@ -66,9 +63,8 @@ verifyLayout(function_ref<InFlightDiagnostic()> emitError,
     }
     int64_t size = type.getDims()[*index].size;
     if (size % shards != 0)
-      return emitError() << "dimension '" << split.dim.getValue()
-                         << "' (size " << size
-                         << ") is not divisible by its " << shards
+      return emitError() << "dimension '" << split.dim.getValue() << "' (size "
+                         << size << ") is not divisible by its " << shards
                          << " shards";
   }
   return success();

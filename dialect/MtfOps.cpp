@@ -27,12 +27,12 @@ static TensorType tensorOf(Value value) {
 
 /// Checks that every dimension of `type` that `sizes` already knows has the
 /// size recorded there, and records the others. `role` names the operand.
-static LogicalResult recordDims(Operation *op, TensorType type, StringRef role,
-                                llvm::StringMap<std::pair<int64_t, std::string>>
-                                    &sizes) {
+static LogicalResult
+recordDims(Operation *op, TensorType type, StringRef role,
+           llvm::StringMap<std::pair<int64_t, std::string>> &sizes) {
   for (const NamedDim &dim : type.getDims()) {
-    auto [it, inserted] = sizes.try_emplace(dim.name.getValue(), dim.size,
-                                            role.str());
+    auto [it, inserted] =
+        sizes.try_emplace(dim.name.getValue(), dim.size, role.str());
     if (!inserted && it->second.first != dim.size)
       return op->emitOpError()
              << "dimension '" << dim.name.getValue() << "' has size "
@@ -95,12 +95,10 @@ LogicalResult ProgramOp::verifyRegions() {
              << "first used here";
     };
     if (auto input = llvm::dyn_cast<InputOp>(op)) {
-      if (failed(checkUnique(sourceNames, input.getName(),
-                             "input/parameter")))
+      if (failed(checkUnique(sourceNames, input.getName(), "input/parameter")))
         return failure();
     } else if (auto param = llvm::dyn_cast<ParamOp>(op)) {
-      if (failed(checkUnique(sourceNames, param.getName(),
-                             "input/parameter")))
+      if (failed(checkUnique(sourceNames, param.getName(), "input/parameter")))
         return failure();
     } else if (auto output = llvm::dyn_cast<OutputOp>(op)) {
       if (failed(checkUnique(outputNames, output.getName(), "output")))
@@ -127,8 +125,7 @@ LogicalResult ConstantOp::verify() {
     return emitOpError() << "value must be finite, got " << value;
   if (tensorOf(getResult()).getElementType().isInteger(32) &&
       (value != std::trunc(value) || std::fabs(value) > 2147483647.0))
-    return emitOpError() << "value " << value
-                         << " is not representable as i32";
+    return emitOpError() << "value " << value << " is not representable as i32";
   return success();
 }
 
@@ -203,7 +200,8 @@ LogicalResult RenameOp::verify() {
 LogicalResult ConstrainOp::verify() {
   auto program = (*this)->getParentOfType<ProgramOp>();
   return verifyLayout([&] { return emitOpError(); }, tensorOf(getInput()),
-                      getLayout(), program ? program.getMeshAttr() : MeshAttr());
+                      getLayout(),
+                      program ? program.getMeshAttr() : MeshAttr());
 }
 
 /// Contract: the result has the operand's dimensions, in order.
@@ -269,16 +267,16 @@ static LogicalResult verifyReduce(Operation *op) {
   TensorType input = tensorOf(op->getOperand(0));
   TensorType result = tensorOf(op->getResult(0));
   if (input.getElementType() != result.getElementType())
-    return op->emitOpError() << "element types must match, got "
-                             << input.getElementType() << " -> "
-                             << result.getElementType();
+    return op->emitOpError()
+           << "element types must match, got " << input.getElementType()
+           << " -> " << result.getElementType();
   int64_t previous = -1;
   for (const NamedDim &dim : result.getDims()) {
     std::optional<unsigned> index = input.getDimIndex(dim.name.getValue());
     if (!index)
-      return op->emitOpError() << "result dimension '" << dim.name.getValue()
-                               << "' is not an operand dimension (operand "
-                               << input << ")";
+      return op->emitOpError()
+             << "result dimension '" << dim.name.getValue()
+             << "' is not an operand dimension (operand " << input << ")";
     if (input.getDims()[*index].size != dim.size)
       return op->emitOpError()
              << "dimension '" << dim.name.getValue() << "' has size "
@@ -368,8 +366,8 @@ LogicalResult TrainOp::verify() {
                          << "'; expected sgd, momentum, adam or adamw";
   for (NamedAttribute entry : getHyperparams()) {
     StringRef key = entry.getName().getValue();
-    bool common = key == "clip_norm" || key == "warmup_steps" ||
-                  key == "decay_steps";
+    bool common =
+        key == "clip_norm" || key == "warmup_steps" || key == "decay_steps";
     if (!common && !llvm::is_contained(it->second, key))
       return emitOpError() << "optimizer '" << getOptimizer()
                            << "' has no hyper-parameter '" << key << "'";

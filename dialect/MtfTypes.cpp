@@ -28,7 +28,7 @@ namespace mlir {
 namespace mtf {
 
 ParseResult parseNamedDimList(AsmParser &parser,
-                                         SmallVectorImpl<NamedDim> &dims) {
+                              SmallVectorImpl<NamedDim> &dims) {
   auto parseOne = [&]() -> ParseResult {
     std::string name;
     int64_t size;
@@ -41,17 +41,15 @@ ParseResult parseNamedDimList(AsmParser &parser,
   return parser.parseCommaSeparatedList(parseOne);
 }
 
-void printNamedDimList(AsmPrinter &printer,
-                                  ArrayRef<NamedDim> dims) {
+void printNamedDimList(AsmPrinter &printer, ArrayRef<NamedDim> dims) {
   llvm::interleaveComma(dims, printer, [&](const NamedDim &dim) {
     printer.printKeywordOrString(dim.name.getValue());
     printer << "=" << dim.size;
   });
 }
 
-LogicalResult
-verifyNamedDimList(function_ref<InFlightDiagnostic()> emitError,
-                              ArrayRef<NamedDim> dims, StringRef what) {
+LogicalResult verifyNamedDimList(function_ref<InFlightDiagnostic()> emitError,
+                                 ArrayRef<NamedDim> dims, StringRef what) {
   llvm::SmallDenseMap<StringAttr, unsigned> seen;
   for (auto [index, dim] : llvm::enumerate(dims)) {
     if (!dim.name || dim.name.getValue().empty())

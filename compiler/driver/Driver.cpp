@@ -44,15 +44,16 @@ enum class EmitKind { None, Mtf };
 /// meshc's own options; MLIR's printing/pass-manager options come on top.
 struct Options {
   cl::OptionCategory category{"meshc options"};
-  cl::opt<std::string> input{cl::Positional, cl::desc("<model.mtf | ir.mlir | ->"),
+  cl::opt<std::string> input{cl::Positional,
+                             cl::desc("<model.mtf | ir.mlir | ->"),
                              cl::init("-"), cl::cat(category)};
   cl::opt<std::string> output{"o", cl::desc("where to write the emitted IR"),
                               cl::value_desc("file"), cl::init("-"),
                               cl::cat(category)};
   cl::opt<EmitKind> emit{
       "emit", cl::desc("what to emit"), cl::init(EmitKind::None),
-      cl::values(clEnumValN(EmitKind::Mtf, "mtf",
-                            "the mtf IR, with layouts applied")),
+      cl::values(
+          clEnumValN(EmitKind::Mtf, "mtf", "the mtf IR, with layouts applied")),
       cl::cat(category)};
   cl::opt<std::string> mesh{"mesh",
                             cl::desc("device mesh, e.g. \"b:4;m:2\" (overrides "
@@ -89,9 +90,8 @@ public:
 
   LogicalResult dump(StringRef stage) {
     SmallString<128> path(dir);
-    llvm::sys::path::append(path, llvm::formatv("{0:2}-{1}.mlir", counter++,
-                                                stage)
-                                      .str());
+    llvm::sys::path::append(
+        path, llvm::formatv("{0:2}-{1}.mlir", counter++, stage).str());
     std::string error;
     auto file = openOutputFile(path, &error);
     if (!file)
@@ -155,8 +155,7 @@ bool resolveLayout(const Options &options, layout::Mesh &mesh,
     layout::Result<layout::LayoutRules> parsed =
         layout::LayoutRules::parse(options.layout);
     if (!parsed.ok())
-      return reportFlagError(parsed.error(), "--layout", options.layout),
-             false;
+      return reportFlagError(parsed.error(), "--layout", options.layout), false;
     rules = *parsed;
   }
   return checkRules(options, rules.checkAgainstMesh(mesh));
@@ -202,8 +201,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
       return failure();
     }
     context.disableMultithreading();
-    auto dumper = std::make_unique<DumpIRInstrumentation>(options.dumpIR,
-                                                          *module);
+    auto dumper =
+        std::make_unique<DumpIRInstrumentation>(options.dumpIR, *module);
     if (failed(dumper->dump("import")))
       return failure();
     pm.addInstrumentation(std::move(dumper));
@@ -239,8 +238,7 @@ int meshcMain(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   Options options;
-  cl::HideUnrelatedOptions(
-      {&options.category, &llvm::getColorCategory()});
+  cl::HideUnrelatedOptions({&options.category, &llvm::getColorCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "meshc: compiles a named-dimension model for a device mesh\n\n"

@@ -63,15 +63,16 @@ std::string kindOf(Operation *op) {
 }
 
 void printTable(const std::vector<Row> &rows, llvm::raw_ostream &os) {
-  const char *headers[] = {"tensor", "kind", "global type", "layout",
+  const char *headers[] = {"tensor",           "kind",
+                           "global type",      "layout",
                            "slice per device", "bytes/device"};
   size_t widths[6];
   for (int i = 0; i < 6; ++i)
     widths[i] = strlen(headers[i]);
   auto cells = [](const Row &row) {
-    return std::array<std::string, 6>{row.name,   row.kind,
-                                      row.type,   row.layout,
-                                      row.slice,  formatBytes(row.bytes)};
+    return std::array<std::string, 6>{row.name,  row.kind,
+                                      row.type,  row.layout,
+                                      row.slice, formatBytes(row.bytes)};
   };
   for (const Row &row : rows) {
     auto values = cells(row);
@@ -88,8 +89,8 @@ void printTable(const std::vector<Row> &rows, llvm::raw_ostream &os) {
     }
     os << "\n";
   };
-  printRow({headers[0], headers[1], headers[2], headers[3], headers[4],
-            headers[5]});
+  printRow(
+      {headers[0], headers[1], headers[2], headers[3], headers[4], headers[5]});
   for (const Row &row : rows)
     printRow(cells(row));
 }
@@ -119,8 +120,8 @@ void explainProgram(mtf::ProgramOp program, llvm::raw_ostream &os) {
     if (op.getNumResults() != 1)
       continue;
     auto type = llvm::dyn_cast<mtf::TensorType>(op.getResult(0).getType());
-    auto attr = op.getAttrOfType<mtf::LayoutAttr>(
-        mtf::MtfDialect::kLayoutAttrName);
+    auto attr =
+        op.getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
     if (!type || !attr)
       continue;
     std::string name = tensorName(&op);
@@ -154,8 +155,8 @@ void explainProgram(mtf::ProgramOp program, llvm::raw_ostream &os) {
   printTable(rows, os);
 
   os << "\nper-device memory:\n";
-  os << "  parameters   " << formatBytes(paramBytes) << " ("
-     << paramCount << " parameters in the model)\n";
+  os << "  parameters   " << formatBytes(paramBytes) << " (" << paramCount
+     << " parameters in the model)\n";
   os << "  inputs       " << formatBytes(inputBytes) << "\n";
   os << "  activations  " << formatBytes(activationBytes)
      << " (every intermediate held at once; no buffer reuse yet)\n";

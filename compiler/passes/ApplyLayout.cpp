@@ -46,14 +46,13 @@ struct MtfApplyLayoutPass
       if (!type)
         continue;
       std::string name = meshc::tensorName(&op);
-      meshc::layout::Result<meshc::layout::TensorLayout> tensorLayout =
-          [&]() {
-            if (auto constrain = llvm::dyn_cast<mtf::ConstrainOp>(op))
-              return meshc::fromLayoutAttr(name, type, constrain.getLayout(),
-                                           *mesh);
-            return meshc::layout::TensorLayout::compute(name, meshc::toDims(type),
-                                                        *rules, *mesh);
-          }();
+      meshc::layout::Result<meshc::layout::TensorLayout> tensorLayout = [&]() {
+        if (auto constrain = llvm::dyn_cast<mtf::ConstrainOp>(op))
+          return meshc::fromLayoutAttr(name, type, constrain.getLayout(),
+                                       *mesh);
+        return meshc::layout::TensorLayout::compute(name, meshc::toDims(type),
+                                                    *rules, *mesh);
+      }();
       if (!tensorLayout.ok()) {
         meshc::emitLayoutError(op.getLoc(), tensorLayout.error());
         return signalPassFailure();
@@ -100,11 +99,11 @@ private:
                                        llvm::StringRef option,
                                        llvm::StringRef text) {
     meshc::layout::Error located = error;
-    located.message = "in " + option.str() + " \"" + text.str() + "\"" +
-                      (error.column ? " at column " +
-                                          std::to_string(error.column)
-                                    : std::string()) +
-                      ": " + error.message;
+    located.message =
+        "in " + option.str() + " \"" + text.str() + "\"" +
+        (error.column ? " at column " + std::to_string(error.column)
+                      : std::string()) +
+        ": " + error.message;
     return located;
   }
 };

@@ -56,9 +56,10 @@ mtf::LayoutAttr toLayoutAttr(mtf::TensorType type,
   return mtf::LayoutAttr::get(context, splits);
 }
 
-layout::Result<layout::TensorLayout>
-fromLayoutAttr(StringRef tensorName, mtf::TensorType type, mtf::LayoutAttr attr,
-               const layout::Mesh &mesh) {
+layout::Result<layout::TensorLayout> fromLayoutAttr(StringRef tensorName,
+                                                    mtf::TensorType type,
+                                                    mtf::LayoutAttr attr,
+                                                    const layout::Mesh &mesh) {
   std::vector<std::vector<std::string>> axes(type.getRank());
   for (auto [index, dim] : llvm::enumerate(type.getDims()))
     for (StringAttr axis : attr.getAxesFor(dim.name.getValue()))

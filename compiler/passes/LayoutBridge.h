@@ -32,9 +32,10 @@ mlir::mtf::LayoutAttr toLayoutAttr(mlir::mtf::TensorType type,
                                    const layout::Mesh &mesh);
 /// The layout `attr` gives a tensor of type `type` on `mesh`; checked like
 /// any user layout.
-layout::Result<layout::TensorLayout>
-fromLayoutAttr(llvm::StringRef tensorName, mlir::mtf::TensorType type,
-               mlir::mtf::LayoutAttr attr, const layout::Mesh &mesh);
+layout::Result<layout::TensorLayout> fromLayoutAttr(llvm::StringRef tensorName,
+                                                    mlir::mtf::TensorType type,
+                                                    mlir::mtf::LayoutAttr attr,
+                                                    const layout::Mesh &mesh);
 /// A readable name for the tensor `op` produces: the input/parameter name,
 /// the variable it was bound to (NameLoc), or the op name.
 std::string tensorName(mlir::Operation *op);
