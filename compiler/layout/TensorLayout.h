@@ -57,6 +57,12 @@ public:
   fromAxes(std::string_view tensorName, const std::vector<Dim> &dims,
            const std::vector<std::vector<std::string>> &axes, const Mesh &mesh);
 
+  /// A layout from mesh axis indices per dimension, without checks: for
+  /// layouts derived from checked ones (e.g. the steps of a reshard plan).
+  static TensorLayout fromAxisIndices(std::vector<std::vector<size_t>> splits) {
+    return TensorLayout(std::move(splits));
+  }
+
   /// The tensor's rank.
   size_t rank() const { return splits.size(); }
   /// The mesh axis indices dimension `dim` is split over, major to minor.
