@@ -30,6 +30,9 @@ def Mtf_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// The discardable attribute holding the layout of an op's result.
     static constexpr ::llvm::StringLiteral kLayoutAttrName = "mtf.layout";
+    /// The discardable attribute saying why the partitioner inserted a
+    /// collective (read by `meshc --explain`).
+    static constexpr ::llvm::StringLiteral kReasonAttrName = "mtf.reason";
   private:
     void registerTypes();
     void registerAttributes();

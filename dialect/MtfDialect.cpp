@@ -25,6 +25,12 @@ namespace mtf {
 
 LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
+  if (attr.getName() == kReasonAttrName) {
+    if (!llvm::isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kReasonAttrName
+                             << "' must be a string, got " << attr.getValue();
+    return success();
+  }
   if (attr.getName() != kLayoutAttrName)
     return op->emitError() << "unknown mtf attribute '"
                            << attr.getName().getValue() << "'";

@@ -64,13 +64,14 @@ void ProgramOp::build(OpBuilder &builder, OperationState &state,
 ///    among outputs;
 ///  - at most one `mtf.train`.
 LogicalResult ProgramOp::verifyRegions() {
+  bool local = getLocal();
   llvm::StringMap<std::pair<int64_t, Operation *>> dimSizes;
   llvm::StringMap<Operation *> sourceNames, outputNames;
   Operation *train = nullptr;
   for (Operation &op : getBodyBlock()) {
     for (Value result : op.getResults()) {
       auto type = llvm::dyn_cast<TensorType>(result.getType());
-      if (!type)
+      if (!type || local)
         continue;
       for (const NamedDim &dim : type.getDims()) {
         auto [it, inserted] =
@@ -202,6 +203,32 @@ LogicalResult ConstrainOp::verify() {
   return verifyLayout([&] { return emitOpError(); }, tensorOf(getInput()),
                       getLayout(),
                       program ? program.getMeshAttr() : MeshAttr());
+}
+
+/// Checks that a named and a ranked tensor type describe the same data.
+static LogicalResult verifySameData(Operation *op, TensorType named,
+                                    RankedTensorType ranked) {
+  SmallVector<int64_t> shape;
+  for (const NamedDim &dim : named.getDims())
+    shape.push_back(dim.size);
+  if (ranked.getShape() != ArrayRef<int64_t>(shape) ||
+      ranked.getElementType() != named.getElementType())
+    return op->emitOpError() << "types must have the same shape and element "
+                                "type, got "
+                             << named << " and " << ranked;
+  return success();
+}
+
+/// Contract: same sizes in the same order and the same element type.
+LogicalResult ToTensorOp::verify() {
+  return verifySameData(*this, tensorOf(getInput()),
+                        llvm::cast<RankedTensorType>(getResult().getType()));
+}
+
+/// Contract: same sizes in the same order and the same element type.
+LogicalResult FromTensorOp::verify() {
+  return verifySameData(*this, tensorOf(getResult()),
+                        llvm::cast<RankedTensorType>(getInput().getType()));
 }
 
 /// Contract: the result has the operand's dimensions, in order.

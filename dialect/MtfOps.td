@@ -26,6 +26,10 @@ def Mtf_ProgramOp : Mtf_Op<"program", [IsolatedFromAbove, NoTerminator,
     means one size throughout the program; input, parameter and output names
     are unique. Once a layout is applied, `mesh` names the device grid.
 
+    A `local` program is the SPMD form that `mtf-partition` produces: every
+    device runs it, and tensor types are the per-device blocks (so one
+    dimension name may have different local sizes in different tensors).
+
     ```mlir
     mtf.program @mlp mesh #mtf.mesh<b=4, m=2> {
       %x = mtf.input "x" : !mtf.tensor<[batch=8, io=4], f32>
@@ -34,9 +38,12 @@ def Mtf_ProgramOp : Mtf_Op<"program", [IsolatedFromAbove, NoTerminator,
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       OptionalAttr<Mtf_MeshAttr>:$mesh);
+                       OptionalAttr<Mtf_MeshAttr>:$mesh,
+                       UnitAttr:$local);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$sym_name (`mesh` $mesh^)? attr-dict-with-keyword $body";
+  let assemblyFormat = [{
+    $sym_name (`mesh` $mesh^)? (`local` $local^)? attr-dict-with-keyword $body
+  }];
   let hasRegionVerifier = 1;
   let skipDefaultBuilders = 1;
   let builders = [OpBuilder<(ins "::llvm::StringRef":$name)>];
@@ -142,6 +149,38 @@ def Mtf_ConstrainOp : Mtf_Op<"constrain", [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Mtf_AnyTensor:$input, Mtf_LayoutAttr:$layout);
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$input `to` $layout attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_ToTensorOp : Mtf_Op<"to_tensor", [Pure]> {
+  let summary = "views a named tensor as a builtin ranked tensor";
+  let description = [{
+    Same data, dimensions in the same order, names dropped: the bridge to
+    upstream ops on ranked tensors, such as the `shard` collectives in a
+    `local` program.
+
+    ```mlir
+    %t = mtf.to_tensor %x : !mtf.tensor<[batch=4, d=8], f32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Mtf_AnyTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_FromTensorOp : Mtf_Op<"from_tensor", [Pure]> {
+  let summary = "names the dimensions of a builtin ranked tensor";
+  let description = [{
+    The inverse of `mtf.to_tensor`.
+
+    ```mlir
+    %x = mtf.from_tensor %t : tensor<4x8xf32> -> !mtf.tensor<[batch=4, d=8], f32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs Mtf_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 

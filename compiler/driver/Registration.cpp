@@ -3,6 +3,7 @@
 #include "compiler/driver/Registration.h"
 
 #include "compiler/passes/Passes.h"
+#include "lowering/Passes.h"
 #include "dialect/MtfDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -11,9 +12,11 @@ namespace meshc {
 
 void registerAll(mlir::DialectRegistry &registry) {
   // func is there for tests that check single ops outside a program.
-  registry.insert<mlir::mtf::MtfDialect, mlir::func::FuncDialect>();
+  registry.insert<mlir::mtf::MtfDialect, mlir::shard::ShardDialect,
+                  mlir::func::FuncDialect>();
   static bool passesRegistered = [] {
     registerMeshcPasses();
+    registerMeshcLoweringPasses();
     return true;
   }();
   (void)passesRegistered;

@@ -1,0 +1,465 @@
+//===- Partitioner.cpp - SPMD partitioning of one program -----------------===//
+//
+// Per-op SPMD rules. An op is rebuilt on local blocks after its operands are
+// resharded to the layouts it needs; contractions over split dimensions add
+// the reductions of their partial results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/Partitioner.h"
+
+#include "compiler/layout/ReshardPlan.h"
+#include "compiler/passes/LayoutBridge.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace mlir;
+namespace shard = mlir::shard;
+
+namespace meshc {
+
+Partitioner::Partitioner(mtf::ProgramOp global, FlatSymbolRefAttr grid)
+    : global(global), mesh(toMesh(global.getMeshAttr())), grid(grid),
+      builder(global) {}
+
+mtf::ProgramOp Partitioner::run() {
+  auto local = mtf::ProgramOp::create(builder, global.getLoc(),
+                                      global.getSymName());
+  local.setMeshAttr(global.getMeshAttr());
+  local.setLocal(true);
+  builder.setInsertionPointToStart(&local.getBodyBlock());
+  for (Operation &op : global.getBodyBlock()) {
+    if (failed(partition(op))) {
+      local.erase();
+      return {};
+    }
+  }
+  return local;
+}
+
+//===----------------------------------------------------------------------===//
+// Dispatch
+//===----------------------------------------------------------------------===//
+
+LogicalResult Partitioner::partition(Operation &op) {
+  if (llvm::isa<mtf::InputOp, mtf::ParamOp, mtf::ConstantOp>(op)) {
+    Operation *clone = builder.clone(op);
+    Layout layout = resultLayout(&op);
+    auto type = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
+    clone->getResult(0).setType(localType(type, layout));
+    define(op.getResult(0), clone->getResult(0), layout);
+    return success();
+  }
+  if (llvm::isa<mtf::EinsumOp, mtf::ReduceSumOp, mtf::ReduceMeanOp,
+                mtf::ReduceMaxOp>(op))
+    return partitionContraction(op);
+  if (auto softmax = llvm::dyn_cast<mtf::SoftmaxOp>(op))
+    return partitionSoftmax(softmax);
+  if (auto rename = llvm::dyn_cast<mtf::RenameOp>(op))
+    return partitionRename(rename);
+  if (auto constrain = llvm::dyn_cast<mtf::ConstrainOp>(op)) {
+    Layout layout = resultLayout(&op);
+    define(constrain.getResult(),
+           operandAs(constrain.getInput(), layout, &op), layout);
+    return success();
+  }
+  if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
+    IRMapping mapping;
+    mapping.map(output.getValue(), locals.lookup(output.getValue()).first);
+    builder.clone(op, mapping);
+    return success();
+  }
+  if (llvm::isa<mtf::TrainOp>(op)) {
+    if (!warnedTrain)
+      op.emitWarning() << "training is not partitioned yet (autodiff comes "
+                          "with a later stage); compiling the forward pass "
+                          "only";
+    warnedTrain = true;
+    return success();
+  }
+  if (op.getNumResults() == 1 &&
+      llvm::isa<mtf::TensorType>(op.getResult(0).getType()) &&
+      op.getDialect() == global->getDialect())
+    return partitionByTarget(op);
+  return op.emitOpError() << "cannot be partitioned";
+}
+
+/// Elementwise ops and cross-entropy: every operand takes the result's layout
+/// restricted to its own dimensions (a dimension the result splits but the
+/// operand lacks is simply repeated along), and the op runs on blocks.
+LogicalResult Partitioner::partitionByTarget(Operation &op) {
+  auto resultType = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
+  Layout layout = resultLayout(&op);
+  AxisMap target = axesByName(resultType, layout);
+  IRMapping mapping;
+  for (Value operand : op.getOperands()) {
+    auto type = llvm::cast<mtf::TensorType>(operand.getType());
+    mapping.map(operand,
+                operandAs(operand, layoutFor(type, target), &op));
+  }
+  Operation *clone = builder.clone(op, mapping);
+  clone->getResult(0).setType(localType(resultType, layout));
+  define(op.getResult(0), clone->getResult(0), layout);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions: einsum and reductions
+//===----------------------------------------------------------------------===//
+
+/// The dimensions the operands have and the result drops are contracted. A
+/// contracted dimension keeps the split it already has (if its axes are
+/// free), so each device computes a partial result over its block; the
+/// partial results are then summed over those axes: reduce-scatter along a
+/// result dimension the layout splits over them (they must be the trailing
+/// axes of its split), all-reduce otherwise.
+LogicalResult Partitioner::partitionContraction(Operation &op) {
+  auto resultType = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
+  Layout outLayout = resultLayout(&op);
+  AxisMap outAxes = axesByName(resultType, outLayout);
+  bool isMax = llvm::isa<mtf::ReduceMaxOp>(op);
+  bool isMean = llvm::isa<mtf::ReduceMeanOp>(op);
+
+  // Contracted dimensions in order of first appearance, with the axes they
+  // keep.
+  std::vector<std::string> contracted;
+  AxisMap keep;
+  std::map<size_t, std::string> claimedBy;
+  for (Value operand : op.getOperands()) {
+    auto type = llvm::cast<mtf::TensorType>(operand.getType());
+    AxisMap current =
+        axesByName(type, layouts[locals.lookup(operand).second]);
+    for (const mtf::NamedDim &dim : type.getDims()) {
+      std::string name = dim.name.getValue().str();
+      if (resultType.hasDim(name) || keep.count(name))
+        continue;
+      contracted.push_back(name);
+      std::vector<size_t> axes = current[name];
+      bool free = llvm::none_of(axes, [&](size_t a) {
+        return claimedBy.count(a) != 0;
+      });
+      if (!free)
+        axes.clear();
+      for (size_t a : axes)
+        claimedBy[a] = name;
+      keep[name] = axes;
+    }
+  }
+  auto release = [&](const std::string &name) {
+    for (size_t a : keep[name])
+      claimedBy.erase(a);
+    keep[name].clear();
+  };
+  // A max cannot be reduce-scattered: release axes a result dim needs.
+  // Otherwise the axes a result dim shares with contracted ones must be its
+  // trailing axes, in order, so that a reduce-scatter appends them.
+  std::map<std::string, std::vector<size_t>> scatterAxes;
+  for (bool changed = true; changed;) {
+    changed = false;
+    scatterAxes.clear();
+    for (auto &[dim, axes] : outAxes) {
+      std::vector<size_t> shared;
+      for (size_t a : axes)
+        if (claimedBy.count(a))
+          shared.push_back(a);
+      if (shared.empty())
+        continue;
+      bool suffix = !isMax &&
+                    std::equal(shared.begin(), shared.end(),
+                               axes.end() - shared.size());
+      if (!suffix) {
+        for (size_t a : shared)
+          release(claimedBy[a]);
+        changed = true;
+        break;
+      }
+      scatterAxes[dim] = shared;
+    }
+  }
+
+  // Operands: result dims split as the result minus the scattered axes,
+  // contracted dims as kept.
+  AxisMap localAxes = outAxes;
+  for (auto &[dim, axes] : scatterAxes)
+    localAxes[dim].resize(localAxes[dim].size() - axes.size());
+  AxisMap target = localAxes;
+  for (auto &[dim, axes] : keep)
+    target[dim] = axes;
+  IRMapping mapping;
+  for (Value operand : op.getOperands()) {
+    auto type = llvm::cast<mtf::TensorType>(operand.getType());
+    mapping.map(operand, operandAs(operand, layoutFor(type, target), &op));
+  }
+
+  Layout partialLayout = layoutFor(resultType, localAxes);
+  mtf::TensorType partialType = localType(resultType, partialLayout);
+  bool reduced = !claimedBy.empty();
+  Value local;
+  if (isMean && reduced) {
+    local = mtf::ReduceSumOp::create(builder, op.getLoc(), partialType,
+                                     mapping.lookup(op.getOperand(0)));
+  } else {
+    Operation *clone = builder.clone(op, mapping);
+    clone->getResult(0).setType(partialType);
+    local = clone->getResult(0);
+  }
+
+  // Sum the partial results.
+  Layout current = partialLayout;
+  std::vector<size_t> remaining;
+  for (auto &[axis, dim] : claimedBy)
+    remaining.push_back(axis);
+  for (auto [index, dim] : llvm::enumerate(resultType.getDims())) {
+    auto it = scatterAxes.find(dim.name.getValue().str());
+    if (it == scatterAxes.end())
+      continue;
+    std::string why = "the sum over '" + claimedBy[it->second.front()] +
+                      "' (split on its axes) ends up split along '" +
+                      it->first + "'";
+    local = reduceOver(local, resultType, current, it->second, index, false,
+                       op.getLoc(), why);
+    localAxes[it->first] = outAxes[it->first];
+    current = layoutFor(resultType, localAxes);
+    for (size_t a : it->second)
+      llvm::erase(remaining, a);
+  }
+  if (!remaining.empty()) {
+    std::set<std::string> dims;
+    for (size_t a : remaining)
+      dims.insert(claimedBy[a]);
+    std::string why = std::string(isMax ? "maximum" : "sum") + " over ";
+    for (auto [i, dim] : llvm::enumerate(dims))
+      why += (i ? ", '" : "'") + dim + "'";
+    why += " split across devices";
+    local = reduceOver(local, resultType, current, remaining, std::nullopt,
+                       isMax, op.getLoc(), why);
+  }
+  if (isMean && reduced) {
+    int64_t count = 1;
+    auto inputType = llvm::cast<mtf::TensorType>(op.getOperand(0).getType());
+    for (const mtf::NamedDim &dim : inputType.getDims())
+      if (!resultType.hasDim(dim.name.getValue()))
+        count *= dim.size;
+    auto scalarType =
+        mtf::TensorType::get(builder.getContext(), {}, resultType.getElementType());
+    Value scale = mtf::ConstantOp::create(
+        builder, op.getLoc(), scalarType,
+        builder.getF64FloatAttr(1.0 / static_cast<double>(count)));
+    scale.getDefiningOp()->setAttr(
+        mtf::MtfDialect::kLayoutAttrName,
+        mtf::LayoutAttr::get(builder.getContext(), {}));
+    local = mtf::MulOp::create(builder, op.getLoc(),
+                               localType(resultType, current), local, scale);
+  }
+  define(op.getResult(0), local, current);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and rename
+//===----------------------------------------------------------------------===//
+
+/// Softmax normalises along `dim`, so that dimension is gathered whole;
+/// the result is sliced again if its layout splits it.
+LogicalResult Partitioner::partitionSoftmax(mtf::SoftmaxOp op) {
+  auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
+  Layout outLayout = resultLayout(op);
+  AxisMap axes = axesByName(type, outLayout);
+  axes[op.getDim().str()].clear();
+  Layout whole = layoutFor(type, axes);
+  IRMapping mapping;
+  mapping.map(op.getInput(), operandAs(op.getInput(), whole, op));
+  Operation *clone = builder.clone(*op, mapping);
+  clone->getResult(0).setType(localType(type, whole));
+  Value result = reshard(clone->getResult(0), type, whole, outLayout,
+                         op.getLoc(), "the softmax result's layout splits '" +
+                                          op.getDim().str() + "'");
+  define(op.getResult(), result, outLayout);
+  return success();
+}
+
+/// Renaming keeps the data where it is; the renamed dimension then moves to
+/// the layout the rules give its new name.
+LogicalResult Partitioner::partitionRename(mtf::RenameOp op) {
+  auto [input, index] = locals.lookup(op.getInput());
+  auto inputType = llvm::cast<mtf::TensorType>(op.getInput().getType());
+  auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
+  AxisMap axes = axesByName(inputType, layouts[index]);
+  axes[op.getTo().str()] = axes[op.getFrom().str()];
+  if (op.getFrom() != op.getTo())
+    axes.erase(op.getFrom().str());
+  Layout renamed = layoutFor(type, axes);
+  IRMapping mapping;
+  mapping.map(op.getInput(), input);
+  Operation *clone = builder.clone(*op, mapping);
+  clone->getResult(0).setType(localType(type, renamed));
+  Layout outLayout = resultLayout(op);
+  Value result =
+      reshard(clone->getResult(0), type, renamed, outLayout, op.getLoc(),
+              "'" + op.getTo().str() + "' is laid out unlike '" +
+                  op.getFrom().str() + "'");
+  define(op.getResult(), result, outLayout);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+Value Partitioner::operandAs(Value value, const Layout &target, Operation *user) {
+  auto [local, index] = locals.lookup(value);
+  const Layout &current = layouts[index];
+  if (current == target)
+    return local;
+  auto type = llvm::cast<mtf::TensorType>(value.getType());
+  std::string why = user->getName().stripDialect().str() + " needs " +
+                    nameOf(value) + " as " + describe(type, target) +
+                    ", it is " + describe(type, current);
+  return reshard(local, type, current, target, user->getLoc(), why);
+}
+
+/// The ranked tensor type of a local block.
+static RankedTensorType rankedOf(mtf::TensorType type) {
+  SmallVector<int64_t> shape;
+  for (const mtf::NamedDim &dim : type.getDims())
+    shape.push_back(dim.size);
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+Value Partitioner::reshard(Value value, mtf::TensorType type,
+                           const Layout &from, const Layout &to, Location loc,
+                           StringRef why) {
+  std::vector<layout::ReshardStep> steps = layout::planReshard(from, to);
+  if (steps.empty())
+    return value;
+  Value tensor = mtf::ToTensorOp::create(
+      builder, loc, rankedOf(localType(type, from)), value);
+  for (const layout::ReshardStep &step : steps) {
+    RankedTensorType stepType = rankedOf(localType(type, step.after));
+    Operation *collective = nullptr;
+    switch (step.kind) {
+    case layout::ReshardKind::AllGather:
+      collective = shard::AllGatherOp::create(
+          builder, loc, stepType, grid, gridAxes(step.axes), tensor,
+          builder.getIndexAttr(step.dim));
+      break;
+    case layout::ReshardKind::Slice:
+      collective = shard::AllSliceOp::create(
+          builder, loc, stepType, grid, gridAxes(step.axes), tensor,
+          builder.getIndexAttr(step.dim));
+      break;
+    case layout::ReshardKind::AllToAll:
+      collective = shard::AllToAllOp::create(
+          builder, loc, stepType, grid, gridAxes(step.axes), tensor,
+          builder.getIndexAttr(step.dim), builder.getIndexAttr(step.concatDim));
+      break;
+    }
+    collective->setAttr(mtf::MtfDialect::kReasonAttrName,
+                        builder.getStringAttr(why));
+    tensor = collective->getResult(0);
+  }
+  return mtf::FromTensorOp::create(builder, loc, localType(type, to), tensor);
+}
+
+Value Partitioner::reduceOver(Value value, mtf::TensorType type,
+                              const Layout &layout, std::vector<size_t> axes,
+                              std::optional<size_t> scatterDim, bool isMax,
+                              Location loc, StringRef why) {
+  std::sort(axes.begin(), axes.end());
+  mtf::TensorType before = localType(type, layout);
+  Value tensor = mtf::ToTensorOp::create(builder, loc, rankedOf(before), value);
+  auto kind = shard::ReductionKindAttr::get(
+      builder.getContext(),
+      isMax ? shard::ReductionKind::Max : shard::ReductionKind::Sum);
+  Operation *collective;
+  mtf::TensorType after = before;
+  if (scatterDim) {
+    SmallVector<mtf::NamedDim> dims(before.getDims());
+    dims[*scatterDim].size /= layout::groupSize(axes, mesh);
+    after = mtf::TensorType::get(builder.getContext(), dims,
+                                 before.getElementType());
+    collective = shard::ReduceScatterOp::create(
+        builder, loc, rankedOf(after), grid, gridAxes(axes), tensor, kind,
+        builder.getIndexAttr(*scatterDim));
+  } else {
+    collective = shard::AllReduceOp::create(builder, loc, rankedOf(before),
+                                            grid, gridAxes(axes), tensor, kind);
+  }
+  collective->setAttr(mtf::MtfDialect::kReasonAttrName,
+                      builder.getStringAttr(why));
+  return mtf::FromTensorOp::create(builder, loc, after,
+                                   collective->getResult(0));
+}
+
+//===----------------------------------------------------------------------===//
+// Layout helpers
+//===----------------------------------------------------------------------===//
+
+void Partitioner::define(Value value, Value local, const Layout &layout) {
+  layouts.push_back(layout);
+  locals[value] = {local, layouts.size() - 1};
+  Operation *op = local.getDefiningOp();
+  auto type = llvm::cast<mtf::TensorType>(value.getType());
+  if (op && llvm::isa<mtf::MtfDialect>(op->getDialect()))
+    op->setAttr(mtf::MtfDialect::kLayoutAttrName,
+                toLayoutAttr(type, layout, mesh));
+}
+
+Partitioner::Layout Partitioner::resultLayout(Operation *op) {
+  auto type = llvm::cast<mtf::TensorType>(op->getResult(0).getType());
+  auto attr =
+      op->getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
+  if (!attr)
+    return Layout::replicated(type.getRank());
+  // The attribute was verified against this mesh.
+  layout::Result<Layout> result = fromLayoutAttr("", type, attr, mesh);
+  return result.ok() ? *result : Layout::replicated(type.getRank());
+}
+
+mtf::TensorType Partitioner::localType(mtf::TensorType type,
+                                       const Layout &layout) const {
+  std::vector<int64_t> shape = layout.sliceShape(toDims(type), mesh);
+  SmallVector<mtf::NamedDim> dims;
+  for (auto [dim, size] : llvm::zip(type.getDims(), shape))
+    dims.push_back({dim.name, size});
+  return mtf::TensorType::get(type.getContext(), dims, type.getElementType());
+}
+
+Partitioner::AxisMap Partitioner::axesByName(mtf::TensorType type,
+                                             const Layout &layout) const {
+  AxisMap axes;
+  for (auto [index, dim] : llvm::enumerate(type.getDims()))
+    axes[dim.name.getValue().str()] = layout.axesOf(index);
+  return axes;
+}
+
+Partitioner::Layout Partitioner::layoutFor(mtf::TensorType type,
+                                           const AxisMap &axes) const {
+  std::vector<std::vector<size_t>> splits;
+  for (const mtf::NamedDim &dim : type.getDims()) {
+    auto it = axes.find(dim.name.getValue().str());
+    splits.push_back(it == axes.end() ? std::vector<size_t>() : it->second);
+  }
+  return Layout::fromAxisIndices(std::move(splits));
+}
+
+std::string Partitioner::describe(mtf::TensorType type,
+                                  const Layout &layout) const {
+  return layout.str(toDims(type), mesh);
+}
+
+std::string Partitioner::nameOf(Value value) const {
+  if (Operation *op = value.getDefiningOp())
+    return "'" + tensorName(op) + "'";
+  return "its operand";
+}
+
+DenseI16ArrayAttr Partitioner::gridAxes(const std::vector<size_t> &axes) {
+  SmallVector<int16_t> list(axes.begin(), axes.end());
+  return builder.getDenseI16ArrayAttr(list);
+}
+
+} // namespace meshc

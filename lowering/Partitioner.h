@@ -1,0 +1,92 @@
+//===- Partitioner.h - SPMD partitioning of one program ---------*- C++ -*-===//
+//
+// Turns one laid-out global mtf.program into its local SPMD form: every op on
+// per-device blocks, with the collectives its layouts require. The rules per
+// op family are documented in lowering/Passes.td and docs/spmd.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_LOWERING_PARTITIONER_H
+#define MESHC_LOWERING_PARTITIONER_H
+
+#include "compiler/layout/Mesh.h"
+#include "compiler/layout/TensorLayout.h"
+#include "dialect/MtfDialect.h"
+
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace meshc {
+
+/// Partitions one program. Usage: `Partitioner(program, grid).run()`.
+class Partitioner {
+public:
+  /// `grid` names the shard.grid of the program's mesh (null for a
+  /// single-device program, which needs no collective).
+  Partitioner(mlir::mtf::ProgramOp global, mlir::FlatSymbolRefAttr grid);
+
+  /// Builds the local program right before the global one and returns it;
+  /// null after reporting an error. The global program is left in place.
+  mlir::mtf::ProgramOp run();
+
+private:
+  using Layout = layout::TensorLayout;
+  /// Mesh axis indices per dimension name.
+  using AxisMap = std::map<std::string, std::vector<size_t>>;
+
+  mlir::LogicalResult partition(mlir::Operation &op);
+  mlir::LogicalResult partitionByTarget(mlir::Operation &op);
+  mlir::LogicalResult partitionContraction(mlir::Operation &op);
+  mlir::LogicalResult partitionSoftmax(mlir::mtf::SoftmaxOp op);
+  mlir::LogicalResult partitionRename(mlir::mtf::RenameOp op);
+
+  /// The local value of global `value` resharded to `target`.
+  mlir::Value operandAs(mlir::Value value, const Layout &target,
+                        mlir::Operation *user);
+  /// Emits the collectives that take local `value` (a block of a tensor of
+  /// global type `type`) from layout `from` to `to`.
+  mlir::Value reshard(mlir::Value value, mlir::mtf::TensorType type,
+                      const Layout &from, const Layout &to,
+                      mlir::Location loc, llvm::StringRef why);
+  /// Sums (or maxes) local `value` over mesh axes `axes` in place of the
+  /// partial results; with `scatterDim`, keeps only this device's block of
+  /// that dimension (reduce-scatter).
+  mlir::Value reduceOver(mlir::Value value, mlir::mtf::TensorType type,
+                         const Layout &layout, std::vector<size_t> axes,
+                         std::optional<size_t> scatterDim, bool isMax,
+                         mlir::Location loc, llvm::StringRef why);
+
+  /// Records that global `value` is now `local` with `layout`.
+  void define(mlir::Value value, mlir::Value local, const Layout &layout);
+  /// The layout `mtf-apply-layout` gave the result of `op`.
+  Layout resultLayout(mlir::Operation *op);
+  /// The per-device type of a tensor of global type `type` with `layout`.
+  mlir::mtf::TensorType localType(mlir::mtf::TensorType type,
+                                  const Layout &layout) const;
+  AxisMap axesByName(mlir::mtf::TensorType type, const Layout &layout) const;
+  Layout layoutFor(mlir::mtf::TensorType type, const AxisMap &axes) const;
+  /// "[batch:b, hidden]".
+  std::string describe(mlir::mtf::TensorType type, const Layout &layout) const;
+  /// Names the tensor `value` holds, for reasons.
+  std::string nameOf(mlir::Value value) const;
+  mlir::DenseI16ArrayAttr gridAxes(const std::vector<size_t> &axes);
+
+  mlir::mtf::ProgramOp global;
+  layout::Mesh mesh;
+  mlir::FlatSymbolRefAttr grid;
+  mlir::OpBuilder builder;
+  /// Global value -> its local value and layout.
+  llvm::DenseMap<mlir::Value, std::pair<mlir::Value, size_t>> locals;
+  std::vector<Layout> layouts;
+  bool warnedTrain = false;
+};
+
+} // namespace meshc
+
+#endif // MESHC_LOWERING_PARTITIONER_H
