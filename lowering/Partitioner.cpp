@@ -26,8 +26,8 @@ Partitioner::Partitioner(mtf::ProgramOp global, FlatSymbolRefAttr grid)
       builder(global) {}
 
 mtf::ProgramOp Partitioner::run() {
-  auto local = mtf::ProgramOp::create(builder, global.getLoc(),
-                                      global.getSymName());
+  auto local =
+      mtf::ProgramOp::create(builder, global.getLoc(), global.getSymName());
   local.setMeshAttr(global.getMeshAttr());
   local.setLocal(true);
   builder.setInsertionPointToStart(&local.getBodyBlock());
@@ -62,8 +62,8 @@ LogicalResult Partitioner::partition(Operation &op) {
     return partitionRename(rename);
   if (auto constrain = llvm::dyn_cast<mtf::ConstrainOp>(op)) {
     Layout layout = resultLayout(&op);
-    define(constrain.getResult(),
-           operandAs(constrain.getInput(), layout, &op), layout);
+    define(constrain.getResult(), operandAs(constrain.getInput(), layout, &op),
+           layout);
     return success();
   }
   if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
@@ -97,8 +97,7 @@ LogicalResult Partitioner::partitionByTarget(Operation &op) {
   IRMapping mapping;
   for (Value operand : op.getOperands()) {
     auto type = llvm::cast<mtf::TensorType>(operand.getType());
-    mapping.map(operand,
-                operandAs(operand, layoutFor(type, target), &op));
+    mapping.map(operand, operandAs(operand, layoutFor(type, target), &op));
   }
   Operation *clone = builder.clone(op, mapping);
   clone->getResult(0).setType(localType(resultType, layout));
@@ -130,17 +129,15 @@ LogicalResult Partitioner::partitionContraction(Operation &op) {
   std::map<size_t, std::string> claimedBy;
   for (Value operand : op.getOperands()) {
     auto type = llvm::cast<mtf::TensorType>(operand.getType());
-    AxisMap current =
-        axesByName(type, layouts[locals.lookup(operand).second]);
+    AxisMap current = axesByName(type, layouts[locals.lookup(operand).second]);
     for (const mtf::NamedDim &dim : type.getDims()) {
       std::string name = dim.name.getValue().str();
       if (resultType.hasDim(name) || keep.count(name))
         continue;
       contracted.push_back(name);
       std::vector<size_t> axes = current[name];
-      bool free = llvm::none_of(axes, [&](size_t a) {
-        return claimedBy.count(a) != 0;
-      });
+      bool free = llvm::none_of(
+          axes, [&](size_t a) { return claimedBy.count(a) != 0; });
       if (!free)
         axes.clear();
       for (size_t a : axes)
@@ -167,9 +164,8 @@ LogicalResult Partitioner::partitionContraction(Operation &op) {
           shared.push_back(a);
       if (shared.empty())
         continue;
-      bool suffix = !isMax &&
-                    std::equal(shared.begin(), shared.end(),
-                               axes.end() - shared.size());
+      bool suffix = !isMax && std::equal(shared.begin(), shared.end(),
+                                         axes.end() - shared.size());
       if (!suffix) {
         for (size_t a : shared)
           release(claimedBy[a]);
@@ -243,8 +239,8 @@ LogicalResult Partitioner::partitionContraction(Operation &op) {
     for (const mtf::NamedDim &dim : inputType.getDims())
       if (!resultType.hasDim(dim.name.getValue()))
         count *= dim.size;
-    auto scalarType =
-        mtf::TensorType::get(builder.getContext(), {}, resultType.getElementType());
+    auto scalarType = mtf::TensorType::get(builder.getContext(), {},
+                                           resultType.getElementType());
     Value scale = mtf::ConstantOp::create(
         builder, op.getLoc(), scalarType,
         builder.getF64FloatAttr(1.0 / static_cast<double>(count)));
@@ -274,9 +270,9 @@ LogicalResult Partitioner::partitionSoftmax(mtf::SoftmaxOp op) {
   mapping.map(op.getInput(), operandAs(op.getInput(), whole, op));
   Operation *clone = builder.clone(*op, mapping);
   clone->getResult(0).setType(localType(type, whole));
-  Value result = reshard(clone->getResult(0), type, whole, outLayout,
-                         op.getLoc(), "the softmax result's layout splits '" +
-                                          op.getDim().str() + "'");
+  Value result =
+      reshard(clone->getResult(0), type, whole, outLayout, op.getLoc(),
+              "the softmax result's layout splits '" + op.getDim().str() + "'");
   define(op.getResult(), result, outLayout);
   return success();
 }
@@ -309,7 +305,8 @@ LogicalResult Partitioner::partitionRename(mtf::RenameOp op) {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-Value Partitioner::operandAs(Value value, const Layout &target, Operation *user) {
+Value Partitioner::operandAs(Value value, const Layout &target,
+                             Operation *user) {
   auto [local, index] = locals.lookup(value);
   const Layout &current = layouts[index];
   if (current == target)
@@ -342,14 +339,14 @@ Value Partitioner::reshard(Value value, mtf::TensorType type,
     Operation *collective = nullptr;
     switch (step.kind) {
     case layout::ReshardKind::AllGather:
-      collective = shard::AllGatherOp::create(
-          builder, loc, stepType, grid, gridAxes(step.axes), tensor,
-          builder.getIndexAttr(step.dim));
+      collective = shard::AllGatherOp::create(builder, loc, stepType, grid,
+                                              gridAxes(step.axes), tensor,
+                                              builder.getIndexAttr(step.dim));
       break;
     case layout::ReshardKind::Slice:
-      collective = shard::AllSliceOp::create(
-          builder, loc, stepType, grid, gridAxes(step.axes), tensor,
-          builder.getIndexAttr(step.dim));
+      collective = shard::AllSliceOp::create(builder, loc, stepType, grid,
+                                             gridAxes(step.axes), tensor,
+                                             builder.getIndexAttr(step.dim));
       break;
     case layout::ReshardKind::AllToAll:
       collective = shard::AllToAllOp::create(
@@ -371,9 +368,9 @@ Value Partitioner::reduceOver(Value value, mtf::TensorType type,
   std::sort(axes.begin(), axes.end());
   mtf::TensorType before = localType(type, layout);
   Value tensor = mtf::ToTensorOp::create(builder, loc, rankedOf(before), value);
-  auto kind = shard::ReductionKindAttr::get(
-      builder.getContext(),
-      isMax ? shard::ReductionKind::Max : shard::ReductionKind::Sum);
+  auto kind = shard::ReductionKindAttr::get(builder.getContext(),
+                                            isMax ? shard::ReductionKind::Max
+                                                  : shard::ReductionKind::Sum);
   Operation *collective;
   mtf::TensorType after = before;
   if (scatterDim) {

@@ -52,8 +52,8 @@ private:
   /// Emits the collectives that take local `value` (a block of a tensor of
   /// global type `type`) from layout `from` to `to`.
   mlir::Value reshard(mlir::Value value, mlir::mtf::TensorType type,
-                      const Layout &from, const Layout &to,
-                      mlir::Location loc, llvm::StringRef why);
+                      const Layout &from, const Layout &to, mlir::Location loc,
+                      llvm::StringRef why);
   /// Sums (or maxes) local `value` over mesh axes `axes` in place of the
   /// partial results; with `scatterDim`, keeps only this device's block of
   /// that dimension (reduce-scatter).

@@ -15,6 +15,8 @@
 #include "compiler/passes/LayoutBridge.h"
 #include "compiler/passes/Passes.h"
 #include "frontend/Frontend.h"
+#include "lowering/EmitMprog.h"
+#include "lowering/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -39,7 +41,7 @@ namespace cl = llvm::cl;
 namespace meshc {
 namespace {
 
-enum class EmitKind { None, Mtf };
+enum class EmitKind { Default, Mtf, Spmd, Mprog };
 
 /// meshc's own options; MLIR's printing/pass-manager options come on top.
 struct Options {
@@ -47,14 +49,24 @@ struct Options {
   cl::opt<std::string> input{cl::Positional,
                              cl::desc("<model.mtf | ir.mlir | ->"),
                              cl::init("-"), cl::cat(category)};
-  cl::opt<std::string> output{"o", cl::desc("where to write the emitted IR"),
+  cl::opt<std::string> output{"o", cl::desc("where to write what is emitted"),
                               cl::value_desc("file"), cl::init("-"),
                               cl::cat(category)};
   cl::opt<EmitKind> emit{
-      "emit", cl::desc("what to emit"), cl::init(EmitKind::None),
+      "emit",
+      cl::desc("what to emit (default: mprog, or nothing with --explain)"),
+      cl::init(EmitKind::Default),
       cl::values(
-          clEnumValN(EmitKind::Mtf, "mtf", "the mtf IR, with layouts applied")),
+          clEnumValN(EmitKind::Mtf, "mtf", "the mtf IR, with layouts applied"),
+          clEnumValN(EmitKind::Spmd, "spmd",
+                     "the per-device SPMD IR with explicit collectives"),
+          clEnumValN(EmitKind::Mprog, "mprog",
+                     "the compiled program for meshrun (JSON)")),
       cl::cat(category)};
+  cl::opt<uint64_t> seed{"seed",
+                         cl::desc("seed of parameter init and synthetic "
+                                  "inputs written into the .mprog"),
+                         cl::init(0), cl::cat(category)};
   cl::opt<std::string> mesh{"mesh",
                             cl::desc("device mesh, e.g. \"b:4;m:2\" (overrides "
                                      "the spec file's)"),
@@ -185,14 +197,15 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   if (!checkRules(options, rules.checkAgainstDims(collectModelDims(*module))))
     return failure();
 
-  PassManager pm(&context, ModuleOp::getOperationName());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
-  MtfApplyLayoutOptions layoutOptions;
-  layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
-  layoutOptions.layout = rules.str();
-  pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));
+  EmitKind emit = options.emit;
+  if (emit == EmitKind::Default)
+    emit = options.explain && !options.output.getNumOccurrences()
+               ? EmitKind::Default
+               : EmitKind::Mprog;
+  bool partition =
+      emit == EmitKind::Spmd || emit == EmitKind::Mprog || options.explain;
 
+  std::unique_ptr<DumpIRInstrumentation> dumper;
   if (!options.dumpIR.empty()) {
     if (std::error_code ec =
             llvm::sys::fs::create_directories(options.dumpIR)) {
@@ -201,32 +214,64 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
       return failure();
     }
     context.disableMultithreading();
-    auto dumper =
-        std::make_unique<DumpIRInstrumentation>(options.dumpIR, *module);
+    dumper = std::make_unique<DumpIRInstrumentation>(options.dumpIR, *module);
     if (failed(dumper->dump("import")))
       return failure();
-    pm.addInstrumentation(std::move(dumper));
   }
+
+  PassManager pm(&context, ModuleOp::getOperationName());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  MtfApplyLayoutOptions layoutOptions;
+  layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
+  layoutOptions.layout = rules.str();
+  pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));
+  if (dumper)
+    pm.addInstrumentation(std::move(dumper));
   if (failed(pm.run(*module)))
     return failure();
 
-  if (options.explain)
-    for (auto program : module->getOps<mtf::ProgramOp>())
-      explainProgram(program, llvm::outs());
-
-  bool emitIR = options.emit == EmitKind::Mtf ||
-                (!options.explain && options.emit == EmitKind::None);
-  if (emitIR) {
-    std::string error;
-    auto file = openOutputFile(options.output, &error);
-    if (!file) {
-      llvm::errs() << "meshc: error: " << error << "\n";
+  // The laid-out global program, kept for --explain's tensor table.
+  OwningOpRef<ModuleOp> global;
+  if (options.explain && partition)
+    global = module->clone();
+  if (partition) {
+    OpPassManager &partitionPipeline = pm;
+    partitionPipeline.clear();
+    partitionPipeline.addPass(createMtfPartition());
+    if (failed(pm.run(*module)))
       return failure();
-    }
+  }
+
+  if (options.explain) {
+    MemoryPlanStats stats;
+    bool planned = succeeded(emitMprog(*module, MprogOptions(), &stats));
+    ModuleOp laidOut = global ? *global : *module;
+    for (auto program : laidOut.getOps<mtf::ProgramOp>())
+      explainProgram(program, partition ? *module : ModuleOp(),
+                     planned ? &stats : nullptr, llvm::outs());
+  }
+
+  if (emit == EmitKind::Default)
+    return success();
+  std::string error;
+  auto file = openOutputFile(options.output, &error);
+  if (!file) {
+    llvm::errs() << "meshc: error: " << error << "\n";
+    return failure();
+  }
+  if (emit == EmitKind::Mprog) {
+    MprogOptions mprogOptions;
+    mprogOptions.seed = options.seed;
+    FailureOr<llvm::json::Value> mprog = emitMprog(*module, mprogOptions);
+    if (failed(mprog))
+      return failure();
+    file->os() << llvm::formatv("{0:2}", *mprog) << "\n";
+  } else {
     module->print(file->os());
     file->os() << "\n";
-    file->keep();
   }
+  file->keep();
   return success();
 }
 

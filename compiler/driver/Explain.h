@@ -9,13 +9,18 @@
 #define MESHC_COMPILER_DRIVER_EXPLAIN_H
 
 #include "dialect/MtfDialect.h"
+#include "lowering/EmitMprog.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace meshc {
 
 /// Prints the per-tensor layout table and memory summary of `program`, whose
-/// ops must carry `mtf.layout` (see mtf-apply-layout).
-void explainProgram(mlir::mtf::ProgramOp program, llvm::raw_ostream &os);
+/// ops must carry `mtf.layout` (see mtf-apply-layout); with `spmd`, the
+/// partitioned module, also every collective it inserted (op, mesh axes,
+/// bytes, the model line that caused it and why) and, with `plan`, the
+/// planned per-device arena.
+void explainProgram(mlir::mtf::ProgramOp program, mlir::ModuleOp spmd,
+                    const MemoryPlanStats *plan, llvm::raw_ostream &os);
 
 /// "12 B", "4.0 KiB", "1.5 MiB", ...
 std::string formatBytes(int64_t bytes);

@@ -3,8 +3,8 @@
 #include "compiler/driver/Registration.h"
 
 #include "compiler/passes/Passes.h"
-#include "lowering/Passes.h"
 #include "dialect/MtfDialect.h"
+#include "lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 

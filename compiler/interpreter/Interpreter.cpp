@@ -1,0 +1,640 @@
+//===- Interpreter.cpp - reference interpreter of mtf programs ------------===//
+//
+// One pass over the program's block in program order. Sources make tensors
+// (given inputs, runtime::fillBlock for parameters and synthetic inputs,
+// splats); every compute op is one walk over a named index space
+// (NamedIndex.h), computed in double; mtf.output collects results. Values
+// are kept until the end: the interpreter runs small test programs, so it
+// trades memory and speed for code a reader can check line by line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/interpreter/Interpreter.h"
+#include "compiler/interpreter/NamedIndex.h"
+#include "runtime/Random.h"
+
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace meshc::interp {
+namespace {
+
+/// An einsum walks every combination of its dimensions once per operand;
+/// beyond this many multiply-adds it would run for minutes.
+constexpr uint64_t kMaxEinsumWork = 2'000'000'000;
+/// Largest tensor the interpreter materialises (2 GiB of doubles).
+constexpr uint64_t kMaxElements = uint64_t(1) << 28;
+/// Class count of synthetic i32 inputs that feed no cross-entropy as labels.
+constexpr int64_t kDefaultIntRange = 2;
+
+/// An integer exactly, anything else with up to 6 significant digits.
+std::string formatNumber(double value) {
+  if (value == std::trunc(value) && std::fabs(value) < 9.2e18)
+    return std::to_string(static_cast<int64_t>(value));
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%g", value);
+  return text;
+}
+
+bool isInt32(double value) {
+  return value == std::trunc(value) && value >= -2147483648.0 &&
+         value <= 2147483647.0;
+}
+
+/// The row-major offset of the first element of `tensor` satisfying `pred`.
+template <typename Pred>
+std::optional<int64_t> findElement(const Tensor &tensor, Pred pred) {
+  for (size_t i = 0; i < tensor.data.size(); ++i)
+    if (pred(tensor.data[i]))
+      return static_cast<int64_t>(i);
+  return std::nullopt;
+}
+
+/// `[batch=2]`: where element `offset` of `tensor` lies, for messages.
+std::string whereIs(const Tensor &tensor, int64_t offset) {
+  return formatNamed(tensor.dims, indexAt(tensor.shape, offset));
+}
+
+/// `tensor` without dimension `dim`, zero-filled: the per-row scratch of
+/// softmax and cross-entropy.
+Tensor withoutDim(const Tensor &tensor, llvm::StringRef dim) {
+  Tensor rest;
+  for (size_t d = 0; d < tensor.dims.size(); ++d) {
+    if (tensor.dims[d] == dim)
+      continue;
+    rest.dims.push_back(tensor.dims[d]);
+    rest.shape.push_back(tensor.shape[d]);
+  }
+  rest.data.assign(countElements(rest.shape), 0.0);
+  return rest;
+}
+
+runtime::InitSpec initSpecOf(mtf::InitAttr init) {
+  llvm::ArrayRef<double> args = init.getArgs().asArrayRef();
+  runtime::InitSpec spec;
+  switch (init.getKind()) {
+  case mtf::InitKind::zeros:
+    spec.kind = runtime::InitSpec::Kind::Zeros;
+    break;
+  case mtf::InitKind::ones:
+    spec.kind = runtime::InitSpec::Kind::Ones;
+    break;
+  case mtf::InitKind::constant:
+    spec.kind = runtime::InitSpec::Kind::Constant;
+    break;
+  case mtf::InitKind::normal:
+    spec.kind = runtime::InitSpec::Kind::Normal;
+    break;
+  case mtf::InitKind::uniform:
+    spec.kind = runtime::InitSpec::Kind::Uniform;
+    break;
+  }
+  if (!args.empty())
+    spec.a = args[0];
+  if (args.size() > 1)
+    spec.b = args[1];
+  return spec;
+}
+
+/// The state of one run: the value of every SSA value computed so far.
+class ProgramRun {
+public:
+  ProgramRun(mtf::ProgramOp program, const Options &options)
+      : program(program), options(options) {}
+
+  FailureOr<std::map<std::string, Tensor>> run();
+
+private:
+  LogicalResult checkGivenInputNames();
+  void findLabelRanges();
+  LogicalResult evaluate(Operation *op);
+
+  const Tensor &valueOf(Value value) const {
+    auto it = values.find(value);
+    assert(it != values.end() && "operand evaluated before its use");
+    return it->second;
+  }
+  LogicalResult define(Value value, FailureOr<Tensor> tensor) {
+    if (failed(tensor))
+      return failure();
+    values.try_emplace(value, std::move(*tensor));
+    return success();
+  }
+
+  FailureOr<Tensor> allocate(Operation *op, Type type);
+  FailureOr<Tensor> input(mtf::InputOp op);
+  FailureOr<Tensor> givenInput(mtf::InputOp op, const Tensor &given);
+  FailureOr<Tensor> param(mtf::ParamOp op);
+  FailureOr<Tensor> constant(mtf::ConstantOp op);
+  FailureOr<Tensor> einsum(mtf::EinsumOp op);
+  FailureOr<Tensor> rename(mtf::RenameOp op);
+  FailureOr<Tensor> cast(mtf::CastOp op);
+  template <typename Fn> FailureOr<Tensor> unary(Operation *op, Fn fn);
+  template <typename Fn> FailureOr<Tensor> binary(Operation *op, Fn fn);
+  FailureOr<Tensor> divide(mtf::DivOp op);
+  template <typename Fn>
+  FailureOr<Tensor> reduce(Operation *op, double init, Fn combine);
+  FailureOr<Tensor> reduceMean(mtf::ReduceMeanOp op);
+  FailureOr<Tensor> softmax(mtf::SoftmaxOp op);
+  FailureOr<Tensor> crossEntropy(mtf::SoftmaxCrossEntropyOp op);
+  LogicalResult checkInt32Result(Operation *op, const Tensor &result);
+
+  mtf::ProgramOp program;
+  const Options &options;
+  llvm::DenseMap<Value, Tensor> values;
+  /// Upper bound (exclusive) of each synthetic i32 input, by input name.
+  llvm::StringMap<int64_t> labelRanges;
+  std::map<std::string, Tensor> outputs;
+};
+
+FailureOr<std::map<std::string, Tensor>> ProgramRun::run() {
+  if (failed(checkGivenInputNames()))
+    return failure();
+  findLabelRanges();
+  for (Operation &op : program.getBodyBlock())
+    if (failed(evaluate(&op)))
+      return failure();
+  return std::move(outputs);
+}
+
+LogicalResult ProgramRun::checkGivenInputNames() {
+  llvm::StringSet<> names;
+  program.getBodyBlock().walk(
+      [&](mtf::InputOp op) { names.insert(op.getName()); });
+  for (const auto &entry : options.inputs)
+    if (!names.contains(entry.first))
+      return program.emitError()
+             << "given input '" << entry.first
+             << "' is not an input of the program";
+  return success();
+}
+
+/// Synthetic labels must be valid class indices: an i32 input used directly
+/// as the labels of a cross-entropy draws from [0, classes) of the first such
+/// cross-entropy in program order. The .mprog emitter writes the same range.
+void ProgramRun::findLabelRanges() {
+  program.getBodyBlock().walk([&](mtf::SoftmaxCrossEntropyOp op) {
+    auto labels = op.getLabels().getDefiningOp<mtf::InputOp>();
+    if (!labels)
+      return;
+    auto logits = llvm::cast<mtf::TensorType>(op.getLogits().getType());
+    int64_t classes = logits.getDims()[*logits.getDimIndex(op.getDim())].size;
+    labelRanges.try_emplace(labels.getName(), classes);
+  });
+}
+
+LogicalResult ProgramRun::evaluate(Operation *op) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](mtf::InputOp op) { return define(op, input(op)); })
+      .Case([&](mtf::ParamOp op) { return define(op, param(op)); })
+      .Case([&](mtf::ConstantOp op) { return define(op, constant(op)); })
+      .Case([&](mtf::EinsumOp op) { return define(op, einsum(op)); })
+      .Case([&](mtf::RenameOp op) { return define(op, rename(op)); })
+      .Case([&](mtf::ConstrainOp op) {
+        return define(op, valueOf(op.getInput()));
+      })
+      .Case([&](mtf::CastOp op) { return define(op, cast(op)); })
+      .Case([&](mtf::ReluOp op) {
+        return define(op, unary(op, [](double x) { return x > 0 ? x : 0.0; }));
+      })
+      .Case([&](mtf::GeluOp op) {
+        return define(op, unary(op, [](double x) {
+                        const double sqrtTwoOverPi = std::sqrt(2.0 / 3.141592653589793);
+                        return 0.5 * x *
+                               (1.0 + std::tanh(sqrtTwoOverPi *
+                                                (x + 0.044715 * x * x * x)));
+                      }));
+      })
+      .Case([&](mtf::ExpOp op) {
+        return define(op, unary(op, [](double x) { return std::exp(x); }));
+      })
+      .Case([&](mtf::LogOp op) {
+        return define(op, unary(op, [](double x) { return std::log(x); }));
+      })
+      .Case([&](mtf::TanhOp op) {
+        return define(op, unary(op, [](double x) { return std::tanh(x); }));
+      })
+      .Case([&](mtf::SqrtOp op) {
+        return define(op, unary(op, [](double x) { return std::sqrt(x); }));
+      })
+      .Case([&](mtf::RsqrtOp op) {
+        return define(op,
+                      unary(op, [](double x) { return 1.0 / std::sqrt(x); }));
+      })
+      .Case([&](mtf::NegateOp op) {
+        return define(op, unary(op, [](double x) { return -x; }));
+      })
+      .Case([&](mtf::AddOp op) {
+        return define(op, binary(op, [](double a, double b) { return a + b; }));
+      })
+      .Case([&](mtf::SubOp op) {
+        return define(op, binary(op, [](double a, double b) { return a - b; }));
+      })
+      .Case([&](mtf::MulOp op) {
+        return define(op, binary(op, [](double a, double b) { return a * b; }));
+      })
+      .Case([&](mtf::DivOp op) { return define(op, divide(op)); })
+      .Case([&](mtf::MaxOp op) {
+        return define(op, binary(op, [](double a, double b) {
+                        return a > b ? a : b;
+                      }));
+      })
+      .Case([&](mtf::MinOp op) {
+        return define(op, binary(op, [](double a, double b) {
+                        return a < b ? a : b;
+                      }));
+      })
+      .Case([&](mtf::ReduceSumOp op) {
+        return define(op, reduce(op, 0.0,
+                                 [](double acc, double x) { return acc + x; }));
+      })
+      .Case([&](mtf::ReduceMeanOp op) { return define(op, reduceMean(op)); })
+      .Case([&](mtf::ReduceMaxOp op) {
+        return define(op, reduce(op, -std::numeric_limits<double>::infinity(),
+                                 [](double acc, double x) {
+                                   return x > acc ? x : acc;
+                                 }));
+      })
+      .Case([&](mtf::SoftmaxOp op) { return define(op, softmax(op)); })
+      .Case([&](mtf::SoftmaxCrossEntropyOp op) {
+        return define(op, crossEntropy(op));
+      })
+      .Case([&](mtf::OutputOp op) {
+        outputs[op.getName().str()] = valueOf(op.getValue());
+        return success();
+      })
+      // Training is not interpreted yet: a run is one forward pass.
+      .Case([&](mtf::TrainOp) { return success(); })
+      .Default([&](Operation *op) {
+        return op->emitOpError()
+               << "is not supported by the reference interpreter";
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Sources
+//===----------------------------------------------------------------------===//
+
+FailureOr<Tensor> ProgramRun::allocate(Operation *op, Type type) {
+  auto tensorType = llvm::cast<mtf::TensorType>(type);
+  Tensor tensor;
+  for (const mtf::NamedDim &dim : tensorType.getDims()) {
+    tensor.dims.push_back(dim.name.getValue().str());
+    tensor.shape.push_back(dim.size);
+  }
+  tensor.isInteger = tensorType.getElementType().isInteger(32);
+  uint64_t count = countElements(tensor.shape);
+  if (count > kMaxElements)
+    return op->emitOpError()
+           << "result has " << count
+           << " elements, more than the reference interpreter's limit of "
+           << kMaxElements;
+  tensor.data.assign(count, 0.0);
+  return tensor;
+}
+
+FailureOr<Tensor> ProgramRun::input(mtf::InputOp op) {
+  FailureOr<Tensor> tensor = allocate(op, op.getType());
+  if (failed(tensor))
+    return failure();
+  auto given = options.inputs.find(op.getName().str());
+  if (given != options.inputs.end())
+    return givenInput(op, given->second);
+
+  std::vector<int64_t> origin(tensor->shape.size(), 0);
+  if (tensor->isInteger) {
+    int64_t high = labelRanges.lookup(op.getName());
+    std::vector<int32_t> values(tensor->data.size());
+    runtime::fillBlockInt(0, high > 0 ? high : kDefaultIntRange, options.seed,
+                          op.getName(), tensor->shape, origin, tensor->shape,
+                          values.data());
+    tensor->data.assign(values.begin(), values.end());
+  } else {
+    runtime::InitSpec standardNormal{runtime::InitSpec::Kind::Normal, 0.0, 1.0};
+    std::vector<float> values(tensor->data.size());
+    runtime::fillBlock(standardNormal, options.seed, op.getName(),
+                       tensor->shape, origin, tensor->shape, values.data());
+    tensor->data.assign(values.begin(), values.end());
+  }
+  return tensor;
+}
+
+/// Contract: the given tensor has the input's dimensions in order with their
+/// sizes, one value per element, and i32 values exactly when the input is
+/// i32.
+FailureOr<Tensor> ProgramRun::givenInput(mtf::InputOp op, const Tensor &given) {
+  FailureOr<Tensor> expected = allocate(op, op.getType());
+  if (failed(expected))
+    return failure();
+  if (given.dims != expected->dims || given.shape != expected->shape)
+    return op.emitOpError()
+           << "given input '" << op.getName() << "' has dimensions "
+           << (given.dims.size() == given.shape.size()
+                   ? formatNamed(given.dims, given.shape)
+                   : "of " + std::to_string(given.dims.size()) + " names and " +
+                         std::to_string(given.shape.size()) + " sizes")
+           << ", expected " << formatNamed(expected->dims, expected->shape);
+  if (given.data.size() != expected->data.size())
+    return op.emitOpError() << "given input '" << op.getName() << "' holds "
+                            << given.data.size() << " values, expected "
+                            << expected->data.size();
+  Type elementType =
+      llvm::cast<mtf::TensorType>(op.getType()).getElementType();
+  if (given.isInteger != expected->isInteger)
+    return op.emitOpError()
+           << "given input '" << op.getName() << "' holds "
+           << (given.isInteger ? "integers" : "floating-point values")
+           << " but the input is " << elementType;
+  if (expected->isInteger)
+    if (std::optional<int64_t> bad =
+            findElement(given, [](double x) { return !isInt32(x); }))
+      return op.emitOpError()
+             << "given input '" << op.getName() << "' holds "
+             << formatNumber(given.data[*bad]) << " at "
+             << whereIs(given, *bad) << ", which is not an i32";
+  return given;
+}
+
+FailureOr<Tensor> ProgramRun::param(mtf::ParamOp op) {
+  FailureOr<Tensor> tensor = allocate(op, op.getType());
+  if (failed(tensor))
+    return failure();
+  std::vector<int64_t> origin(tensor->shape.size(), 0);
+  std::vector<float> values(tensor->data.size());
+  runtime::fillBlock(initSpecOf(op.getInit()), options.seed, op.getName(),
+                     tensor->shape, origin, tensor->shape, values.data());
+  tensor->data.assign(values.begin(), values.end());
+  return tensor;
+}
+
+FailureOr<Tensor> ProgramRun::constant(mtf::ConstantOp op) {
+  FailureOr<Tensor> tensor = allocate(op, op.getType());
+  if (failed(tensor))
+    return failure();
+  std::fill(tensor->data.begin(), tensor->data.end(),
+            op.getValue().convertToDouble());
+  return tensor;
+}
+
+//===----------------------------------------------------------------------===//
+// Contraction and renaming
+//===----------------------------------------------------------------------===//
+
+/// Walks the result's dimensions followed by every operand dimension the
+/// result drops; each point adds the product of the operands there.
+FailureOr<Tensor> ProgramRun::einsum(mtf::EinsumOp op) {
+  FailureOr<Tensor> result = allocate(op, op.getType());
+  if (failed(result))
+    return failure();
+  std::vector<std::string> walkDims = result->dims;
+  std::vector<int64_t> walkShape = result->shape;
+  std::vector<const Tensor *> operands;
+  for (Value input : op.getInputs()) {
+    const Tensor &operand = valueOf(input);
+    operands.push_back(&operand);
+    for (size_t d = 0; d < operand.dims.size(); ++d)
+      if (llvm::find(walkDims, operand.dims[d]) == walkDims.end()) {
+        walkDims.push_back(operand.dims[d]);
+        walkShape.push_back(operand.shape[d]);
+      }
+  }
+  uint64_t work =
+      llvm::SaturatingMultiply(countElements(walkShape),
+                                static_cast<uint64_t>(operands.size()));
+  if (work > kMaxEinsumWork)
+    return op.emitOpError()
+           << "needs " << work
+           << " multiply-adds, more than the reference interpreter's limit of "
+           << kMaxEinsumWork;
+
+  std::vector<std::vector<int64_t>> operandStrides;
+  for (const Tensor *operand : operands)
+    operandStrides.push_back(stridesAlong(*operand, walkDims));
+  std::vector<int64_t> resultStrides = stridesAlong(*result, walkDims);
+  forEachIndex(walkShape, [&](const std::vector<int64_t> &index) {
+    double product = 1.0;
+    for (size_t k = 0; k < operands.size(); ++k)
+      product *= operands[k]->data[offsetAt(index, operandStrides[k])];
+    result->data[offsetAt(index, resultStrides)] += product;
+  });
+  return result;
+}
+
+FailureOr<Tensor> ProgramRun::rename(mtf::RenameOp op) {
+  Tensor result = valueOf(op.getInput());
+  for (std::string &dim : result.dims)
+    if (dim == op.getFrom())
+      dim = op.getTo().str();
+  return result;
+}
+
+/// To i32: truncation toward zero, saturating at the i32 bounds, NaN to 0
+/// (what a C++ float-to-int conversion leaves undefined). From i32 and
+/// between float types: the value unchanged (floats are held as doubles).
+FailureOr<Tensor> ProgramRun::cast(mtf::CastOp op) {
+  Tensor result = valueOf(op.getInput());
+  bool toInteger =
+      llvm::cast<mtf::TensorType>(op.getType()).getElementType().isInteger(32);
+  if (toInteger && !result.isInteger)
+    for (double &x : result.data)
+      x = std::isnan(x)             ? 0.0
+          : x <= -2147483648.0      ? -2147483648.0
+          : x >= 2147483647.0       ? 2147483647.0
+                                    : std::trunc(x);
+  result.isInteger = toInteger;
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+template <typename Fn>
+FailureOr<Tensor> ProgramRun::unary(Operation *op, Fn fn) {
+  Tensor result = valueOf(op->getOperand(0));
+  for (double &x : result.data)
+    x = fn(x);
+  return result;
+}
+
+/// Walks the result's dimensions; an operand lacking one of them has stride
+/// 0 along it, i.e. is repeated (broadcasting by name).
+template <typename Fn>
+FailureOr<Tensor> ProgramRun::binary(Operation *op, Fn fn) {
+  FailureOr<Tensor> result = allocate(op, op->getResult(0).getType());
+  if (failed(result))
+    return failure();
+  const Tensor &lhs = valueOf(op->getOperand(0));
+  const Tensor &rhs = valueOf(op->getOperand(1));
+  std::vector<int64_t> lhsStrides = stridesAlong(lhs, result->dims);
+  std::vector<int64_t> rhsStrides = stridesAlong(rhs, result->dims);
+  std::vector<int64_t> resultStrides = stridesAlong(*result, result->dims);
+  forEachIndex(result->shape, [&](const std::vector<int64_t> &index) {
+    result->data[offsetAt(index, resultStrides)] =
+        fn(lhs.data[offsetAt(index, lhsStrides)],
+           rhs.data[offsetAt(index, rhsStrides)]);
+  });
+  if (result->isInteger && failed(checkInt32Result(op, *result)))
+    return failure();
+  return result;
+}
+
+/// Floats divide in IEEE double (x/0 is an infinity); i32 divides like C,
+/// truncating toward zero, and a zero divisor is an error.
+FailureOr<Tensor> ProgramRun::divide(mtf::DivOp op) {
+  const Tensor &rhs = valueOf(op.getRhs());
+  if (!rhs.isInteger)
+    return binary(op, [](double a, double b) { return a / b; });
+  if (std::optional<int64_t> zero =
+          findElement(rhs, [](double x) { return x == 0.0; }))
+    return op.emitOpError()
+           << "divides an i32 by zero at " << whereIs(rhs, *zero)
+           << " of the divisor";
+  return binary(op, [](double a, double b) {
+    return static_cast<double>(static_cast<int64_t>(a) /
+                               static_cast<int64_t>(b));
+  });
+}
+
+LogicalResult ProgramRun::checkInt32Result(Operation *op,
+                                           const Tensor &result) {
+  std::optional<int64_t> bad =
+      findElement(result, [](double x) { return !isInt32(x); });
+  if (!bad)
+    return success();
+  return op->emitOpError() << "i32 result " << formatNumber(result.data[*bad])
+                           << " at " << whereIs(result, *bad)
+                           << " is outside the i32 range";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisation
+//===----------------------------------------------------------------------===//
+
+/// Walks the operand's dimensions; the result has stride 0 along the ones it
+/// drops, so every operand element is combined into its result element.
+template <typename Fn>
+FailureOr<Tensor> ProgramRun::reduce(Operation *op, double init, Fn combine) {
+  FailureOr<Tensor> result = allocate(op, op->getResult(0).getType());
+  if (failed(result))
+    return failure();
+  std::fill(result->data.begin(), result->data.end(), init);
+  const Tensor &input = valueOf(op->getOperand(0));
+  std::vector<int64_t> inputStrides = stridesAlong(input, input.dims);
+  std::vector<int64_t> resultStrides = stridesAlong(*result, input.dims);
+  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
+    double &acc = result->data[offsetAt(index, resultStrides)];
+    acc = combine(acc, input.data[offsetAt(index, inputStrides)]);
+  });
+  return result;
+}
+
+FailureOr<Tensor> ProgramRun::reduceMean(mtf::ReduceMeanOp op) {
+  FailureOr<Tensor> result =
+      reduce(op, 0.0, [](double acc, double x) { return acc + x; });
+  if (failed(result))
+    return failure();
+  double reduced =
+      static_cast<double>(valueOf(op.getInput()).data.size()) /
+      static_cast<double>(result->data.size());
+  for (double &x : result->data)
+    x /= reduced;
+  return result;
+}
+
+/// exp(x - max) / sum(exp(x - max)) along `dim`: subtracting the row maximum
+/// keeps exp from overflowing and does not change the value.
+FailureOr<Tensor> ProgramRun::softmax(mtf::SoftmaxOp op) {
+  const Tensor &input = valueOf(op.getInput());
+  Tensor result = input;
+  Tensor rowMax = withoutDim(input, op.getDim());
+  Tensor rowSum = withoutDim(input, op.getDim());
+  std::fill(rowMax.data.begin(), rowMax.data.end(),
+            -std::numeric_limits<double>::infinity());
+  std::vector<int64_t> strides = stridesAlong(input, input.dims);
+  std::vector<int64_t> rowStrides = stridesAlong(rowMax, input.dims);
+  auto at = [&](const std::vector<int64_t> &index) {
+    return input.data[offsetAt(index, strides)];
+  };
+  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
+    double &top = rowMax.data[offsetAt(index, rowStrides)];
+    top = std::max(top, at(index));
+  });
+  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
+    int64_t row = offsetAt(index, rowStrides);
+    rowSum.data[row] += std::exp(at(index) - rowMax.data[row]);
+  });
+  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
+    int64_t row = offsetAt(index, rowStrides);
+    result.data[offsetAt(index, strides)] =
+        std::exp(at(index) - rowMax.data[row]) / rowSum.data[row];
+  });
+  return result;
+}
+
+/// logsumexp(logits) - logits[label] along the class dimension, per row.
+FailureOr<Tensor> ProgramRun::crossEntropy(mtf::SoftmaxCrossEntropyOp op) {
+  const Tensor &logits = valueOf(op.getLogits());
+  const Tensor &labels = valueOf(op.getLabels());
+  size_t classPos = llvm::find(logits.dims, op.getDim()) - logits.dims.begin();
+  int64_t classes = logits.shape[classPos];
+  if (std::optional<int64_t> bad = findElement(labels, [&](double label) {
+        return label < 0 || label >= static_cast<double>(classes);
+      }))
+    return op.emitOpError()
+           << "label " << formatNumber(labels.data[*bad]) << " at "
+           << whereIs(labels, *bad) << " is outside [0, " << classes
+           << ") of class dimension '" << op.getDim() << "'";
+
+  FailureOr<Tensor> result = allocate(op, op.getType());
+  if (failed(result))
+    return failure();
+  Tensor rowMax = *result, rowSum = *result, picked = *result;
+  std::fill(rowMax.data.begin(), rowMax.data.end(),
+            -std::numeric_limits<double>::infinity());
+  std::vector<int64_t> strides = stridesAlong(logits, logits.dims);
+  std::vector<int64_t> rowStrides = stridesAlong(*result, logits.dims);
+  std::vector<int64_t> labelStrides = stridesAlong(labels, logits.dims);
+  auto at = [&](const std::vector<int64_t> &index) {
+    return logits.data[offsetAt(index, strides)];
+  };
+  forEachIndex(logits.shape, [&](const std::vector<int64_t> &index) {
+    double &top = rowMax.data[offsetAt(index, rowStrides)];
+    top = std::max(top, at(index));
+  });
+  forEachIndex(logits.shape, [&](const std::vector<int64_t> &index) {
+    int64_t row = offsetAt(index, rowStrides);
+    rowSum.data[row] += std::exp(at(index) - rowMax.data[row]);
+    double label = labels.data[offsetAt(index, labelStrides)];
+    if (static_cast<double>(index[classPos]) == label)
+      picked.data[row] = at(index);
+  });
+  for (size_t row = 0; row < result->data.size(); ++row)
+    result->data[row] =
+        rowMax.data[row] + std::log(rowSum.data[row]) - picked.data[row];
+  return result;
+}
+
+} // namespace
+
+FailureOr<std::map<std::string, Tensor>> interpret(mtf::ProgramOp program,
+                                                   const Options &options) {
+  if (program.getLocal())
+    return program.emitOpError()
+           << "is local (one device's part of an SPMD program); the reference "
+              "interpreter runs global programs";
+  if (failed(mlir::verify(program)))
+    return failure();
+  return ProgramRun(program, options).run();
+}
+
+} // namespace meshc::interp

@@ -1,0 +1,554 @@
+//===- EmitMprog.cpp - local mtf programs to .mprog -----------------------===//
+//
+// Values that are views of one another (to_tensor/from_tensor, rename, an
+// in-place all-reduce) share a buffer. Buffers live from their first
+// definition to their last use (inputs, parameters and outputs for the whole
+// step) and are placed first-fit in one arena; a step's outputs are placed
+// before the buffers it reads for the last time are released, so no step
+// writes over its own operands unless it works in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/EmitMprog.h"
+
+#include "compiler/passes/LayoutBridge.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <map>
+
+using namespace mlir;
+namespace json = llvm::json;
+namespace shard = mlir::shard;
+
+namespace meshc {
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+/// A buffer: one class of aliased values.
+struct BufferInfo {
+  int64_t id = 0;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+  int64_t offset = 0;
+  int64_t firstDef = 0, lastUse = 0;
+  bool pinned = false; // input, parameter or output: lives all step long
+};
+
+class MprogEmitter {
+public:
+  MprogEmitter(mtf::ProgramOp program, const MprogOptions &options)
+      : program(program), options(options),
+        mesh(toMesh(program.getMeshAttr())) {}
+
+  FailureOr<json::Value> run(MemoryPlanStats *stats);
+
+private:
+  LogicalResult assignBuffers();
+  void planMemory();
+  LogicalResult emitStep(Operation &op, json::Array &steps);
+  json::Object operand(Value value);
+  json::Object sizesOf(std::initializer_list<Value> values);
+  json::Array axisNames(ArrayRef<int16_t> axes);
+  json::Object tensorEntry(StringRef role, StringRef name, Value value);
+  /// Dim names of a named or ranked value.
+  std::vector<std::string> dimNames(Value value);
+  int64_t bufferOf(Value value) {
+    return buffers[leaderIndex.lookup(aliases.getLeaderValue(value))].id;
+  }
+  BufferInfo &infoOf(Value value) {
+    return buffers[leaderIndex.lookup(aliases.getLeaderValue(value))];
+  }
+
+  mtf::ProgramOp program;
+  const MprogOptions &options;
+  layout::Mesh mesh;
+  llvm::EquivalenceClasses<Value> aliases;
+  llvm::DenseMap<Value, size_t> leaderIndex;
+  std::vector<BufferInfo> buffers;
+  /// Dim names of ranked values, inherited from the mtf.to_tensor they come
+  /// from.
+  llvm::DenseMap<Value, std::vector<std::string>> rankedNames;
+  int64_t arenaBytes = 0;
+};
+
+std::string dtypeOf(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isSignlessInteger(32))
+    return "i32";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF16())
+    return "f16";
+  return "?";
+}
+
+std::vector<int64_t> shapeOf(Type type) {
+  if (auto named = llvm::dyn_cast<mtf::TensorType>(type)) {
+    std::vector<int64_t> shape;
+    for (const mtf::NamedDim &dim : named.getDims())
+      shape.push_back(dim.size);
+    return shape;
+  }
+  auto ranked = llvm::cast<RankedTensorType>(type);
+  return std::vector<int64_t>(ranked.getShape().begin(),
+                              ranked.getShape().end());
+}
+
+Type elementOf(Type type) {
+  if (auto named = llvm::dyn_cast<mtf::TensorType>(type))
+    return named.getElementType();
+  return llvm::cast<RankedTensorType>(type).getElementType();
+}
+
+/// Whether `op`'s result is a view of (or works in place on) its operand.
+bool isView(Operation *op) {
+  return llvm::isa<mtf::ToTensorOp, mtf::FromTensorOp, mtf::RenameOp>(op);
+}
+
+LogicalResult MprogEmitter::assignBuffers() {
+  Block &body = program.getBodyBlock();
+  for (Operation &op : body)
+    for (Value result : op.getResults())
+      aliases.insert(result);
+  for (Operation &op : body) {
+    if (isView(&op))
+      aliases.unionSets(op.getOperand(0), op.getResult(0));
+    // All-reduce works in place when nothing else reads its input.
+    if (llvm::isa<shard::AllReduceOp>(op) && op.getOperand(0).hasOneUse())
+      aliases.unionSets(op.getOperand(0), op.getResult(0));
+  }
+  // One buffer per class, in order of first definition.
+  int64_t index = 0;
+  for (Operation &op : body) {
+    for (Value result : op.getResults()) {
+      Value leader = aliases.getLeaderValue(result);
+      auto [it, inserted] = leaderIndex.try_emplace(leader, buffers.size());
+      BufferInfo *info = nullptr;
+      if (inserted) {
+        buffers.emplace_back();
+        info = &buffers.back();
+        info->id = buffers.size() - 1;
+        info->dtype = dtypeOf(elementOf(result.getType()));
+        info->shape = shapeOf(result.getType());
+        int64_t elements = 1;
+        for (int64_t size : info->shape)
+          elements *= size;
+        info->bytes = elements *
+                      (elementOf(result.getType()).getIntOrFloatBitWidth() / 8);
+        info->firstDef = index;
+        if (info->dtype != "f32" && info->dtype != "i32")
+          return op.emitError() << "the .mprog runtime handles f32 and i32 "
+                                   "tensors; got "
+                                << elementOf(result.getType());
+      }
+      info = &buffers[it->second];
+      if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op))
+        info->pinned = true;
+    }
+    for (Value operand : op.getOperands()) {
+      BufferInfo &info = infoOf(operand);
+      info.lastUse = std::max(info.lastUse, index);
+      if (llvm::isa<mtf::OutputOp>(op))
+        info.pinned = true;
+    }
+    ++index;
+  }
+  for (BufferInfo &info : buffers)
+    info.lastUse = std::max(info.lastUse, info.firstDef);
+  return success();
+}
+
+void MprogEmitter::planMemory() {
+  // Pinned buffers first, side by side; the rest first-fit by liveness.
+  int64_t top = 0;
+  auto align = [](int64_t bytes) {
+    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  };
+  for (BufferInfo &info : buffers)
+    if (info.pinned) {
+      info.offset = top;
+      top += align(info.bytes);
+    }
+  std::map<int64_t, int64_t> live; // offset -> end, of placed temporaries
+  std::vector<BufferInfo *> order;
+  for (BufferInfo &info : buffers)
+    if (!info.pinned)
+      order.push_back(&info);
+  arenaBytes = top;
+  int64_t steps = program.getBodyBlock().getOperations().size();
+  std::vector<std::vector<BufferInfo *>> byDef(steps), byEnd(steps);
+  for (BufferInfo *info : order) {
+    byDef[info->firstDef].push_back(info);
+    byEnd[info->lastUse].push_back(info);
+  }
+  for (int64_t step = 0; step < steps; ++step) {
+    for (BufferInfo *info : byDef[step]) {
+      int64_t candidate = top;
+      for (auto [offset, end] : live) {
+        if (candidate + align(info->bytes) <= offset)
+          break;
+        candidate = std::max(candidate, align(end));
+      }
+      info->offset = candidate;
+      live[candidate] = candidate + info->bytes;
+      arenaBytes = std::max(arenaBytes, align(candidate + info->bytes));
+    }
+    for (BufferInfo *info : byEnd[step])
+      live.erase(info->offset);
+  }
+}
+
+std::vector<std::string> MprogEmitter::dimNames(Value value) {
+  if (auto named = llvm::dyn_cast<mtf::TensorType>(value.getType())) {
+    std::vector<std::string> names;
+    for (const mtf::NamedDim &dim : named.getDims())
+      names.push_back(dim.name.getValue().str());
+    return names;
+  }
+  return rankedNames.lookup(value);
+}
+
+json::Object MprogEmitter::operand(Value value) {
+  json::Array dims;
+  for (const std::string &name : dimNames(value))
+    dims.push_back(name);
+  return json::Object{{"buf", bufferOf(value)}, {"dims", std::move(dims)}};
+}
+
+json::Object MprogEmitter::sizesOf(std::initializer_list<Value> values) {
+  json::Object sizes;
+  for (Value value : values) {
+    std::vector<std::string> names = dimNames(value);
+    std::vector<int64_t> shape = shapeOf(value.getType());
+    for (auto [name, size] : llvm::zip(names, shape))
+      sizes[name] = size;
+  }
+  return sizes;
+}
+
+json::Array MprogEmitter::axisNames(ArrayRef<int16_t> axes) {
+  json::Array names;
+  for (int16_t axis : axes)
+    names.push_back(mesh.axisName(axis));
+  return names;
+}
+
+json::Object MprogEmitter::tensorEntry(StringRef role, StringRef name,
+                                       Value value) {
+  Operation *def = value.getDefiningOp();
+  while (def && isView(def))
+    def = def->getOperand(0).getDefiningOp();
+  auto type = llvm::cast<mtf::TensorType>(value.getType());
+  auto attr = def ? def->getAttrOfType<mtf::LayoutAttr>(
+                        mtf::MtfDialect::kLayoutAttrName)
+                  : mtf::LayoutAttr();
+  if (auto named = value.getDefiningOp())
+    if (auto own = named->getAttrOfType<mtf::LayoutAttr>(
+            mtf::MtfDialect::kLayoutAttrName))
+      attr = own;
+  json::Array dims;
+  for (const mtf::NamedDim &dim : type.getDims()) {
+    json::Array axes;
+    int64_t shards = 1;
+    if (attr)
+      for (StringAttr axis : attr.getAxesFor(dim.name.getValue())) {
+        axes.push_back(axis.getValue());
+        shards *= mesh.axisSize(*mesh.axisIndex(axis.getValue().str()));
+      }
+    dims.push_back(json::Object{{"name", dim.name.getValue()},
+                                {"size", dim.size * shards},
+                                {"axes", std::move(axes)}});
+  }
+  return json::Object{{"role", role},
+                      {"name", name},
+                      {"buffer", bufferOf(value)},
+                      {"dtype", dtypeOf(type.getElementType())},
+                      {"dims", std::move(dims)}};
+}
+
+/// The name of an elementwise unary op's function in .mprog.
+std::optional<StringRef> unaryName(Operation &op) {
+  return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(&op)
+      .Case([](mtf::ReluOp) { return StringRef("relu"); })
+      .Case([](mtf::GeluOp) { return StringRef("gelu"); })
+      .Case([](mtf::ExpOp) { return StringRef("exp"); })
+      .Case([](mtf::LogOp) { return StringRef("log"); })
+      .Case([](mtf::TanhOp) { return StringRef("tanh"); })
+      .Case([](mtf::SqrtOp) { return StringRef("sqrt"); })
+      .Case([](mtf::RsqrtOp) { return StringRef("rsqrt"); })
+      .Case([](mtf::NegateOp) { return StringRef("negate"); })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+std::optional<StringRef> binaryName(Operation &op) {
+  return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(&op)
+      .Case([](mtf::AddOp) { return StringRef("add"); })
+      .Case([](mtf::SubOp) { return StringRef("sub"); })
+      .Case([](mtf::MulOp) { return StringRef("mul"); })
+      .Case([](mtf::DivOp) { return StringRef("div"); })
+      .Case([](mtf::MaxOp) { return StringRef("max"); })
+      .Case([](mtf::MinOp) { return StringRef("min"); })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+StringRef reductionName(shard::ReductionKind kind) {
+  return kind == shard::ReductionKind::Max ? "max" : "sum";
+}
+
+LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
+  auto result = [&]() { return op.getResult(0); };
+  if (llvm::isa<mtf::InputOp, mtf::ParamOp, mtf::OutputOp>(op) || isView(&op))
+    return success();
+  if (auto constant = llvm::dyn_cast<mtf::ConstantOp>(op)) {
+    steps.push_back(
+        json::Object{{"op", "fill"},
+                     {"out", bufferOf(result())},
+                     {"value", constant.getValue().convertToDouble()}});
+    return success();
+  }
+  if (std::optional<StringRef> fn = unaryName(op)) {
+    steps.push_back(json::Object{{"op", "unary"},
+                                 {"fn", *fn},
+                                 {"in", bufferOf(op.getOperand(0))},
+                                 {"out", bufferOf(result())}});
+    return success();
+  }
+  if (llvm::isa<mtf::CastOp>(op)) {
+    steps.push_back(
+        json::Object{{"op", "cast"},
+                     {"in", bufferOf(op.getOperand(0))},
+                     {"out", bufferOf(result())},
+                     {"from", dtypeOf(elementOf(op.getOperand(0).getType()))},
+                     {"to", dtypeOf(elementOf(result().getType()))}});
+    return success();
+  }
+  if (std::optional<StringRef> fn = binaryName(op)) {
+    steps.push_back(json::Object{
+        {"op", "binary"},
+        {"fn", *fn},
+        {"lhs", operand(op.getOperand(0))},
+        {"rhs", operand(op.getOperand(1))},
+        {"out", operand(result())},
+        {"sizes", sizesOf({op.getOperand(0), op.getOperand(1), result()})}});
+    return success();
+  }
+  if (auto einsum = llvm::dyn_cast<mtf::EinsumOp>(op)) {
+    json::Array inputs;
+    json::Object sizes = sizesOf({result()});
+    for (Value input : einsum.getInputs()) {
+      inputs.push_back(operand(input));
+      for (auto &[key, size] : sizesOf({input}))
+        sizes[key] = size;
+    }
+    steps.push_back(json::Object{{"op", "einsum"},
+                                 {"in", std::move(inputs)},
+                                 {"out", operand(result())},
+                                 {"sizes", std::move(sizes)}});
+    return success();
+  }
+  if (llvm::isa<mtf::ReduceSumOp, mtf::ReduceMaxOp, mtf::ReduceMeanOp>(op)) {
+    bool isMax = llvm::isa<mtf::ReduceMaxOp>(op);
+    steps.push_back(json::Object{{"op", "reduce"},
+                                 {"fn", isMax ? "max" : "sum"},
+                                 {"in", operand(op.getOperand(0))},
+                                 {"out", operand(result())},
+                                 {"sizes", sizesOf({op.getOperand(0)})}});
+    if (llvm::isa<mtf::ReduceMeanOp>(op)) {
+      // Only ever local here: the partitioner turns a mean over split
+      // dimensions into a sum, its reduction and a scale.
+      int64_t count =
+          llvm::cast<mtf::TensorType>(op.getOperand(0).getType())
+              .getNumElements() /
+          llvm::cast<mtf::TensorType>(result().getType()).getNumElements();
+      steps.push_back(
+          json::Object{{"op", "unary"},
+                       {"fn", "scale"},
+                       {"in", bufferOf(result())},
+                       {"out", bufferOf(result())},
+                       {"value", 1.0 / static_cast<double>(count)}});
+    }
+    return success();
+  }
+  if (auto softmax = llvm::dyn_cast<mtf::SoftmaxOp>(op)) {
+    steps.push_back(json::Object{{"op", "softmax"},
+                                 {"in", operand(softmax.getInput())},
+                                 {"out", operand(result())},
+                                 {"dim", softmax.getDim()},
+                                 {"sizes", sizesOf({softmax.getInput()})}});
+    return success();
+  }
+  if (auto xent = llvm::dyn_cast<mtf::SoftmaxCrossEntropyOp>(op)) {
+    steps.push_back(json::Object{{"op", "softmax_cross_entropy"},
+                                 {"logits", operand(xent.getLogits())},
+                                 {"labels", operand(xent.getLabels())},
+                                 {"out", operand(result())},
+                                 {"dim", xent.getDim()},
+                                 {"sizes", sizesOf({xent.getLogits()})}});
+    return success();
+  }
+  if (auto reduce = llvm::dyn_cast<shard::AllReduceOp>(op)) {
+    Value input = reduce.getInput();
+    if (bufferOf(input) != bufferOf(result()))
+      steps.push_back(json::Object{{"op", "copy"},
+                                   {"in", bufferOf(input)},
+                                   {"out", bufferOf(result())}});
+    steps.push_back(
+        json::Object{{"op", "all_reduce"},
+                     {"buf", bufferOf(result())},
+                     {"axes", axisNames(reduce.getGridAxes())},
+                     {"reduction", reductionName(reduce.getReduction())}});
+    return success();
+  }
+  auto named = [&](Value value, int64_t axis) { return dimNames(value)[axis]; };
+  if (auto gather = llvm::dyn_cast<shard::AllGatherOp>(op)) {
+    steps.push_back(
+        json::Object{{"op", "all_gather"},
+                     {"in", operand(gather.getInput())},
+                     {"out", operand(result())},
+                     {"dim", named(gather.getInput(),
+                                   gather.getGatherAxis().getZExtValue())},
+                     {"axes", axisNames(gather.getGridAxes())},
+                     {"sizes", sizesOf({result()})}});
+    return success();
+  }
+  if (auto slice = llvm::dyn_cast<shard::AllSliceOp>(op)) {
+    steps.push_back(json::Object{
+        {"op", "slice"},
+        {"in", operand(slice.getInput())},
+        {"out", operand(result())},
+        {"dim", named(slice.getInput(), slice.getSliceAxis().getZExtValue())},
+        {"axes", axisNames(slice.getGridAxes())},
+        {"sizes", sizesOf({slice.getInput()})}});
+    return success();
+  }
+  if (auto scatter = llvm::dyn_cast<shard::ReduceScatterOp>(op)) {
+    steps.push_back(
+        json::Object{{"op", "reduce_scatter"},
+                     {"in", operand(scatter.getInput())},
+                     {"out", operand(result())},
+                     {"dim", named(scatter.getInput(),
+                                   scatter.getScatterAxis().getZExtValue())},
+                     {"axes", axisNames(scatter.getGridAxes())},
+                     {"reduction", reductionName(scatter.getReduction())},
+                     {"sizes", sizesOf({scatter.getInput()})}});
+    return success();
+  }
+  if (auto exchange = llvm::dyn_cast<shard::AllToAllOp>(op)) {
+    steps.push_back(json::Object{
+        {"op", "all_to_all"},
+        {"in", operand(exchange.getInput())},
+        {"out", operand(result())},
+        {"split_dim",
+         named(exchange.getInput(), exchange.getSplitAxis().getZExtValue())},
+        {"concat_dim",
+         named(exchange.getInput(), exchange.getConcatAxis().getZExtValue())},
+        {"axes", axisNames(exchange.getGridAxes())},
+        {"sizes", sizesOf({exchange.getInput()})}});
+    return success();
+  }
+  return op.emitError() << "'" << op.getName()
+                        << "' cannot be written to a .mprog";
+}
+
+FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
+  if (failed(assignBuffers()))
+    return failure();
+  planMemory();
+  // Ranked values carry the dim names of the named tensor they came from.
+  for (Operation &op : program.getBodyBlock()) {
+    if (llvm::isa<mtf::ToTensorOp>(op))
+      rankedNames[op.getResult(0)] = dimNames(op.getOperand(0));
+    else if (op.getNumResults() == 1 && op.getNumOperands() >= 1 &&
+             llvm::isa<RankedTensorType>(op.getResult(0).getType()))
+      rankedNames[op.getResult(0)] = dimNames(op.getOperand(0));
+  }
+
+  json::Array steps, tensors;
+  for (Operation &op : program.getBodyBlock()) {
+    if (failed(emitStep(op, steps)))
+      return failure();
+    if (auto input = llvm::dyn_cast<mtf::InputOp>(op)) {
+      json::Object entry = tensorEntry("input", input.getName(), input);
+      // Synthetic labels range over the classes of their first consumer.
+      if (input.getType() != nullptr &&
+          dtypeOf(elementOf(input.getType())) == "i32") {
+        int64_t high = 2;
+        for (Operation &user : program.getBodyBlock())
+          if (auto xent = llvm::dyn_cast<mtf::SoftmaxCrossEntropyOp>(user))
+            if (xent.getLabels() == input.getResult()) {
+              auto logits =
+                  llvm::cast<mtf::TensorType>(xent.getLogits().getType());
+              high = logits.getDims()[*logits.getDimIndex(xent.getDim())].size;
+              break;
+            }
+        entry["range"] = json::Array{0, high};
+      }
+      tensors.push_back(std::move(entry));
+    } else if (auto param = llvm::dyn_cast<mtf::ParamOp>(op)) {
+      json::Object entry = tensorEntry("param", param.getName(), param);
+      mtf::InitAttr init = param.getInit();
+      json::Array args;
+      for (double arg : init.getArgs().asArrayRef())
+        args.push_back(arg);
+      entry["init"] =
+          json::Object{{"kind", mtf::stringifyInitKind(init.getKind())},
+                       {"args", std::move(args)}};
+      tensors.push_back(std::move(entry));
+    } else if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
+      tensors.push_back(
+          tensorEntry("output", output.getName(), output.getValue()));
+    }
+  }
+
+  json::Array bufferList;
+  int64_t unplanned = 0;
+  for (const BufferInfo &info : buffers) {
+    json::Array shape;
+    for (int64_t size : info.shape)
+      shape.push_back(size);
+    bufferList.push_back(json::Object{{"id", info.id},
+                                      {"dtype", info.dtype},
+                                      {"shape", std::move(shape)},
+                                      {"offset", info.offset},
+                                      {"bytes", info.bytes}});
+    unplanned += info.bytes;
+  }
+  json::Array meshAxes;
+  for (const layout::MeshAxis &axis : mesh.axes())
+    meshAxes.push_back(json::Object{{"name", axis.name}, {"size", axis.size}});
+  std::string source;
+  if (auto loc = llvm::dyn_cast<FileLineColLoc>(program.getLoc()))
+    source = loc.getFilename().str();
+  if (stats)
+    *stats = {arenaBytes, unplanned, static_cast<int64_t>(buffers.size())};
+  return json::Value(json::Object{{"format", "meshc-mprog"},
+                                  {"version", 1},
+                                  {"program", program.getSymName()},
+                                  {"source", source},
+                                  {"mesh", std::move(meshAxes)},
+                                  {"seed", static_cast<int64_t>(options.seed)},
+                                  {"arena_bytes", arenaBytes},
+                                  {"buffers", std::move(bufferList)},
+                                  {"tensors", std::move(tensors)},
+                                  {"steps", std::move(steps)}});
+}
+
+} // namespace
+
+FailureOr<json::Value> emitMprog(ModuleOp module, const MprogOptions &options,
+                                 MemoryPlanStats *stats) {
+  SmallVector<mtf::ProgramOp> programs(module.getOps<mtf::ProgramOp>());
+  if (programs.size() != 1 || !programs.front().getLocal())
+    return emitError(module.getLoc())
+           << "a .mprog holds one partitioned (local) program; got "
+           << programs.size() << " program(s)";
+  return MprogEmitter(programs.front(), options).run(stats);
+}
+
+} // namespace meshc

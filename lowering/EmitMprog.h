@@ -1,0 +1,44 @@
+//===- EmitMprog.h - local mtf programs to .mprog ---------------*- C++ -*-===//
+//
+// Translates a partitioned (local) mtf.program into the .mprog JSON the
+// runtime executes (docs/mprog.md): one buffer per value, placed in a
+// per-device arena by a liveness-based static memory plan, and one step per
+// local op or collective.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_LOWERING_EMITMPROG_H
+#define MESHC_LOWERING_EMITMPROG_H
+
+#include "dialect/MtfDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+
+namespace meshc {
+
+/// Options of the translation.
+struct MprogOptions {
+  /// Seed of parameter init and synthetic inputs.
+  uint64_t seed = 0;
+};
+
+/// Statistics of the memory plan, for --explain.
+struct MemoryPlanStats {
+  int64_t arenaBytes = 0;
+  /// Sum of all buffer sizes: the arena without reuse.
+  int64_t unplannedBytes = 0;
+  int64_t buffers = 0;
+};
+
+/// The .mprog of the one local program in `module`; reports an error through
+/// the context and fails on anything it cannot translate.
+mlir::FailureOr<llvm::json::Value> emitMprog(mlir::ModuleOp module,
+                                             const MprogOptions &options,
+                                             MemoryPlanStats *stats = nullptr);
+
+} // namespace meshc
+
+#endif // MESHC_LOWERING_EMITMPROG_H
