@@ -43,10 +43,14 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
       !llvm::isa<TensorType>(op->getResult(0).getType()))
     return op->emitError() << "'" << kLayoutAttrName
                            << "' needs an op with one !mtf.tensor result";
+  // In a local program types are per-device blocks: only the dimension
+  // names can be checked against them.
   auto program = op->getParentOfType<ProgramOp>();
+  MeshAttr mesh =
+      program && !program.getLocal() ? program.getMeshAttr() : MeshAttr();
   return verifyLayout([&] { return op->emitError(); },
                       llvm::cast<TensorType>(op->getResult(0).getType()),
-                      layout, program ? program.getMeshAttr() : MeshAttr());
+                      layout, mesh);
 }
 
 LogicalResult verifyLayout(function_ref<InFlightDiagnostic()> emitError,

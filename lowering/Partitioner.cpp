@@ -21,6 +21,16 @@ namespace shard = mlir::shard;
 
 namespace meshc {
 
+/// Clones `op` with `mapping`; the clone's layout attribute is dropped (its
+/// block may be a partial result or not yet in the final layout): define()
+/// sets the layout on the op that produces the final local value.
+static Operation *cloneLocal(OpBuilder &builder, Operation &op,
+                             IRMapping &mapping) {
+  Operation *clone = builder.clone(op, mapping);
+  clone->removeAttr(mtf::MtfDialect::kLayoutAttrName);
+  return clone;
+}
+
 Partitioner::Partitioner(mtf::ProgramOp global, FlatSymbolRefAttr grid)
     : global(global), mesh(toMesh(global.getMeshAttr())), grid(grid),
       builder(global) {}
@@ -99,7 +109,7 @@ LogicalResult Partitioner::partitionByTarget(Operation &op) {
     auto type = llvm::cast<mtf::TensorType>(operand.getType());
     mapping.map(operand, operandAs(operand, layoutFor(type, target), &op));
   }
-  Operation *clone = builder.clone(op, mapping);
+  Operation *clone = cloneLocal(builder, op, mapping);
   clone->getResult(0).setType(localType(resultType, layout));
   define(op.getResult(0), clone->getResult(0), layout);
   return success();
@@ -198,7 +208,7 @@ LogicalResult Partitioner::partitionContraction(Operation &op) {
     local = mtf::ReduceSumOp::create(builder, op.getLoc(), partialType,
                                      mapping.lookup(op.getOperand(0)));
   } else {
-    Operation *clone = builder.clone(op, mapping);
+    Operation *clone = cloneLocal(builder, op, mapping);
     clone->getResult(0).setType(partialType);
     local = clone->getResult(0);
   }
@@ -268,7 +278,7 @@ LogicalResult Partitioner::partitionSoftmax(mtf::SoftmaxOp op) {
   Layout whole = layoutFor(type, axes);
   IRMapping mapping;
   mapping.map(op.getInput(), operandAs(op.getInput(), whole, op));
-  Operation *clone = builder.clone(*op, mapping);
+  Operation *clone = cloneLocal(builder, *op, mapping);
   clone->getResult(0).setType(localType(type, whole));
   Value result =
       reshard(clone->getResult(0), type, whole, outLayout, op.getLoc(),
@@ -290,7 +300,7 @@ LogicalResult Partitioner::partitionRename(mtf::RenameOp op) {
   Layout renamed = layoutFor(type, axes);
   IRMapping mapping;
   mapping.map(op.getInput(), input);
-  Operation *clone = builder.clone(*op, mapping);
+  Operation *clone = cloneLocal(builder, *op, mapping);
   clone->getResult(0).setType(localType(type, renamed));
   Layout outLayout = resultLayout(op);
   Value result =

@@ -222,10 +222,20 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
-  MtfApplyLayoutOptions layoutOptions;
-  layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
-  layoutOptions.layout = rules.str();
-  pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));
+  // IR that already carries layouts keeps them unless a flag asks otherwise.
+  bool laidOut = false;
+  module->walk([&](Operation *op) {
+    laidOut |= op->hasAttr(mtf::MtfDialect::kLayoutAttrName);
+  });
+  bool layoutGiven = !options.spec.empty() ||
+                     options.mesh.getNumOccurrences() ||
+                     options.layout.getNumOccurrences();
+  if (!laidOut || layoutGiven) {
+    MtfApplyLayoutOptions layoutOptions;
+    layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
+    layoutOptions.layout = rules.str();
+    pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));
+  }
   if (dumper)
     pm.addInstrumentation(std::move(dumper));
   if (failed(pm.run(*module)))

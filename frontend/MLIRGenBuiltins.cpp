@@ -1,0 +1,306 @@
+//===- MLIRGenBuiltins.cpp - Builtin calls of .mtf to the mtf dialect -----===//
+//
+// One case per builtin: the checks its operands must pass (element types,
+// dimensions it names) and the type of its result.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/MLIRGen.h"
+
+#include "llvm/ADT/StringMap.h"
+
+using namespace meshc::frontend;
+using llvm::failure;
+using llvm::FailureOr;
+using llvm::LogicalResult;
+using llvm::success;
+namespace mtf = mlir::mtf;
+
+namespace {
+mtf::TensorType tensorType(mlir::Value value) {
+  return llvm::cast<mtf::TensorType>(value.getType());
+}
+
+/// "[batch, hidden]".
+std::string formatDims(llvm::ArrayRef<mtf::NamedDim> dims) {
+  std::string text = "[";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(
+      dims, os, [&](const mtf::NamedDim &dim) { os << dim.name.getValue(); });
+  return text + "]";
+}
+} // namespace
+
+FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
+                                                Scope &scope) {
+  Operand result;
+  result.loc = call.getLoc();
+  std::string user = ("'" + call.name + "'").str();
+  if (call.builtin == Builtin::Maximum || call.builtin == Builtin::Minimum) {
+    FailureOr<Operand> lhs = genExpr(*call.operands[0], scope);
+    if (failed(lhs))
+      return failure();
+    FailureOr<Operand> rhs = genExpr(*call.operands[1], scope);
+    if (failed(rhs))
+      return failure();
+    return genBinary(call.builtin == Builtin::Maximum ? BinaryKind::Max
+                                                      : BinaryKind::Min,
+                     call.getLoc(), *lhs, *rhs);
+  }
+
+  llvm::SmallVector<mlir::Value> operands;
+  for (const ExprPtr &operand : call.operands) {
+    FailureOr<mlir::Value> value = genTensor(*operand, scope);
+    if (failed(value))
+      return failure();
+    operands.push_back(*value);
+  }
+  mlir::Location loc = location(call.getLoc());
+  mlir::Value input = operands.front();
+  mlir::Type type = input.getType();
+  auto unary = [&](auto opTag) -> FailureOr<Operand> {
+    using OpT = decltype(opTag);
+    if (failed(requireFloat(input, user, call.getLoc())))
+      return failure();
+    result.value = create<OpT>(loc, type, input);
+    return result;
+  };
+  FailureOr<mlir::Value> value;
+  switch (call.builtin) {
+  case Builtin::Relu:
+    return unary(mtf::ReluOp());
+  case Builtin::Gelu:
+    return unary(mtf::GeluOp());
+  case Builtin::Exp:
+    return unary(mtf::ExpOp());
+  case Builtin::Log:
+    return unary(mtf::LogOp());
+  case Builtin::Tanh:
+    return unary(mtf::TanhOp());
+  case Builtin::Sqrt:
+    return unary(mtf::SqrtOp());
+  case Builtin::Rsqrt:
+    return unary(mtf::RsqrtOp());
+  case Builtin::Cast: {
+    FailureOr<mlir::Type> elementType = resolveElementType(call.elementType);
+    if (failed(elementType))
+      return failure();
+    value = create<mtf::CastOp>(
+                loc, tensorType(input).withElementType(*elementType), input)
+                .getResult();
+    break;
+  }
+  case Builtin::Softmax:
+    if (failed(requireFloat(input, user, call.getLoc())) ||
+        failed(requireDim(input, call.dims[0], "take the softmax over")))
+      return failure();
+    value =
+        create<mtf::SoftmaxOp>(loc, type, input, stringAttr(call.dims[0].name))
+            .getResult();
+    break;
+  case Builtin::Einsum:
+    value = genEinsum(call, operands);
+    break;
+  case Builtin::Sum:
+  case Builtin::Mean:
+  case Builtin::Max:
+    value = genReduce(call, input);
+    break;
+  case Builtin::SoftmaxCrossEntropy:
+    value = genSoftmaxCrossEntropy(call, operands[0], operands[1]);
+    break;
+  case Builtin::Rename:
+    value = genRename(call, input);
+    break;
+  case Builtin::Constrain:
+    value = genConstrain(call, input);
+    break;
+  case Builtin::Maximum:
+  case Builtin::Minimum:
+    llvm_unreachable("handled above");
+  }
+  if (failed(value))
+    return failure();
+  result.value = *value;
+  return result;
+}
+
+FailureOr<mlir::Value>
+MLIRGen::genEinsum(const BuiltinExpr &call,
+                   llvm::ArrayRef<mlir::Value> operands) {
+  mtf::TensorType first = tensorType(operands.front());
+  std::string types;
+  for (auto [operand, expr] : llvm::zip_equal(operands, call.operands)) {
+    mtf::TensorType type = tensorType(operand);
+    if (failed(requireFloat(operand, "'einsum'", expr->getLoc())))
+      return failure();
+    if (type.getElementType() != first.getElementType())
+      return error(expr->getLoc())
+             << "operands of 'einsum' have different element types, "
+             << formatType(first) << " and " << formatType(type)
+             << "; convert one with cast(x, "
+             << formatElementType(first.getElementType()) << ")";
+    types += (types.empty() ? "" : ", ") + formatType(type);
+  }
+  llvm::SmallVector<mtf::NamedDim> resultDims;
+  llvm::StringMap<Loc> seen;
+  for (const Ident &dim : call.dims) {
+    auto [it, inserted] = seen.try_emplace(dim.name, dim.loc);
+    if (!inserted) {
+      Error diag = error(dim.loc);
+      diag << "dimension '" << dim.name
+           << "' appears twice in the output of 'einsum'";
+      diag.note(it->second) << "first listed here";
+      return failure();
+    }
+    auto owner = llvm::find_if(operands, [&](mlir::Value operand) {
+      return tensorType(operand).hasDim(dim.name);
+    });
+    if (owner == operands.end())
+      return error(dim.loc)
+             << "output dimension '" << dim.name
+             << "' of 'einsum' is in none of its operands (" << types << ")";
+    mtf::TensorType ownerType = tensorType(*owner);
+    resultDims.push_back(ownerType.getDims()[*ownerType.getDimIndex(dim.name)]);
+  }
+  FailureOr<mtf::TensorType> type =
+      makeTensorType(resultDims, first.getElementType(), call.getLoc());
+  if (failed(type))
+    return failure();
+  return create<mtf::EinsumOp>(location(call.getLoc()), *type, operands)
+      .getResult();
+}
+
+FailureOr<mlir::Value> MLIRGen::genReduce(const BuiltinExpr &call,
+                                          mlir::Value input) {
+  if (failed(requireFloat(input, ("'" + call.name + "'").str(), call.getLoc())))
+    return failure();
+  mtf::TensorType inputType = tensorType(input);
+  llvm::StringMap<Loc> reduced;
+  for (const Ident &dim : call.dims) {
+    if (failed(requireDim(input, dim, "reduce over")))
+      return failure();
+    auto [it, inserted] = reduced.try_emplace(dim.name, dim.loc);
+    if (!inserted) {
+      Error diag = error(dim.loc);
+      diag << "dimension '" << dim.name << "' is listed twice";
+      diag.note(it->second) << "first listed here";
+      return failure();
+    }
+  }
+  llvm::SmallVector<mtf::NamedDim> kept;
+  if (call.hasDimList)
+    for (const mtf::NamedDim &dim : inputType.getDims())
+      if (!reduced.count(dim.name.getValue()))
+        kept.push_back(dim);
+  auto type = mtf::TensorType::get(context, kept, inputType.getElementType());
+  mlir::Location loc = location(call.getLoc());
+  if (call.builtin == Builtin::Sum)
+    return create<mtf::ReduceSumOp>(loc, type, input).getResult();
+  if (call.builtin == Builtin::Mean)
+    return create<mtf::ReduceMeanOp>(loc, type, input).getResult();
+  return create<mtf::ReduceMaxOp>(loc, type, input).getResult();
+}
+
+FailureOr<mlir::Value> MLIRGen::genSoftmaxCrossEntropy(const BuiltinExpr &call,
+                                                       mlir::Value logits,
+                                                       mlir::Value labels) {
+  mtf::TensorType logitsType = tensorType(logits);
+  mtf::TensorType labelsType = tensorType(labels);
+  const Ident &dim = call.dims[0];
+  if (!llvm::isa<mlir::FloatType>(logitsType.getElementType()))
+    return error(call.operands[0]->getLoc())
+           << "the logits of 'softmax_cross_entropy' must be floating-point, "
+              "got "
+           << formatType(logitsType);
+  if (!labelsType.getElementType().isInteger(32))
+    return error(call.operands[1]->getLoc())
+           << "the labels of 'softmax_cross_entropy' must be i32 class "
+              "indices, got "
+           << formatType(labelsType);
+  if (failed(requireDim(logits, dim, "take the cross-entropy over",
+                        "the logits tensor")))
+    return failure();
+  llvm::SmallVector<mtf::NamedDim> expected;
+  for (const mtf::NamedDim &logitsDim : logitsType.getDims())
+    if (logitsDim.name.getValue() != dim.name)
+      expected.push_back(logitsDim);
+  bool matches = labelsType.getRank() == expected.size() &&
+                 llvm::all_of(expected, [&](const mtf::NamedDim &d) {
+                   return labelsType.hasDim(d.name.getValue());
+                 });
+  if (!matches)
+    return error(call.operands[1]->getLoc())
+           << "the labels of 'softmax_cross_entropy' must have the "
+              "dimensions of the logits without '"
+           << dim.name << "', " << formatDims(expected) << ", got "
+           << formatType(labelsType);
+  auto type = labelsType.withElementType(logitsType.getElementType());
+  return create<mtf::SoftmaxCrossEntropyOp>(location(call.getLoc()), type,
+                                            logits, labels,
+                                            stringAttr(dim.name))
+      .getResult();
+}
+
+FailureOr<mlir::Value> MLIRGen::genRename(const BuiltinExpr &call,
+                                          mlir::Value input) {
+  const Ident &from = call.dims[0];
+  const Ident &to = call.dims[1];
+  if (failed(requireDim(input, from, "rename")))
+    return failure();
+  mtf::TensorType inputType = tensorType(input);
+  if (from.name != to.name && inputType.hasDim(to.name))
+    return error(to.loc) << "cannot rename '" << from.name << "' to '"
+                         << to.name << "': the tensor already has a dimension '"
+                         << to.name << "' (its type is "
+                         << formatType(inputType) << ")";
+  unsigned index = *inputType.getDimIndex(from.name);
+  llvm::SmallVector<mtf::NamedDim> resultDims(inputType.getDims());
+  int64_t toSize = dims.find(to.name)->second.size;
+  if (resultDims[index].size != toSize)
+    return error(to.loc) << "cannot rename '" << from.name << "' (size "
+                         << resultDims[index].size << ") to '" << to.name
+                         << "' (size " << toSize << "): the sizes differ";
+  resultDims[index].name = stringAttr(to.name);
+  auto type =
+      mtf::TensorType::get(context, resultDims, inputType.getElementType());
+  return create<mtf::RenameOp>(location(call.getLoc()), type, input,
+                               stringAttr(from.name), stringAttr(to.name))
+      .getResult();
+}
+
+FailureOr<mlir::Value> MLIRGen::genConstrain(const BuiltinExpr &call,
+                                             mlir::Value input) {
+  llvm::SmallVector<mtf::DimSplit> splits;
+  llvm::StringMap<Loc> seenDims, seenAxes;
+  for (const SplitSpec &split : call.splits) {
+    if (failed(requireDim(input, split.dim, "constrain")))
+      return failure();
+    auto [dimIt, newDim] = seenDims.try_emplace(split.dim.name, split.dim.loc);
+    if (!newDim) {
+      Error diag = error(split.dim.loc);
+      diag << "dimension '" << split.dim.name << "' is constrained twice";
+      diag.note(dimIt->second) << "first constrained here";
+      return failure();
+    }
+    llvm::SmallVector<mlir::Attribute> axes;
+    for (const Ident &axis : split.axes) {
+      auto [axisIt, newAxis] = seenAxes.try_emplace(axis.name, axis.loc);
+      if (!newAxis) {
+        Error diag = error(axis.loc);
+        diag << "mesh axis '" << axis.name
+             << "' is used twice in one constraint; a mesh axis splits one "
+                "dimension of a tensor at most";
+        diag.note(axisIt->second) << "first used here";
+        return failure();
+      }
+      axes.push_back(stringAttr(axis.name));
+    }
+    splits.push_back(
+        mtf::DimSplit{stringAttr(split.dim.name), builder.getArrayAttr(axes)});
+  }
+  auto layout = mtf::LayoutAttr::get(context, splits);
+  return create<mtf::ConstrainOp>(location(call.getLoc()), input.getType(),
+                                  input, layout)
+      .getResult();
+}

@@ -1,0 +1,300 @@
+//===- KernelsTest.cpp - CPU step kernels against naive references --------===//
+//
+// Every local step kind runs through the loader and a CpuDevice and is
+// compared with a direct double-precision formula: unary functions, cast,
+// fill and copy, broadcasting binary ops (operands permuted or missing dims,
+// in place), reductions, softmax along inner and middle dims, and softmax
+// cross entropy including its out-of-range label error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StepHarness.h"
+
+#include "runtime/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+using namespace meshc::runtime;
+using namespace meshc::runtime::testing;
+using nlohmann::json;
+
+namespace {
+
+void expectNear(const std::vector<float> &got,
+                const std::vector<double> &expected, double tolerance = 1e-5) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], expected[i],
+                tolerance * std::max(1.0, std::abs(expected[i])))
+        << "element " << i;
+}
+
+json operand(int64_t buf, std::vector<std::string> dims) {
+  return {{"buf", buf}, {"dims", dims}};
+}
+
+struct UnaryCase {
+  const char *fn;
+  std::function<double(double)> reference;
+};
+
+class UnaryTest : public ::testing::TestWithParam<UnaryCase> {};
+
+TEST_P(UnaryTest, MatchesFormula) {
+  std::vector<float> x = testData("x", 101);
+  bool positiveOnly = std::string(GetParam().fn) == "log" ||
+                      std::string(GetParam().fn) == "sqrt" ||
+                      std::string(GetParam().fn) == "rsqrt";
+  if (positiveOnly)
+    for (float &v : x)
+      v = std::abs(v) + 0.1f;
+  StepHarness harness;
+  int64_t in = harness.f32(x), out = harness.f32(std::vector<float>(101));
+  harness.run({{"op", "unary"},
+               {"fn", GetParam().fn},
+               {"in", in},
+               {"out", out},
+               {"value", 2.5}});
+  std::vector<double> expected;
+  for (float v : x)
+    expected.push_back(GetParam().reference(v));
+  expectNear(harness.readF32(out), expected);
+}
+
+const double kPi = 3.141592653589793;
+
+INSTANTIATE_TEST_SUITE_P(
+    Functions, UnaryTest,
+    ::testing::Values(
+        UnaryCase{"relu", [](double x) { return x > 0 ? x : 0.0; }},
+        UnaryCase{"gelu",
+                  [](double x) {
+                    return 0.5 * x *
+                           (1 + std::tanh(std::sqrt(2 / kPi) *
+                                          (x + 0.044715 * x * x * x)));
+                  }},
+        UnaryCase{"exp", [](double x) { return std::exp(x); }},
+        UnaryCase{"log", [](double x) { return std::log(x); }},
+        UnaryCase{"tanh", [](double x) { return std::tanh(x); }},
+        UnaryCase{"sqrt", [](double x) { return std::sqrt(x); }},
+        UnaryCase{"rsqrt", [](double x) { return 1 / std::sqrt(x); }},
+        UnaryCase{"negate", [](double x) { return -x; }},
+        UnaryCase{"scale", [](double x) { return 2.5 * x; }}),
+    [](const ::testing::TestParamInfo<UnaryCase> &info) {
+      return std::string(info.param.fn);
+    });
+
+TEST(KernelsTest, UnaryInPlace) {
+  StepHarness harness;
+  int64_t buf = harness.f32({-1.0f, 2.0f});
+  harness.run({{"op", "unary"}, {"fn", "relu"}, {"in", buf}, {"out", buf}});
+  EXPECT_EQ(harness.readF32(buf), (std::vector<float>{0.0f, 2.0f}));
+}
+
+TEST(KernelsTest, FillAndCopy) {
+  StepHarness harness;
+  int64_t f = harness.f32(std::vector<float>(3)),
+          i = harness.i32(std::vector<int32_t>(3)),
+          copy = harness.f32(std::vector<float>(3));
+  harness.run({{"op", "fill"}, {"out", f}, {"value", 0.5}});
+  EXPECT_EQ(harness.readF32(f), (std::vector<float>{0.5f, 0.5f, 0.5f}));
+  harness.run({{"op", "fill"}, {"out", i}, {"value", -4}});
+  EXPECT_EQ(harness.readI32(i), (std::vector<int32_t>{-4, -4, -4}));
+  StepHarness copier;
+  int64_t src = copier.f32({1, 2, 3}), dst = copier.f32({0, 0, 0});
+  copier.run({{"op", "copy"}, {"in", src}, {"out", dst}});
+  EXPECT_EQ(copier.readF32(dst), (std::vector<float>{1, 2, 3}));
+}
+
+TEST(KernelsTest, Cast) {
+  StepHarness harness;
+  int64_t f = harness.f32({1.9f, -1.9f, 3e9f, -3e9f, NAN, 0.0f});
+  int64_t i = harness.i32(std::vector<int32_t>(6));
+  harness.run(
+      {{"op", "cast"}, {"in", f}, {"out", i}, {"from", "f32"}, {"to", "i32"}});
+  EXPECT_EQ(harness.readI32(i),
+            (std::vector<int32_t>{1, -1, INT32_MAX, INT32_MIN, 0, 0}));
+  StepHarness back;
+  int64_t ints = back.i32({-3, 7}), floats = back.f32({0, 0});
+  back.run({{"op", "cast"},
+            {"in", ints},
+            {"out", floats},
+            {"from", "i32"},
+            {"to", "f32"}});
+  EXPECT_EQ(back.readF32(floats), (std::vector<float>{-3.0f, 7.0f}));
+}
+
+struct BinaryCase {
+  const char *fn;
+  std::function<double(double, double)> reference;
+};
+
+class BinaryTest : public ::testing::TestWithParam<BinaryCase> {};
+
+/// out[b, h] = fn(lhs[h, b], rhs[h]): a permuted lhs and a broadcast rhs.
+TEST_P(BinaryTest, BroadcastsByName) {
+  const int64_t B = 3, H = 5;
+  std::vector<float> lhs = testData("lhs", B * H), rhs = testData("rhs", H);
+  for (float &v : rhs)
+    v += 3.0f; // keep div away from zero
+  StepHarness harness;
+  int64_t l = harness.f32(lhs), r = harness.f32(rhs),
+          out = harness.f32(std::vector<float>(B * H));
+  harness.run({{"op", "binary"},
+               {"fn", GetParam().fn},
+               {"lhs", operand(l, {"h", "b"})},
+               {"rhs", operand(r, {"h"})},
+               {"out", operand(out, {"b", "h"})},
+               {"sizes", {{"b", B}, {"h", H}}}});
+  std::vector<double> expected;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      expected.push_back(GetParam().reference(lhs[h * B + b], rhs[h]));
+  expectNear(harness.readF32(out), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Functions, BinaryTest,
+    ::testing::Values(
+        BinaryCase{"add", [](double x, double y) { return x + y; }},
+        BinaryCase{"sub", [](double x, double y) { return x - y; }},
+        BinaryCase{"mul", [](double x, double y) { return x * y; }},
+        BinaryCase{"div", [](double x, double y) { return x / y; }},
+        BinaryCase{"max", [](double x, double y) { return std::max(x, y); }},
+        BinaryCase{"min", [](double x, double y) { return std::min(x, y); }}),
+    [](const ::testing::TestParamInfo<BinaryCase> &info) {
+      return std::string(info.param.fn);
+    });
+
+TEST(KernelsTest, BinaryBothOperandsBroadcastAndInPlace) {
+  // out[a, b] = lhs[b] + rhs[a]; then x[a, b] *= x[a, b] in place.
+  StepHarness harness;
+  int64_t l = harness.f32({1, 2, 3}), r = harness.f32({10, 20}),
+          out = harness.f32(std::vector<float>(6));
+  json sizes = {{"a", 2}, {"b", 3}};
+  harness.run({{"op", "binary"},
+               {"fn", "add"},
+               {"lhs", operand(l, {"b"})},
+               {"rhs", operand(r, {"a"})},
+               {"out", operand(out, {"a", "b"})},
+               {"sizes", sizes}});
+  EXPECT_EQ(harness.readF32(out), (std::vector<float>{11, 12, 13, 21, 22, 23}));
+  StepHarness inPlace;
+  int64_t x = inPlace.f32({1, 2, 3, 4, 5, 6});
+  inPlace.run({{"op", "binary"},
+               {"fn", "mul"},
+               {"lhs", operand(x, {"a", "b"})},
+               {"rhs", operand(x, {"a", "b"})},
+               {"out", operand(x, {"a", "b"})},
+               {"sizes", sizes}});
+  EXPECT_EQ(inPlace.readF32(x), (std::vector<float>{1, 4, 9, 16, 25, 36}));
+}
+
+TEST(KernelsTest, ReduceSumAndMaxToPermutedDims) {
+  const int64_t A = 3, B = 4, C = 5;
+  std::vector<float> x = testData("x", A * B * C);
+  for (const char *fn : {"sum", "max"}) {
+    StepHarness harness;
+    int64_t in = harness.f32(x), out = harness.f32(std::vector<float>(C * A));
+    harness.run({{"op", "reduce"},
+                 {"fn", fn},
+                 {"in", operand(in, {"a", "b", "c"})},
+                 {"out", operand(out, {"c", "a"})},
+                 {"sizes", {{"a", A}, {"b", B}, {"c", C}}}});
+    std::vector<double> expected;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t a = 0; a < A; ++a) {
+        double acc = std::string(fn) == "sum" ? 0.0 : -INFINITY;
+        for (int64_t b = 0; b < B; ++b) {
+          double v = x[(a * B + b) * C + c];
+          acc = std::string(fn) == "sum" ? acc + v : std::max(acc, v);
+        }
+        expected.push_back(acc);
+      }
+    SCOPED_TRACE(fn);
+    expectNear(harness.readF32(out), expected);
+  }
+}
+
+TEST(KernelsTest, ReduceToScalar) {
+  StepHarness harness;
+  int64_t in = harness.f32({1, 2, 3, 4}), out = harness.f32({0});
+  harness.run({{"op", "reduce"},
+               {"fn", "sum"},
+               {"in", operand(in, {"a"})},
+               {"out", operand(out, {})},
+               {"sizes", {{"a", 4}}}});
+  EXPECT_EQ(harness.readF32(out), (std::vector<float>{10}));
+}
+
+/// Softmax along the middle dim c of [a, c, b], written as [b, a, c].
+TEST(KernelsTest, SoftmaxAlongMiddleDimIntoPermutedOut) {
+  const int64_t A = 2, C = 6, B = 3;
+  std::vector<float> x = testData("x", A * C * B);
+  x[0] = 80.0f; // exp would overflow without the max shift
+  StepHarness harness;
+  int64_t in = harness.f32(x), out = harness.f32(std::vector<float>(A * C * B));
+  harness.run({{"op", "softmax"},
+               {"in", operand(in, {"a", "c", "b"})},
+               {"out", operand(out, {"b", "a", "c"})},
+               {"dim", "c"},
+               {"sizes", {{"a", A}, {"b", B}, {"c", C}}}});
+  std::vector<double> expected;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t a = 0; a < A; ++a) {
+      double top = -INFINITY, total = 0;
+      for (int64_t c = 0; c < C; ++c)
+        top = std::max(top, double(x[(a * C + c) * B + b]));
+      for (int64_t c = 0; c < C; ++c)
+        total += std::exp(x[(a * C + c) * B + b] - top);
+      for (int64_t c = 0; c < C; ++c)
+        expected.push_back(std::exp(x[(a * C + c) * B + b] - top) / total);
+    }
+  expectNear(harness.readF32(out), expected);
+}
+
+TEST(KernelsTest, SoftmaxCrossEntropy) {
+  const int64_t N = 4, K = 5;
+  std::vector<float> logits = testData("logits", K * N);
+  std::vector<int32_t> labels = {0, 4, 2, 1};
+  StepHarness harness;
+  int64_t l = harness.f32(logits), y = harness.i32(labels),
+          out = harness.f32(std::vector<float>(N));
+  harness.run({{"op", "softmax_cross_entropy"},
+               {"logits", operand(l, {"classes", "batch"})},
+               {"labels", operand(y, {"batch"})},
+               {"out", operand(out, {"batch"})},
+               {"dim", "classes"},
+               {"sizes", {{"batch", N}, {"classes", K}}}});
+  std::vector<double> expected;
+  for (int64_t n = 0; n < N; ++n) {
+    double total = 0;
+    for (int64_t k = 0; k < K; ++k)
+      total += std::exp(double(logits[k * N + n]));
+    expected.push_back(std::log(total) - logits[labels[n] * N + n]);
+  }
+  expectNear(harness.readF32(out), expected);
+}
+
+TEST(KernelsTest, CrossEntropyRejectsLabelOutOfRange) {
+  StepHarness harness;
+  int64_t l = harness.f32(std::vector<float>(6)), y = harness.i32({1, 3}),
+          out = harness.f32(std::vector<float>(2));
+  json step = {{"op", "softmax_cross_entropy"},
+               {"logits", operand(l, {"batch", "classes"})},
+               {"labels", operand(y, {"batch"})},
+               {"out", operand(out, {"batch"})},
+               {"dim", "classes"},
+               {"sizes", {{"batch", 2}, {"classes", 3}}}};
+  try {
+    harness.run(step);
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError &error) {
+    EXPECT_STREQ(error.what(), "label 3 (labels element 1) is outside [0, 3)");
+  }
+}
+
+} // namespace

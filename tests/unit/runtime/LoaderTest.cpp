@@ -1,0 +1,277 @@
+//===- LoaderTest.cpp - Every .mprog load error, pinned -------------------===//
+//
+// Starts from a small valid program and breaks one thing at a time; each
+// case pins the complete message the user sees (after "meshrun: error: ").
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Loader.h"
+#include "runtime/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+using namespace meshc::runtime;
+using nlohmann::json;
+
+namespace {
+
+/// mesh b:2 x m:2; h = einsum(x, w), then all_gather over m.
+json validProgram() {
+  return json::parse(R"({
+    "format": "meshc-mprog", "version": 1, "program": "p", "source": "p.mtf",
+    "mesh": [{"name": "b", "size": 2}, {"name": "m", "size": 2}],
+    "seed": 3, "arena_bytes": 112,
+    "buffers": [
+      {"id": 0, "dtype": "f32", "shape": [2, 4], "offset": 0, "bytes": 32},
+      {"id": 1, "dtype": "f32", "shape": [4, 2], "offset": 32, "bytes": 32},
+      {"id": 2, "dtype": "f32", "shape": [2, 2], "offset": 64, "bytes": 16},
+      {"id": 3, "dtype": "f32", "shape": [2, 4], "offset": 80, "bytes": 32}],
+    "tensors": [
+      {"role": "input", "name": "x", "buffer": 0, "dtype": "f32",
+       "dims": [{"name": "batch", "size": 4, "axes": ["b"]},
+                {"name": "io", "size": 4}]},
+      {"role": "param", "name": "w", "buffer": 1, "dtype": "f32",
+       "dims": [{"name": "io", "size": 4},
+                {"name": "hidden", "size": 4, "axes": ["m"]}],
+       "init": {"kind": "normal", "args": [0.0, 0.1]}},
+      {"role": "output", "name": "hg", "buffer": 3, "dtype": "f32",
+       "dims": [{"name": "batch", "size": 4, "axes": ["b"]},
+                {"name": "hidden", "size": 4}]}],
+    "steps": [
+      {"op": "einsum",
+       "in": [{"buf": 0, "dims": ["batch", "io"]},
+              {"buf": 1, "dims": ["io", "hidden"]}],
+       "out": {"buf": 2, "dims": ["batch", "hidden"]},
+       "sizes": {"batch": 2, "io": 4, "hidden": 2}},
+      {"op": "all_gather", "in": {"buf": 2, "dims": ["batch", "hidden"]},
+       "out": {"buf": 3, "dims": ["batch", "hidden"]}, "dim": "hidden",
+       "axes": ["m"], "sizes": {"batch": 2, "hidden": 4}}]
+  })");
+}
+
+/// The loader's message for `text`, or "" when it loads.
+std::string errorOf(const std::string &text) {
+  try {
+    parseProgram(text, "p.mprog");
+  } catch (const RuntimeError &error) {
+    return error.what();
+  }
+  return "";
+}
+
+/// The loader's message for validProgram() changed by `edit`.
+template <typename Edit> std::string errorAfter(Edit edit) {
+  json program = validProgram();
+  edit(program);
+  return errorOf(program.dump());
+}
+
+TEST(LoaderTest, ValidProgramLoads) {
+  Program program = parseProgram(validProgram().dump(), "p.mprog");
+  EXPECT_EQ(program.name, "p");
+  EXPECT_EQ(program.mesh.numDevices(), 4);
+  EXPECT_EQ(program.steps.size(), 2u);
+  EXPECT_EQ(program.groupAxes, (std::vector<std::vector<std::string>>{{"m"}}));
+  EXPECT_EQ(program.steps[1].in[0].shape.str(), "[batch=2, hidden=2]");
+  // all_gather along an inner dim packs its chunks in the scratch.
+  EXPECT_EQ(program.scratchBytes, 32);
+}
+
+TEST(LoaderTest, SyntaxErrors) {
+  EXPECT_EQ(errorOf("{\"format\": \"meshc-mprog\",\n  \"version\": 1,,\n}"),
+            "p.mprog:2:16: not valid JSON: syntax error while parsing object "
+            "key - unexpected ','; expected string literal");
+  std::string text = validProgram().dump(2);
+  EXPECT_EQ(errorOf(text.substr(0, 40)),
+            "p.mprog:4:2: not valid JSON: syntax error while parsing value - "
+            "unexpected end of input; expected '[', '{', or a literal");
+  EXPECT_EQ(errorOf(""), "p.mprog:1:1: not valid JSON: syntax error while "
+                         "parsing value - unexpected end of input; expected "
+                         "'[', '{', or a literal");
+  EXPECT_EQ(errorOf("[1]"),
+            "p.mprog: expected a JSON object at the top level, got an array");
+}
+
+TEST(LoaderTest, HeaderErrors) {
+  EXPECT_EQ(errorAfter([](json &p) { p["format"] = "onnx"; }),
+            "p.mprog: format: not a meshc program: format is \"onnx\", "
+            "expected \"meshc-mprog\"");
+  EXPECT_EQ(errorAfter([](json &p) { p["version"] = 2; }),
+            "p.mprog: version: unsupported .mprog version 2 (this runtime "
+            "reads version 1)");
+  EXPECT_EQ(errorAfter([](json &p) { p["version"] = "1"; }),
+            "p.mprog: version: expected an integer, got the string \"1\"");
+  EXPECT_EQ(errorAfter([](json &p) { p.erase("steps"); }),
+            "p.mprog: missing member \"steps\"");
+  EXPECT_EQ(errorAfter([](json &p) { p["arena_bytes"] = -1; }),
+            "p.mprog: arena_bytes: expected an integer >= 0, got -1");
+  EXPECT_EQ(errorAfter([](json &p) { p["mesh"][1]["name"] = "b"; }),
+            "p.mprog: mesh: mesh axis 'b' is given twice");
+  EXPECT_EQ(errorAfter([](json &p) { p["mesh"][0]["size"] = 0; }),
+            "p.mprog: mesh: mesh axis 'b' size must be a positive integer, "
+            "got 0");
+}
+
+TEST(LoaderTest, BufferErrors) {
+  EXPECT_EQ(errorAfter([](json &p) { p["buffers"][0]["dtype"] = "f33"; }),
+            "p.mprog: buffers[0].dtype: unknown dtype \"f33\" (supported: "
+            "f32, i32)");
+  EXPECT_EQ(errorAfter([](json &p) { p["buffers"][0]["dtype"] = "bf16"; }),
+            "p.mprog: buffers[0].dtype: dtype \"bf16\" is not supported by "
+            "the cpu backend (supported: f32, i32)");
+  EXPECT_EQ(errorAfter([](json &p) { p["buffers"][3]["offset"] = 96; }),
+            "p.mprog: buffers[3]: buffer 3 [96, 128) ends outside the arena "
+            "of 112 bytes");
+  EXPECT_EQ(errorAfter([](json &p) { p["buffers"][0]["bytes"] = 16; }),
+            "p.mprog: buffers[0]: buffer 0 has 16 bytes but its shape needs "
+            "32");
+  EXPECT_EQ(errorAfter([](json &p) { p["buffers"][1]["offset"] = 34; }),
+            "p.mprog: buffers[1].offset: buffer 1 offset 34 is not a "
+            "multiple of 4 (the f32 element size)");
+  EXPECT_EQ(errorAfter([](json &p) { p["buffers"][1]["id"] = 0; }),
+            "p.mprog: buffers[1].id: buffer 0 is declared twice");
+  EXPECT_EQ(errorAfter([](json &p) { p["buffers"][0]["shape"][0] = -2; }),
+            "p.mprog: buffers[0].shape[0]: expected an integer >= 0, got -2");
+}
+
+TEST(LoaderTest, TensorErrors) {
+  EXPECT_EQ(errorAfter([](json &p) { p["tensors"][0]["buffer"] = 9; }),
+            "p.mprog: tensors[0].buffer: buffer 9 is not declared");
+  EXPECT_EQ(errorAfter([](json &p) { p["tensors"][0]["dtype"] = "i32"; }),
+            "p.mprog: tensors[0].dtype: input 'x' is i32 but buffer 0 is f32");
+  EXPECT_EQ(errorAfter([](json &p) { p["tensors"][0]["role"] = "state"; }),
+            "p.mprog: tensors[0].role: unknown role \"state\" (known: input, "
+            "param, output)");
+  EXPECT_EQ(
+      errorAfter([](json &p) { p["tensors"][0]["dims"][0]["axes"] = {"q"}; }),
+      "p.mprog: tensors[0].dims: tensor 'x' dimension 'batch' is split over "
+      "mesh axis 'q', which is not in the mesh (axes: 'b', 'm')");
+  EXPECT_EQ(
+      errorAfter([](json &p) { p["tensors"][0]["dims"][0]["size"] = 5; }),
+      "p.mprog: tensors[0].dims: tensor 'x' dimension 'batch' (size 5) is "
+      "not divisible by mesh axis 'b' (size 2)");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["tensors"][0]["dims"][0]["axes"] = json::array();
+            }),
+            "p.mprog: tensors[0].buffer: input 'x' needs 64 bytes per device "
+            "but buffer 0 has 32");
+  EXPECT_EQ(
+      errorAfter([](json &p) { p["tensors"][1]["init"]["kind"] = "xavier"; }),
+      "p.mprog: tensors[1].init.kind: unknown init kind \"xavier\" "
+      "(known: zeros, ones, constant, normal, uniform)");
+  EXPECT_EQ(errorAfter([](json &p) { p["tensors"][1]["init"]["args"] = {1}; }),
+            "p.mprog: tensors[1].init: init \"normal\" takes 2 args (mean, "
+            "std), got 1");
+  EXPECT_EQ(errorAfter([](json &p) { p["tensors"][1].erase("init"); }),
+            "p.mprog: tensors[1]: missing member \"init\"");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["tensors"][2]["name"] = "x";
+              p["tensors"][2]["role"] = "input";
+            }),
+            "p.mprog: tensors[2].name: input 'x' is declared twice");
+}
+
+TEST(LoaderTest, StepErrors) {
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["op"] = "conv"; }),
+            "p.mprog: steps[0].op: unknown op \"conv\" (known: fill, copy, "
+            "einsum, unary, cast, binary, reduce, softmax, "
+            "softmax_cross_entropy, all_reduce, all_gather, reduce_scatter, "
+            "all_to_all, slice)");
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["sizes"]["io"] = 8; }),
+            "p.mprog: steps[0].in[0]: operand [batch=2, io=8] needs 64 bytes "
+            "but buffer 0 has 32");
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["sizes"].erase("io"); }),
+            "p.mprog: steps[0].in[0].dims[1]: dim 'io' has no entry in "
+            "\"sizes\"");
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["sizes"]["extra"] = 1; }),
+            "p.mprog: steps[0].sizes.extra: dim 'extra' is not a dim of any "
+            "operand");
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["in"][0]["buf"] = 7; }),
+            "p.mprog: steps[0].in[0].buf: buffer 7 is not declared");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["steps"][0]["in"][0]["dims"] = {"batch", "batch"};
+            }),
+            "p.mprog: steps[0].in[0].dims[1]: dim 'batch' appears twice");
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["out"]["buf"] = 0; }),
+            "p.mprog: steps[0].out: buffer 0 [0, 16) overlaps buffer 0 [0, "
+            "32) that einsum reads");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["steps"][0]["out"]["dims"] = {"batch", "z"};
+              p["steps"][0]["sizes"]["z"] = 2;
+              p["steps"][0]["sizes"].erase("hidden");
+              p["steps"][0]["in"][1]["dims"] = {"io", "z"};
+              p["steps"][0]["in"].erase(1);
+            }),
+            "p.mprog: steps[0].out: dim 'z' is in no einsum operand");
+}
+
+TEST(LoaderTest, CollectiveErrors) {
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][1]["axes"] = {"q"}; }),
+            "p.mprog: steps[1].axes[0]: 'q' is not a mesh axis (mesh axes: "
+            "'b', 'm')");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["steps"][1]["axes"] = {"m", "m"};
+            }),
+            "p.mprog: steps[1].axes[1]: mesh axis 'm' is listed twice");
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][1]["sizes"]["hidden"] = 3; }),
+            "p.mprog: steps[1].sizes.hidden: size 3 of dim 'hidden' is not "
+            "divisible by the group size 2");
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][1]["dim"] = "io"; }),
+            "p.mprog: steps[1].dim: 'io' is not a dim of out [batch=2, "
+            "hidden=4]");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["steps"][1]["out"]["dims"] = {"hidden", "batch"};
+            }),
+            "p.mprog: steps[1].out: dims ['hidden', 'batch'] differ from in "
+            "dims ['batch', 'hidden']; all_gather keeps the dim order");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["steps"][1]["reduction"] = "sum";
+              p["steps"][1]["op"] = "reduce_scatter";
+            }),
+            "p.mprog: steps[1].in: operand [batch=2, hidden=4] needs 32 bytes "
+            "but buffer 2 has 16");
+}
+
+TEST(LoaderTest, ElementwiseErrors) {
+  auto unary = [](json &p) {
+    p["steps"].push_back(
+        {{"op", "unary"}, {"fn", "swish"}, {"in", 2}, {"out", 2}});
+  };
+  EXPECT_EQ(errorAfter(unary),
+            "p.mprog: steps[2].fn: unknown unary fn \"swish\" (known: relu, "
+            "gelu, exp, log, tanh, sqrt, rsqrt, negate, scale)");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["steps"].push_back(
+                  {{"op", "unary"}, {"fn", "scale"}, {"in", 2}, {"out", 2}});
+            }),
+            "p.mprog: steps[2]: missing member \"value\"");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["steps"].push_back(
+                  {{"op", "unary"}, {"fn", "relu"}, {"in", 2}, {"out", 3}});
+            }),
+            "p.mprog: steps[2]: unary needs buffers of the same element "
+            "count: buffer 2 has 4, buffer 3 has 8");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["steps"].push_back({{"op", "cast"},
+                                    {"in", 2},
+                                    {"out", 2},
+                                    {"from", "i32"},
+                                    {"to", "f32"}});
+            }),
+            "p.mprog: steps[2].from: cast from i32 but buffer 2 is f32");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["steps"].push_back(
+                  {{"op", "binary"},
+                   {"fn", "add"},
+                   {"lhs", {{"buf", 3}, {"dims", {"batch", "hidden"}}}},
+                   {"rhs", {{"buf", 0}, {"dims", {"io"}}}},
+                   {"out", {{"buf", 3}, {"dims", {"batch", "hidden"}}}},
+                   {"sizes", {{"batch", 2}, {"hidden", 4}, {"io", 4}}}});
+            }),
+            "p.mprog: steps[2].rhs: dim 'io' is not a dim of out [batch=2, "
+            "hidden=4]");
+}
+
+} // namespace

@@ -1,0 +1,114 @@
+//===- MeshrunTest.cpp - The meshrun command line
+//--------------------------===//
+//
+// Flag parsing and its errors, and meshrunMain's report and exit codes on a
+// small program (the lit tests in tests/runtime run the real binary).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Meshrun.h"
+#include "runtime/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace meshc::runtime;
+
+namespace {
+
+std::string argsError(const std::vector<std::string> &args) {
+  try {
+    parseMeshrunArgs(args);
+  } catch (const RuntimeError &error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(MeshrunTest, ParsesFlags) {
+  MeshrunOptions options =
+      parseMeshrunArgs({"m.mprog", "--backend=cpu", "--devices", "8", "--steps",
+                        "3", "--input", "x=x.npy", "--input=y=y.npy", "--seed",
+                        "5", "--dump-outputs", "o.json", "--quiet"});
+  EXPECT_EQ(options.programPath, "m.mprog");
+  EXPECT_EQ(options.session.backend, "cpu");
+  EXPECT_EQ(options.session.devices, 8);
+  EXPECT_EQ(options.steps, 3);
+  EXPECT_EQ(options.session.inputFiles, (std::map<std::string, std::string>{
+                                            {"x", "x.npy"}, {"y", "y.npy"}}));
+  EXPECT_EQ(options.session.seed, 5u);
+  EXPECT_EQ(options.dumpOutputs, "o.json");
+  EXPECT_TRUE(options.quiet);
+}
+
+TEST(MeshrunTest, FlagErrors) {
+  EXPECT_EQ(argsError({}), "no .mprog file given");
+  EXPECT_EQ(argsError({"a.mprog", "b.mprog"}),
+            "more than one .mprog file: 'a.mprog' and 'b.mprog'");
+  EXPECT_EQ(argsError({"a.mprog", "--fast"}), "unknown option '--fast'");
+  EXPECT_EQ(argsError({"a.mprog", "--steps"}), "--steps needs a value");
+  EXPECT_EQ(argsError({"a.mprog", "--steps", "0"}),
+            "--steps: expected an integer >= 1, got '0'");
+  EXPECT_EQ(argsError({"a.mprog", "--devices", "two"}),
+            "--devices: expected an integer >= 1, got 'two'");
+  EXPECT_EQ(argsError({"a.mprog", "--input", "x"}),
+            "--input: expected NAME=FILE.npy, got 'x'");
+  EXPECT_EQ(argsError({"a.mprog", "--input", "x=a.npy", "--input", "x=b.npy"}),
+            "--input: input 'x' is given twice");
+}
+
+int runMeshrun(const std::vector<std::string> &args, std::string &out,
+               std::string &err) {
+  std::vector<const char *> argv = {"meshrun"};
+  for (const std::string &arg : args)
+    argv.push_back(arg.c_str());
+  std::ostringstream outStream, errStream;
+  int code = meshrunMain(static_cast<int>(argv.size()), argv.data(), outStream,
+                         errStream);
+  out = outStream.str();
+  err = errStream.str();
+  return code;
+}
+
+TEST(MeshrunTest, ErrorsExitWithOne) {
+  std::string out, err;
+  EXPECT_EQ(runMeshrun({"/nonexistent/m.mprog"}, out, err), 1);
+  EXPECT_EQ(err, "meshrun: error: cannot open '/nonexistent/m.mprog'\n");
+  EXPECT_EQ(runMeshrun({"--help"}, out, err), 0);
+  EXPECT_EQ(out.rfind("usage: meshrun MODEL.mprog", 0), 0u);
+}
+
+TEST(MeshrunTest, ReportsOutputsPerStep) {
+  std::string path = ::testing::TempDir() + "fill.mprog";
+  std::ofstream(path) << R"({
+    "format": "meshc-mprog", "version": 1, "program": "fill", "mesh": [],
+    "seed": 0, "arena_bytes": 16,
+    "buffers": [
+      {"id": 0, "dtype": "f32", "shape": [3], "offset": 0, "bytes": 12},
+      {"id": 1, "dtype": "f32", "shape": [], "offset": 12, "bytes": 4}],
+    "tensors": [
+      {"role": "output", "name": "v", "buffer": 0, "dtype": "f32",
+       "dims": [{"name": "n", "size": 3}]},
+      {"role": "output", "name": "s", "buffer": 1, "dtype": "f32", "dims": []}],
+    "steps": [
+      {"op": "fill", "out": 0, "value": 0.5},
+      {"op": "reduce", "fn": "sum", "in": {"buf": 0, "dims": ["n"]},
+       "out": {"buf": 1, "dims": []}, "sizes": {"n": 3}}]
+  })";
+  std::string out, err;
+  ASSERT_EQ(runMeshrun({path, "--steps", "2"}, out, err), 0) << err;
+  EXPECT_NE(out.find("meshrun: fill on 1 cpu device, seed 0\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("  v: f32[3] first [0.5, 0.5, 0.5] sum 1.5\n"
+                     "  s = 1.5\n"
+                     "step 2: "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("summary: 2 steps, mean "), std::string::npos) << out;
+  EXPECT_EQ(err, "");
+}
+
+} // namespace

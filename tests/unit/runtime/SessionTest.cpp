@@ -1,0 +1,291 @@
+//===- SessionTest.cpp - Collective steps and sessions end to end ---------===//
+//
+// Each resharding step (all_gather, slice, all_to_all) must leave the global
+// tensor unchanged while changing its layout, and the reducing ones
+// (reduce_scatter, all_reduce) must multiply a replicated tensor by the group
+// size: the output, reassembled from the device blocks, is compared with the
+// input generated on the host. Also: session errors, with a device failing
+// while its peers wait in a collective.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NpyWriter.h"
+
+#include "runtime/Error.h"
+#include "runtime/Loader.h"
+#include "runtime/Session.h"
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+using namespace meshc::runtime;
+using namespace meshc::runtime::testing;
+using nlohmann::json;
+
+namespace {
+
+/// A tensor declaration for reshardProgram: dims as (name, size, axes).
+struct Decl {
+  json dims;
+  int64_t localElements;
+};
+
+/// mesh b:2;m:4; input x (buffer 0) goes through `step` into output y
+/// (buffer 1, or buffer 0 when `inPlace`).
+json reshardProgram(const Decl &x, const Decl &y, const json &step,
+                    bool inPlace = false) {
+  int64_t xBytes = x.localElements * 4, yBytes = y.localElements * 4;
+  return {
+      {"format", "meshc-mprog"},
+      {"version", 1},
+      {"program", "reshard"},
+      {"mesh", {{{"name", "b"}, {"size", 2}}, {{"name", "m"}, {"size", 4}}}},
+      {"seed", 11},
+      {"arena_bytes", xBytes + yBytes},
+      {"buffers",
+       {{{"id", 0},
+         {"dtype", "f32"},
+         {"shape", {x.localElements}},
+         {"offset", 0},
+         {"bytes", xBytes}},
+        {{"id", 1},
+         {"dtype", "f32"},
+         {"shape", {y.localElements}},
+         {"offset", xBytes},
+         {"bytes", yBytes}}}},
+      {"tensors",
+       {{{"role", "input"},
+         {"name", "x"},
+         {"buffer", 0},
+         {"dtype", "f32"},
+         {"dims", x.dims}},
+        {{"role", "output"},
+         {"name", "y"},
+         {"buffer", inPlace ? 0 : 1},
+         {"dtype", "f32"},
+         {"dims", y.dims}}}},
+      {"steps", {step}}};
+}
+
+json dim(const std::string &name, int64_t size,
+         std::vector<std::string> axes = {}) {
+  return {{"name", name}, {"size", size}, {"axes", axes}};
+}
+
+json operand(int64_t buf, std::vector<std::string> dims) {
+  return {{"buf", buf}, {"dims", dims}};
+}
+
+/// Runs `text` once and checks y == factor * x on the global tensors.
+void expectOutputIsScaledInput(const json &text, float factor) {
+  Program program = parseProgram(text.dump(), "reshard.mprog");
+  Session session(program, {});
+  session.runStep();
+  const Tensor &x = *program.findTensor(Role::Input, "x");
+  HostTensor y = session.gather(*program.findTensor(Role::Output, "y"));
+  std::vector<int64_t> shape = x.globalShape();
+  ASSERT_EQ(y.shape, shape);
+  std::vector<float> expected(y.elements());
+  fillBlock({InitSpec::Kind::Normal, 0.0, 1.0}, 11, "x", shape,
+            std::vector<int64_t>(shape.size(), 0), shape, expected.data());
+  for (int64_t i = 0; i < y.elements(); ++i)
+    ASSERT_FLOAT_EQ(y.at(i), factor * expected[i]) << "element " << i;
+}
+
+TEST(SessionTest, AllGatherInnerDim) {
+  expectOutputIsScaledInput(
+      reshardProgram({{dim("a", 3), dim("c", 8, {"m"})}, 6},
+                     {{dim("a", 3), dim("c", 8)}, 24},
+                     {{"op", "all_gather"},
+                      {"in", operand(0, {"a", "c"})},
+                      {"out", operand(1, {"a", "c"})},
+                      {"dim", "c"},
+                      {"axes", {"m"}},
+                      {"sizes", {{"a", 3}, {"c", 8}}}}),
+      1.0f);
+}
+
+TEST(SessionTest, AllGatherOuterDimOverTwoAxes) {
+  for (std::vector<std::string> axes :
+       {std::vector<std::string>{"b", "m"}, {"m", "b"}}) {
+    SCOPED_TRACE(axes[0]);
+    expectOutputIsScaledInput(
+        reshardProgram({{dim("c", 16, axes), dim("a", 3)}, 6},
+                       {{dim("c", 16), dim("a", 3)}, 48},
+                       {{"op", "all_gather"},
+                        {"in", operand(0, {"c", "a"})},
+                        {"out", operand(1, {"c", "a"})},
+                        {"dim", "c"},
+                        {"axes", axes},
+                        {"sizes", {{"a", 3}, {"c", 16}}}}),
+        1.0f);
+  }
+}
+
+TEST(SessionTest, Slice) {
+  expectOutputIsScaledInput(
+      reshardProgram({{dim("a", 3), dim("c", 8)}, 24},
+                     {{dim("a", 3), dim("c", 8, {"m"})}, 6},
+                     {{"op", "slice"},
+                      {"in", operand(0, {"a", "c"})},
+                      {"out", operand(1, {"a", "c"})},
+                      {"dim", "c"},
+                      {"axes", {"m"}},
+                      {"sizes", {{"a", 3}, {"c", 8}}}}),
+      1.0f);
+}
+
+TEST(SessionTest, AllToAll) {
+  // [a, c:m] -> [a:m, c], then the same with the dims stored as [c, a].
+  expectOutputIsScaledInput(
+      reshardProgram({{dim("a", 4), dim("c", 8, {"m"})}, 8},
+                     {{dim("a", 4, {"m"}), dim("c", 8)}, 8},
+                     {{"op", "all_to_all"},
+                      {"in", operand(0, {"a", "c"})},
+                      {"out", operand(1, {"a", "c"})},
+                      {"split_dim", "a"},
+                      {"concat_dim", "c"},
+                      {"axes", {"m"}},
+                      {"sizes", {{"a", 4}, {"c", 2}}}}),
+      1.0f);
+  expectOutputIsScaledInput(
+      reshardProgram({{dim("c", 8, {"m"}), dim("a", 4)}, 8},
+                     {{dim("c", 8), dim("a", 4, {"m"})}, 8},
+                     {{"op", "all_to_all"},
+                      {"in", operand(0, {"c", "a"})},
+                      {"out", operand(1, {"c", "a"})},
+                      {"split_dim", "a"},
+                      {"concat_dim", "c"},
+                      {"axes", {"m"}},
+                      {"sizes", {{"a", 4}, {"c", 2}}}}),
+      1.0f);
+}
+
+TEST(SessionTest, ReduceScatterSumsReplicas) {
+  expectOutputIsScaledInput(
+      reshardProgram({{dim("a", 3), dim("c", 8)}, 24},
+                     {{dim("a", 3), dim("c", 8, {"m"})}, 6},
+                     {{"op", "reduce_scatter"},
+                      {"in", operand(0, {"a", "c"})},
+                      {"out", operand(1, {"a", "c"})},
+                      {"dim", "c"},
+                      {"axes", {"m"}},
+                      {"reduction", "sum"},
+                      {"sizes", {{"a", 3}, {"c", 8}}}}),
+      4.0f);
+}
+
+TEST(SessionTest, AllReduceInPlace) {
+  expectOutputIsScaledInput(reshardProgram({{dim("a", 3), dim("c", 5)}, 15},
+                                           {{dim("a", 3), dim("c", 5)}, 15},
+                                           {{"op", "all_reduce"},
+                                            {"buf", 0},
+                                            {"axes", {"m", "b"}},
+                                            {"reduction", "sum"}},
+                                           /*inPlace=*/true),
+                            8.0f);
+}
+
+/// Two devices; device 1 gets a bad label and fails while device 0 waits
+/// for it in the all_reduce that follows.
+json crossEntropyProgram() {
+  return json::parse(R"({
+    "format": "meshc-mprog", "version": 1, "program": "ce",
+    "mesh": [{"name": "d", "size": 2}], "seed": 1, "arena_bytes": 64,
+    "buffers": [
+      {"id": 0, "dtype": "f32", "shape": [2, 3], "offset": 0, "bytes": 24},
+      {"id": 1, "dtype": "i32", "shape": [2], "offset": 24, "bytes": 8},
+      {"id": 2, "dtype": "f32", "shape": [2], "offset": 32, "bytes": 8}],
+    "tensors": [
+      {"role": "input", "name": "logits", "buffer": 0, "dtype": "f32",
+       "dims": [{"name": "batch", "size": 4, "axes": ["d"]},
+                {"name": "classes", "size": 3}]},
+      {"role": "input", "name": "labels", "buffer": 1, "dtype": "i32",
+       "dims": [{"name": "batch", "size": 4, "axes": ["d"]}]}],
+    "steps": [
+      {"op": "softmax_cross_entropy",
+       "logits": {"buf": 0, "dims": ["batch", "classes"]},
+       "labels": {"buf": 1, "dims": ["batch"]},
+       "out": {"buf": 2, "dims": ["batch"]}, "dim": "classes",
+       "sizes": {"batch": 2, "classes": 3}},
+      {"op": "all_reduce", "buf": 2, "axes": ["d"], "reduction": "sum"}]
+  })");
+}
+
+std::string sessionError(const Program &program,
+                         const SessionOptions &options) {
+  try {
+    Session session(program, options);
+    session.runStep();
+  } catch (const RuntimeError &error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(SessionTest, BadLabelNamesStepDeviceAndValue) {
+  std::string path = ::testing::TempDir() + "labels.npy";
+  writeFile(path, npyBytes<int32_t>(
+                      "{'descr': '<i4', 'fortran_order': False, 'shape': "
+                      "(4,), }",
+                      {0, 1, 2, 7}));
+  Program program = parseProgram(crossEntropyProgram().dump(), "ce.mprog");
+  SessionOptions options;
+  options.inputFiles["labels"] = path;
+  EXPECT_EQ(sessionError(program, options),
+            "step 0 (softmax_cross_entropy) on device 1: label 7 (labels "
+            "element 1) is outside [0, 3)");
+  std::remove(path.c_str());
+}
+
+TEST(SessionTest, SetupErrors) {
+  Program program = parseProgram(crossEntropyProgram().dump(), "ce.mprog");
+  SessionOptions devices;
+  devices.devices = 3;
+  EXPECT_EQ(sessionError(program, devices),
+            "--devices 3 does not match ce.mprog, which is compiled for 2 "
+            "devices (mesh d:2)");
+  SessionOptions cuda;
+  cuda.backend = "cuda";
+  EXPECT_EQ(sessionError(program, cuda),
+            "backend 'cuda': meshrun is not built with CUDA support yet "
+            "(available backends: cpu)");
+  SessionOptions unknown;
+  unknown.backend = "tpu";
+  EXPECT_EQ(sessionError(program, unknown),
+            "unknown backend 'tpu' (available backends: cpu)");
+  SessionOptions noSuchInput;
+  noSuchInput.inputFiles["y"] = "y.npy";
+  EXPECT_EQ(sessionError(program, noSuchInput),
+            "--input y=y.npy: ce.mprog has no input 'y' (inputs: 'logits', "
+            "'labels')");
+  EXPECT_EQ(sessionError(program, {}),
+            "input 'labels' is i32 and has no \"range\" for synthetic values; "
+            "give --input labels=FILE.npy");
+}
+
+TEST(SessionTest, InputFileMismatches) {
+  Program program = parseProgram(crossEntropyProgram().dump(), "ce.mprog");
+  std::string path = ::testing::TempDir() + "bad.npy";
+  SessionOptions options;
+  options.inputFiles["labels"] = path;
+  writeFile(path,
+            npyBytes<float>("{'descr': '<f4', 'fortran_order': False, 'shape': "
+                            "(4,), }",
+                            {0, 1, 2, 0}));
+  EXPECT_EQ(sessionError(program, options),
+            path + ": .npy dtype f32 does not match input 'labels' (i32)");
+  writeFile(path, npyBytes<int32_t>(
+                      "{'descr': '<i4', 'fortran_order': False, 'shape': "
+                      "(2, 2), }",
+                      {0, 1, 2, 0}));
+  EXPECT_EQ(sessionError(program, options),
+            path + ": .npy shape (2, 2) does not match input 'labels' shape "
+                   "(4,)");
+  std::remove(path.c_str());
+}
+
+} // namespace

@@ -1,0 +1,175 @@
+//===- StepHarness.h - One-step programs for kernel tests -------*- C++ -*-===//
+//
+// Kernel tests describe a step in .mprog JSON and the buffers it reads; the
+// harness wraps them in a one-device program, loads it through the real
+// loader (so steps are validated and einsums planned as in production), runs
+// the step on a device of the backend under test (through the Device
+// interface, so another backend runs the same suites by naming itself) and
+// reads the buffers back. Also: a naive einsum and deterministic test data.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_TESTS_UNIT_RUNTIME_STEPHARNESS_H
+#define MESHC_TESTS_UNIT_RUNTIME_STEPHARNESS_H
+
+#include "runtime/Device.h"
+#include "runtime/Loader.h"
+#include "runtime/Random.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace meshc::runtime::testing {
+
+/// `count` standard-normal test values, different for each `name`.
+inline std::vector<float> testData(const std::string &name, int64_t count) {
+  TensorRandom random(42, name);
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i)
+    values[i] = static_cast<float>(random.normal(i));
+  return values;
+}
+
+/// Builds, loads and runs one-step programs on one device.
+class StepHarness {
+public:
+  /// A harness running steps on the backend called `backend`.
+  explicit StepHarness(std::string backend = "cpu")
+      : backendName(std::move(backend)) {}
+
+  /// Declares an f32 buffer holding `values`; returns its id.
+  int64_t f32(const std::vector<float> &values) {
+    return add("f32", values.data(), static_cast<int64_t>(values.size()));
+  }
+  /// Declares an i32 buffer holding `values`; returns its id.
+  int64_t i32(const std::vector<int32_t> &values) {
+    return add("i32", values.data(), static_cast<int64_t>(values.size()));
+  }
+  /// Declares a buffer over the same bytes as buffer `id`.
+  int64_t alias(int64_t id) {
+    Entry entry = entries[id];
+    entry.aliasOf = id;
+    entries.push_back(entry);
+    return static_cast<int64_t>(entries.size()) - 1;
+  }
+
+  /// Loads a program made of `step` alone and runs it.
+  void run(const nlohmann::json &step) {
+    Program program = load(step);
+    std::unique_ptr<Backend> backend = createBackend(backendName);
+    std::unique_ptr<Device> device = backend->createDevice(program, 0);
+    device->allocate(program.arenaBytes, program.scratchBytes);
+    for (const Entry &entry : entries)
+      if (entry.aliasOf < 0)
+        device->write(entry.offset, entry.data.data(),
+                      static_cast<int64_t>(entry.data.size()));
+    device->run(program.steps[0], nullptr);
+    for (Entry &entry : entries)
+      device->read(entry.offset, entry.data.data(),
+                   static_cast<int64_t>(entry.data.size()));
+  }
+
+  /// Loads a program made of `step` alone (throws the loader's errors).
+  Program load(const nlohmann::json &step) const {
+    nlohmann::json buffers = nlohmann::json::array();
+    for (size_t id = 0; id < entries.size(); ++id)
+      buffers.push_back({{"id", id},
+                         {"dtype", entries[id].dtype},
+                         {"shape", {entries[id].data.size() / 4}},
+                         {"offset", entries[id].offset},
+                         {"bytes", entries[id].data.size()}});
+    nlohmann::json program = {{"format", "meshc-mprog"},
+                              {"version", 1},
+                              {"program", "step"},
+                              {"mesh", nlohmann::json::array()},
+                              {"seed", 1},
+                              {"arena_bytes", arenaBytes},
+                              {"buffers", buffers},
+                              {"tensors", nlohmann::json::array()},
+                              {"steps", {step}}};
+    return parseProgram(program.dump(), "step.mprog");
+  }
+
+  /// The f32 contents of buffer `id` after run().
+  std::vector<float> readF32(int64_t id) const { return read<float>(id); }
+  /// The i32 contents of buffer `id` after run().
+  std::vector<int32_t> readI32(int64_t id) const { return read<int32_t>(id); }
+
+private:
+  struct Entry {
+    std::string dtype;
+    int64_t offset = 0;
+    std::vector<char> data;
+    int64_t aliasOf = -1;
+  };
+
+  int64_t add(const std::string &dtype, const void *values, int64_t count) {
+    Entry entry{dtype, arenaBytes, std::vector<char>(count * 4)};
+    std::memcpy(entry.data.data(), values, count * 4);
+    arenaBytes += (count * 4 + 63) / 64 * 64;
+    entries.push_back(std::move(entry));
+    return static_cast<int64_t>(entries.size()) - 1;
+  }
+
+  template <typename T> std::vector<T> read(int64_t id) const {
+    std::vector<T> values(entries[id].data.size() / 4);
+    std::memcpy(values.data(), entries[id].data.data(), values.size() * 4);
+    return values;
+  }
+
+  std::string backendName;
+  std::vector<Entry> entries;
+  int64_t arenaBytes = 0;
+};
+
+/// An einsum operand for the naive reference.
+struct NaiveOperand {
+  std::vector<std::string> dims;
+  const std::vector<float> *data;
+};
+
+/// out[out dims] = sum over all other dims of the product of the operands,
+/// by brute force over the whole index space, in double.
+inline std::vector<float>
+naiveEinsum(const std::vector<NaiveOperand> &operands,
+            const std::vector<std::string> &out,
+            const std::map<std::string, int64_t> &sizes) {
+  std::vector<std::string> all;
+  for (const auto &[name, size] : sizes)
+    all.push_back(name);
+  auto offsetOf = [&](const std::vector<std::string> &dims,
+                      const std::map<std::string, int64_t> &index) {
+    int64_t offset = 0;
+    for (const std::string &dim : dims)
+      offset = offset * sizes.at(dim) + index.at(dim);
+    return offset;
+  };
+  int64_t outCount = 1, total = 1;
+  for (const std::string &dim : out)
+    outCount *= sizes.at(dim);
+  for (const auto &[name, size] : sizes)
+    total *= size;
+  std::vector<double> sum(outCount, 0.0);
+  std::map<std::string, int64_t> index;
+  for (int64_t flat = 0; flat < total; ++flat) {
+    int64_t rest = flat;
+    for (size_t d = all.size(); d-- > 0;) {
+      index[all[d]] = rest % sizes.at(all[d]);
+      rest /= sizes.at(all[d]);
+    }
+    double product = 1.0;
+    for (const NaiveOperand &operand : operands)
+      product *= (*operand.data)[offsetOf(operand.dims, index)];
+    sum[offsetOf(out, index)] += product;
+  }
+  return std::vector<float>(sum.begin(), sum.end());
+}
+
+} // namespace meshc::runtime::testing
+
+#endif // MESHC_TESTS_UNIT_RUNTIME_STEPHARNESS_H
