@@ -115,7 +115,9 @@ public:
   }
 
   void runAfterPass(Pass *pass, Operation *) override {
-    (void)dump(pass->getArgument());
+    // Pass-manager adaptors (nesting) have no argument: nothing to show.
+    if (!pass->getArgument().empty())
+      (void)dump(pass->getArgument());
   }
 
 private:

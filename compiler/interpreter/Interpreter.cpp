@@ -172,9 +172,8 @@ LogicalResult ProgramRun::checkGivenInputNames() {
       [&](mtf::InputOp op) { names.insert(op.getName()); });
   for (const auto &entry : options.inputs)
     if (!names.contains(entry.first))
-      return program.emitError()
-             << "given input '" << entry.first
-             << "' is not an input of the program";
+      return program.emitError() << "given input '" << entry.first
+                                 << "' is not an input of the program";
   return success();
 }
 
@@ -208,7 +207,8 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
       })
       .Case([&](mtf::GeluOp op) {
         return define(op, unary(op, [](double x) {
-                        const double sqrtTwoOverPi = std::sqrt(2.0 / 3.141592653589793);
+                        const double sqrtTwoOverPi =
+                            std::sqrt(2.0 / 3.141592653589793);
                         return 0.5 * x *
                                (1.0 + std::tanh(sqrtTwoOverPi *
                                                 (x + 0.044715 * x * x * x)));
@@ -244,25 +244,22 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
       })
       .Case([&](mtf::DivOp op) { return define(op, divide(op)); })
       .Case([&](mtf::MaxOp op) {
-        return define(op, binary(op, [](double a, double b) {
-                        return a > b ? a : b;
-                      }));
+        return define(
+            op, binary(op, [](double a, double b) { return a > b ? a : b; }));
       })
       .Case([&](mtf::MinOp op) {
-        return define(op, binary(op, [](double a, double b) {
-                        return a < b ? a : b;
-                      }));
+        return define(
+            op, binary(op, [](double a, double b) { return a < b ? a : b; }));
       })
       .Case([&](mtf::ReduceSumOp op) {
-        return define(op, reduce(op, 0.0,
-                                 [](double acc, double x) { return acc + x; }));
+        return define(
+            op, reduce(op, 0.0, [](double acc, double x) { return acc + x; }));
       })
       .Case([&](mtf::ReduceMeanOp op) { return define(op, reduceMean(op)); })
       .Case([&](mtf::ReduceMaxOp op) {
-        return define(op, reduce(op, -std::numeric_limits<double>::infinity(),
-                                 [](double acc, double x) {
-                                   return x > acc ? x : acc;
-                                 }));
+        return define(
+            op, reduce(op, -std::numeric_limits<double>::infinity(),
+                       [](double acc, double x) { return x > acc ? x : acc; }));
       })
       .Case([&](mtf::SoftmaxOp op) { return define(op, softmax(op)); })
       .Case([&](mtf::SoftmaxCrossEntropyOp op) {
@@ -344,11 +341,10 @@ FailureOr<Tensor> ProgramRun::givenInput(mtf::InputOp op, const Tensor &given) {
                          std::to_string(given.shape.size()) + " sizes")
            << ", expected " << formatNamed(expected->dims, expected->shape);
   if (given.data.size() != expected->data.size())
-    return op.emitOpError() << "given input '" << op.getName() << "' holds "
-                            << given.data.size() << " values, expected "
-                            << expected->data.size();
-  Type elementType =
-      llvm::cast<mtf::TensorType>(op.getType()).getElementType();
+    return op.emitOpError()
+           << "given input '" << op.getName() << "' holds " << given.data.size()
+           << " values, expected " << expected->data.size();
+  Type elementType = llvm::cast<mtf::TensorType>(op.getType()).getElementType();
   if (given.isInteger != expected->isInteger)
     return op.emitOpError()
            << "given input '" << op.getName() << "' holds "
@@ -359,8 +355,8 @@ FailureOr<Tensor> ProgramRun::givenInput(mtf::InputOp op, const Tensor &given) {
             findElement(given, [](double x) { return !isInt32(x); }))
       return op.emitOpError()
              << "given input '" << op.getName() << "' holds "
-             << formatNumber(given.data[*bad]) << " at "
-             << whereIs(given, *bad) << ", which is not an i32";
+             << formatNumber(given.data[*bad]) << " at " << whereIs(given, *bad)
+             << ", which is not an i32";
   return given;
 }
 
@@ -407,9 +403,8 @@ FailureOr<Tensor> ProgramRun::einsum(mtf::EinsumOp op) {
         walkShape.push_back(operand.shape[d]);
       }
   }
-  uint64_t work =
-      llvm::SaturatingMultiply(countElements(walkShape),
-                                static_cast<uint64_t>(operands.size()));
+  uint64_t work = llvm::SaturatingMultiply(
+      countElements(walkShape), static_cast<uint64_t>(operands.size()));
   if (work > kMaxEinsumWork)
     return op.emitOpError()
            << "needs " << work
@@ -446,10 +441,10 @@ FailureOr<Tensor> ProgramRun::cast(mtf::CastOp op) {
       llvm::cast<mtf::TensorType>(op.getType()).getElementType().isInteger(32);
   if (toInteger && !result.isInteger)
     for (double &x : result.data)
-      x = std::isnan(x)             ? 0.0
-          : x <= -2147483648.0      ? -2147483648.0
-          : x >= 2147483647.0       ? 2147483647.0
-                                    : std::trunc(x);
+      x = std::isnan(x)        ? 0.0
+          : x <= -2147483648.0 ? -2147483648.0
+          : x >= 2147483647.0  ? 2147483647.0
+                               : std::trunc(x);
   result.isInteger = toInteger;
   return result;
 }
@@ -496,9 +491,8 @@ FailureOr<Tensor> ProgramRun::divide(mtf::DivOp op) {
     return binary(op, [](double a, double b) { return a / b; });
   if (std::optional<int64_t> zero =
           findElement(rhs, [](double x) { return x == 0.0; }))
-    return op.emitOpError()
-           << "divides an i32 by zero at " << whereIs(rhs, *zero)
-           << " of the divisor";
+    return op.emitOpError() << "divides an i32 by zero at "
+                            << whereIs(rhs, *zero) << " of the divisor";
   return binary(op, [](double a, double b) {
     return static_cast<double>(static_cast<int64_t>(a) /
                                static_cast<int64_t>(b));
@@ -543,9 +537,8 @@ FailureOr<Tensor> ProgramRun::reduceMean(mtf::ReduceMeanOp op) {
       reduce(op, 0.0, [](double acc, double x) { return acc + x; });
   if (failed(result))
     return failure();
-  double reduced =
-      static_cast<double>(valueOf(op.getInput()).data.size()) /
-      static_cast<double>(result->data.size());
+  double reduced = static_cast<double>(valueOf(op.getInput()).data.size()) /
+                   static_cast<double>(result->data.size());
   for (double &x : result->data)
     x /= reduced;
   return result;

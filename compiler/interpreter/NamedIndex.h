@@ -34,8 +34,7 @@ int64_t offsetAt(const std::vector<int64_t> &index,
                  const std::vector<int64_t> &strides);
 
 /// The multi-index of row-major offset `offset` in `shape`.
-std::vector<int64_t> indexAt(const std::vector<int64_t> &shape,
-                             int64_t offset);
+std::vector<int64_t> indexAt(const std::vector<int64_t> &shape, int64_t offset);
 
 /// Calls `visit(index)` for every multi-index of `shape` in row-major order:
 /// once for a scalar, never if some size is zero.
