@@ -13,6 +13,7 @@
 
 #include "compiler/passes/LayoutBridge.h"
 
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -104,6 +105,18 @@ Type elementOf(Type type) {
   if (auto named = llvm::dyn_cast<mtf::TensorType>(type))
     return named.getElementType();
   return llvm::cast<RankedTensorType>(type).getElementType();
+}
+
+/// The value `value` was resharded or viewed from: follows views and
+/// collectives back to the first value that is neither.
+Value sourceOf(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (!llvm::isa<mtf::ToTensorOp, mtf::FromTensorOp>(def) &&
+        !llvm::isa<shard::ShardDialect>(def->getDialect()))
+      break;
+    value = def->getOperand(0);
+  }
+  return value;
 }
 
 /// Whether `op`'s result is a view of (or works in place on) its operand.
@@ -475,18 +488,20 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
       return failure();
     if (auto input = llvm::dyn_cast<mtf::InputOp>(op)) {
       json::Object entry = tensorEntry("input", input.getName(), input);
-      // Synthetic labels range over the classes of their first consumer.
-      if (input.getType() != nullptr &&
-          dtypeOf(elementOf(input.getType())) == "i32") {
+      // Synthetic labels range over the classes of their first consumer,
+      // as in the reference interpreter. The labels may reach it through
+      // collectives; its class dimension is always whole there (the
+      // partitioner gathers it), so the local size is the global one.
+      if (dtypeOf(elementOf(input.getType())) == "i32") {
         int64_t high = 2;
-        for (Operation &user : program.getBodyBlock())
-          if (auto xent = llvm::dyn_cast<mtf::SoftmaxCrossEntropyOp>(user))
-            if (xent.getLabels() == input.getResult()) {
-              auto logits =
-                  llvm::cast<mtf::TensorType>(xent.getLogits().getType());
-              high = logits.getDims()[*logits.getDimIndex(xent.getDim())].size;
-              break;
-            }
+        for (Operation &user : program.getBodyBlock()) {
+          auto xent = llvm::dyn_cast<mtf::SoftmaxCrossEntropyOp>(user);
+          if (!xent || sourceOf(xent.getLabels()) != input.getResult())
+            continue;
+          auto logits = llvm::cast<mtf::TensorType>(xent.getLogits().getType());
+          high = logits.getDims()[*logits.getDimIndex(xent.getDim())].size;
+          break;
+        }
         entry["range"] = json::Array{0, high};
       }
       tensors.push_back(std::move(entry));

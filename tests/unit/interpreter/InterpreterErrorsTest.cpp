@@ -165,23 +165,23 @@ TEST_F(ErrorsTest, GivenInputTheProgramDoesNotHave) {
   options.inputs["y"] = makeTensor({"a", "b"}, {2, 3}, {1, 2, 3, 4, 5, 6});
   Reported error = runError(kIdentity, options);
   EXPECT_EQ(error.line, 2u);
-  EXPECT_EQ(error.message,
-            "given input 'y' is not an input of the program");
+  EXPECT_EQ(error.message, "given input 'y' is not an input of the program");
 }
 
 TEST_F(ErrorsTest, EinsumBeyondTheWorkLimit) {
-  // 2000^3 points times 2 operands; the result itself is small.
+  // 1000 * 1000 * 1001 points times 2 operands, just over 2e9; the result
+  // itself is small.
   Reported error = runError(R"mlir(
 mtf.program @p {
-  %x = mtf.constant 1.000000e+00 : !mtf.tensor<[a=2000, b=2000], f32>
-  %y = mtf.constant 1.000000e+00 : !mtf.tensor<[b=2000, c=2000], f32>
-  %z = mtf.einsum %x, %y : !mtf.tensor<[a=2000, b=2000], f32>, !mtf.tensor<[b=2000, c=2000], f32> -> !mtf.tensor<[a=2000], f32>
-  mtf.output "z" %z : !mtf.tensor<[a=2000], f32>
+  %x = mtf.constant 1.000000e+00 : !mtf.tensor<[a=1000, b=1000], f32>
+  %y = mtf.constant 1.000000e+00 : !mtf.tensor<[b=1000, c=1001], f32>
+  %z = mtf.einsum %x, %y : !mtf.tensor<[a=1000, b=1000], f32>, !mtf.tensor<[b=1000, c=1001], f32> -> !mtf.tensor<[a=1000], f32>
+  mtf.output "z" %z : !mtf.tensor<[a=1000], f32>
 }
 )mlir");
   EXPECT_EQ(error.line, 5u);
   EXPECT_EQ(error.message,
-            "'mtf.einsum' op needs 16000000000 multiply-adds, more than the "
+            "'mtf.einsum' op needs 2002000000 multiply-adds, more than the "
             "reference interpreter's limit of 2000000000");
 }
 
@@ -255,8 +255,7 @@ TEST_F(ErrorsTest, ProgramIsVerifiedFirst) {
   diagnostics.clear();
   EXPECT_TRUE(mlir::failed(interpret(program, {})));
   ASSERT_EQ(diagnostics.size(), 1u);
-  EXPECT_EQ(diagnostics[0].message,
-            "operand #0 does not dominate this use");
+  EXPECT_EQ(diagnostics[0].message, "operand #0 does not dominate this use");
 }
 
 } // namespace

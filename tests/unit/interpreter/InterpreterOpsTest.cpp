@@ -294,8 +294,8 @@ mtf.program @p {
 TEST_F(OpsTest, SoftmaxKnownValuesAndRowSums) {
   Options options;
   // Rows over c: [0, ln 2, ln 5] -> [1, 2, 5] / 8; [3, 3, 3] -> 1/3 each.
-  options.inputs["x"] = makeTensor(
-      {"r", "c"}, {2, 3}, {0, std::log(2.0), std::log(5.0), 3, 3, 3});
+  options.inputs["x"] = makeTensor({"r", "c"}, {2, 3},
+                                   {0, std::log(2.0), std::log(5.0), 3, 3, 3});
   auto outputs = run(R"mlir(
 mtf.program @p {
   %x = mtf.input "x" : !mtf.tensor<[r=2, c=3], f32>
@@ -378,8 +378,8 @@ mtf.program @p {
 )mlir",
                      options);
   // batch 0: logits [0, ln 3], label 1 -> -ln(3/4); batch 1: [5, 5] -> ln 2.
-  expectTensor(outputs["l"], {"batch"}, {2},
-               {-std::log(0.75), std::log(2.0)}, 1e-12);
+  expectTensor(outputs["l"], {"batch"}, {2}, {-std::log(0.75), std::log(2.0)},
+               1e-12);
 }
 
 //===----------------------------------------------------------------------===//
@@ -421,8 +421,8 @@ mtf.program @p {
   expectTensor(outputs["exp"], {"a"}, {3},
                {0.36787944117144233, 1.2840254166877414, 54.598150033144236},
                1e-13);
-  expectTensor(outputs["log"], {"a"}, {3}, {nan, -1.3862943611198906, 1.3862943611198906},
-               1e-15);
+  expectTensor(outputs["log"], {"a"}, {3},
+               {nan, -1.3862943611198906, 1.3862943611198906}, 1e-15);
   expectTensor(outputs["tanh"], {"a"}, {3},
                {-0.7615941559557649, 0.24491866240370913, 0.999329299739067},
                1e-15);
@@ -434,8 +434,10 @@ mtf.program @p {
 TEST_F(OpsTest, CastToI32TruncatesTowardZero) {
   double nan = std::numeric_limits<double>::quiet_NaN();
   Options options;
-  options.inputs["x"] = makeTensor({"a"}, {7}, {2.7, -2.7, 0.5, -0.5, 3e9, -3e9, nan});
-  options.inputs["n"] = makeTensor({"a"}, {7}, {-3, 0, 1, 2, 16777217, 5, 6}, true);
+  options.inputs["x"] =
+      makeTensor({"a"}, {7}, {2.7, -2.7, 0.5, -0.5, 3e9, -3e9, nan});
+  options.inputs["n"] =
+      makeTensor({"a"}, {7}, {-3, 0, 1, 2, 16777217, 5, 6}, true);
   auto outputs = run(R"mlir(
 mtf.program @p {
   %x = mtf.input "x" : !mtf.tensor<[a=7], f32>

@@ -63,9 +63,9 @@ TEST_F(SourcesTest, ParametersEqualRuntimeFillBlock) {
   Options options;
   options.seed = 7;
   auto outputs = run(kParams, options);
-  expectTensor(outputs["w"], {"a", "b"}, {3, 4},
-               runtimeValues({InitSpec::Kind::Normal, 0.5, 2.0}, 7, "w", {3, 4}),
-               0);
+  expectTensor(
+      outputs["w"], {"a", "b"}, {3, 4},
+      runtimeValues({InitSpec::Kind::Normal, 0.5, 2.0}, 7, "w", {3, 4}), 0);
   expectTensor(outputs["u"], {"a"}, {3},
                runtimeValues({InitSpec::Kind::Uniform, -1.0, 1.0}, 7, "u", {3}),
                0);
@@ -73,7 +73,8 @@ TEST_F(SourcesTest, ParametersEqualRuntimeFillBlock) {
   expectTensor(outputs["z"], {"b"}, {4}, {0, 0, 0, 0}, 0);
   expectTensor(outputs["o"], {"a"}, {3}, {1, 1, 1}, 0);
   expectTensor(outputs["s"], {}, {},
-               runtimeValues({InitSpec::Kind::Normal, 0.0, 1.0}, 7, "s", {}), 0);
+               runtimeValues({InitSpec::Kind::Normal, 0.0, 1.0}, 7, "s", {}),
+               0);
   // Random values really are random: not one repeated value.
   std::set<double> distinct(outputs["w"].data.begin(), outputs["w"].data.end());
   EXPECT_EQ(distinct.size(), 12u);
@@ -92,8 +93,8 @@ TEST_F(SourcesTest, SeedSelectsTheValues) {
   std::vector<double> other = run(kParams, eight)["w"].data;
   EXPECT_EQ(first, again);
   EXPECT_NE(first, other);
-  EXPECT_EQ(other, runtimeValues({InitSpec::Kind::Normal, 0.5, 2.0}, 8, "w",
-                                 {3, 4}));
+  EXPECT_EQ(other,
+            runtimeValues({InitSpec::Kind::Normal, 0.5, 2.0}, 8, "w", {3, 4}));
 }
 
 TEST_F(SourcesTest, SyntheticFloatInputIsStandardNormal) {
@@ -106,9 +107,9 @@ mtf.program @p {
 }
 )mlir",
                      options);
-  expectTensor(outputs["x"], {"batch", "io"}, {4, 5},
-               runtimeValues({InitSpec::Kind::Normal, 0.0, 1.0}, 3, "x", {4, 5}),
-               0);
+  expectTensor(
+      outputs["x"], {"batch", "io"}, {4, 5},
+      runtimeValues({InitSpec::Kind::Normal, 0.0, 1.0}, 3, "x", {4, 5}), 0);
 }
 
 TEST_F(SourcesTest, SyntheticLabelsAreClassIndices) {

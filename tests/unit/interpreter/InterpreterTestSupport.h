@@ -36,7 +36,8 @@ protected:
     handler = std::make_unique<mlir::ScopedDiagnosticHandler>(
         &context, [this](mlir::Diagnostic &diag) {
           Reported reported;
-          if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(diag.getLocation()))
+          if (auto loc =
+                  llvm::dyn_cast<mlir::FileLineColLoc>(diag.getLocation()))
             reported.line = loc.getLine();
           reported.message = diag.str();
           diagnostics.push_back(reported);

@@ -53,8 +53,8 @@ TEST(NamedIndexTest, StridesFollowNamesAndAreZeroForMissingDims) {
 
 TEST(NamedIndexTest, OffsetsAndIndicesAreInverse) {
   std::vector<int64_t> shape = {2, 3, 4};
-  std::vector<int64_t> strides = stridesAlong(shaped({"a", "b", "c"}, shape),
-                                              {"a", "b", "c"});
+  std::vector<int64_t> strides =
+      stridesAlong(shaped({"a", "b", "c"}, shape), {"a", "b", "c"});
   int64_t expected = 0;
   forEachIndex(shape, [&](const std::vector<int64_t> &index) {
     EXPECT_EQ(offsetAt(index, strides), expected);
