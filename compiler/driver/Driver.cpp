@@ -9,6 +9,7 @@
 #include "compiler/driver/Driver.h"
 
 #include "compiler/driver/Explain.h"
+#include "compiler/driver/Pipeline.h"
 #include "compiler/driver/Registration.h"
 #include "compiler/layout/LayoutRules.h"
 #include "compiler/layout/Spec.h"
@@ -86,6 +87,12 @@ struct Options {
                               cl::desc("write the IR after import and after "
                                        "every pass into this directory"),
                               cl::value_desc("dir"), cl::cat(category)};
+  cl::opt<std::string> reference{
+      "reference",
+      cl::desc("also run the global program in the reference interpreter "
+               "and write its outputs here (the format of meshrun "
+               "--dump-outputs)"),
+      cl::value_desc("file.json"), cl::cat(category)};
   cl::opt<bool> verifyDiagnostics{
       "verify-diagnostics",
       cl::desc("check emitted diagnostics against expected-* comments in the "
@@ -175,6 +182,28 @@ bool resolveLayout(const Options &options, layout::Mesh &mesh,
   return checkRules(options, rules.checkAgainstMesh(mesh));
 }
 
+/// Runs the global program in the reference interpreter with --seed and
+/// writes its outputs to --reference.
+LogicalResult writeReference(const Options &options, ModuleOp module) {
+  interp::Options interpOptions;
+  interpOptions.seed = options.seed;
+  for (auto program : module.getOps<mtf::ProgramOp>()) {
+    FailureOr<std::map<std::string, interp::Tensor>> outputs =
+        interp::interpret(program, interpOptions);
+    if (failed(outputs))
+      return failure();
+    std::string error;
+    auto file = openOutputFile(options.reference, &error);
+    if (!file) {
+      llvm::errs() << "meshc: error: --reference: " << error << "\n";
+      return failure();
+    }
+    file->os() << llvm::formatv("{0}", outputsToJson(*outputs)) << "\n";
+    file->keep();
+  }
+  return success();
+}
+
 /// Reads the input as a .mtf model, or as IR when it ends in .mlir.
 OwningOpRef<ModuleOp> importInput(const Options &options,
                                   llvm::SourceMgr &sourceMgr,
@@ -224,6 +253,9 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
+  if (!options.reference.empty() && failed(writeReference(options, *module)))
+    return failure();
+
   // IR that already carries layouts keeps them unless a flag asks otherwise.
   bool laidOut = false;
   module->walk([&](Operation *op) {

@@ -15,22 +15,20 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/driver/Pipeline.h"
 #include "compiler/driver/Registration.h"
 #include "compiler/interpreter/Interpreter.h"
 #include "compiler/layout/LayoutRules.h"
 #include "compiler/layout/TensorLayout.h"
 #include "compiler/passes/LayoutBridge.h"
-#include "compiler/passes/Passes.h"
 #include "frontend/Frontend.h"
 #include "lowering/EmitMprog.h"
-#include "lowering/Passes.h"
 #include "runtime/Loader.h"
 #include "runtime/Session.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -180,15 +178,9 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
     SCOPED_TRACE("layout \"" + text + "\" on mesh \"" + param.mesh + "\"");
 
     OwningOpRef<ModuleOp> compiled = module->clone();
-    PassManager pm(&context, ModuleOp::getOperationName());
-    meshc::MtfApplyLayoutOptions layoutOptions;
-    layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
-    layoutOptions.layout = text;
-    pm.nest<mtf::ProgramOp>().addPass(
-        meshc::createMtfApplyLayout(layoutOptions));
-    pm.addPass(meshc::createMtfPartition());
     diagnostics.clear();
-    ASSERT_TRUE(succeeded(pm.run(*compiled))) << diagnostics;
+    ASSERT_TRUE(succeeded(meshc::layoutAndPartition(*compiled, mesh, *rules)))
+        << diagnostics;
     FailureOr<llvm::json::Value> mprog =
         meshc::emitMprog(*compiled, meshc::MprogOptions());
     ASSERT_TRUE(succeeded(mprog)) << diagnostics;

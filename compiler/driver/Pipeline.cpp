@@ -1,0 +1,43 @@
+//===- Pipeline.cpp - the compiler pipeline as one call -------------------===//
+
+#include "compiler/driver/Pipeline.h"
+
+#include "compiler/passes/Passes.h"
+#include "lowering/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+
+namespace meshc {
+
+LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
+                                 const layout::LayoutRules &rules) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  MtfApplyLayoutOptions options;
+  options.mesh = mesh.rank() ? mesh.str() : std::string();
+  options.layout = rules.str();
+  pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(options));
+  pm.addPass(createMtfPartition());
+  return pm.run(module);
+}
+
+llvm::json::Value
+outputsToJson(const std::map<std::string, interp::Tensor> &outputs) {
+  llvm::json::Object all;
+  for (const auto &[name, tensor] : outputs) {
+    llvm::json::Array dims, shape, data;
+    for (const std::string &dim : tensor.dims)
+      dims.push_back(dim);
+    for (int64_t size : tensor.shape)
+      shape.push_back(size);
+    for (double value : tensor.data)
+      data.push_back(value);
+    all[name] = llvm::json::Object{{"dims", std::move(dims)},
+                                   {"shape", std::move(shape)},
+                                   {"data", std::move(data)}};
+  }
+  return llvm::json::Object{{"outputs", std::move(all)}};
+}
+
+} // namespace meshc

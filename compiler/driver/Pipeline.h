@@ -1,0 +1,38 @@
+//===- Pipeline.h - the compiler pipeline as one call -----------*- C++ -*-===//
+//
+// mtf-apply-layout then mtf-partition on a module, for callers that compile
+// many layouts in-process (the layout sweep, benchmarks); the meshc driver
+// builds the same pipeline with its own instrumentation. Also the JSON form
+// of reference outputs that `meshc --reference` writes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_COMPILER_DRIVER_PIPELINE_H
+#define MESHC_COMPILER_DRIVER_PIPELINE_H
+
+#include "compiler/interpreter/Interpreter.h"
+#include "compiler/layout/LayoutRules.h"
+#include "compiler/layout/Mesh.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <map>
+#include <string>
+
+namespace meshc {
+
+/// Lays out every program of `module` by `rules` on `mesh`, then partitions
+/// it into its local SPMD form. Errors are reported through the context.
+mlir::LogicalResult layoutAndPartition(mlir::ModuleOp module,
+                                       const layout::Mesh &mesh,
+                                       const layout::LayoutRules &rules);
+
+/// Outputs in the format of `meshrun --dump-outputs`:
+/// {"outputs": {name: {"dims": [...], "shape": [...], "data": [...]}}}.
+llvm::json::Value
+outputsToJson(const std::map<std::string, interp::Tensor> &outputs);
+
+} // namespace meshc
+
+#endif // MESHC_COMPILER_DRIVER_PIPELINE_H
