@@ -20,4 +20,11 @@ llvm_config.add_tool_substitutions(["meshc", "meshc-opt", "meshrun"],
 config.substitutions.append(("%examples",
                              os.path.join(config.meshc_src_root, "examples")))
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%scripts",
+                             os.path.join(config.meshc_src_root, "scripts")))
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+
+# Runtime tests need meshrun, which a compiler-only build
+# (-DMESHC_BUILD_RUNTIME=OFF) does not have.
+if os.path.exists(os.path.join(config.meshc_tools_dir, "meshrun")):
+    config.available_features.add("meshrun")
