@@ -91,10 +91,7 @@ int benchModel(const std::string &path, int steps) {
               "reference/spmd");
 
   std::vector<std::pair<std::string, std::string>> configs = {
-      {"", ""},
-      {"b:2", "batch:b"},
-      {"b:4", "batch:b"},
-      {"b:8", "batch:b"}};
+      {"", ""}, {"b:2", "batch:b"}, {"b:4", "batch:b"}, {"b:8", "batch:b"}};
   if (megatron) {
     configs.push_back({"b:2;m:4", "batch:b;" + ff + ":m"});
     configs.push_back({"m:8", ff + ":m"});

@@ -11,6 +11,7 @@
 #include "compiler/driver/Explain.h"
 #include "compiler/driver/Pipeline.h"
 #include "compiler/driver/Registration.h"
+#include "compiler/driver/ShowLayout.h"
 #include "compiler/layout/LayoutRules.h"
 #include "compiler/layout/Spec.h"
 #include "compiler/passes/LayoutBridge.h"
@@ -87,6 +88,10 @@ struct Options {
                               cl::desc("write the IR after import and after "
                                        "every pass into this directory"),
                               cl::value_desc("dir"), cl::cat(category)};
+  cl::opt<std::string> showLayout{
+      "show-layout",
+      cl::desc("draw which block of this tensor each device holds"),
+      cl::value_desc("tensor"), cl::cat(category)};
   cl::opt<std::string> reference{
       "reference",
       cl::desc("also run the global program in the reference interpreter "
@@ -230,7 +235,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
 
   EmitKind emit = options.emit;
   if (emit == EmitKind::Default)
-    emit = options.explain && !options.output.getNumOccurrences()
+    emit = (options.explain || !options.showLayout.empty()) &&
+                   !options.output.getNumOccurrences()
                ? EmitKind::Default
                : EmitKind::Mprog;
   bool partition =
@@ -274,6 +280,11 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     pm.addInstrumentation(std::move(dumper));
   if (failed(pm.run(*module)))
     return failure();
+
+  if (!options.showLayout.empty())
+    for (auto program : module->getOps<mtf::ProgramOp>())
+      if (failed(meshc::showLayout(program, options.showLayout, llvm::outs())))
+        return failure();
 
   // The laid-out global program, kept for --explain's tensor table.
   OwningOpRef<ModuleOp> global;
