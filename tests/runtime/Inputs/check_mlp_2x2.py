@@ -5,6 +5,7 @@ import math
 import os
 import sys
 
+sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(__file__))
 from random_reference import normal, uniform_int  # noqa: E402
 

@@ -49,6 +49,12 @@ struct CollectiveCase {
   int64_t count;
 };
 
+/// How gtest prints a case (in test listings and failures).
+void PrintTo(const CollectiveCase &c, std::ostream *os) {
+  *os << "mesh " << c.mesh << ", " << c.axes.size() << " axes, count "
+      << c.count;
+}
+
 std::string caseName(const testing::TestParamInfo<CollectiveCase> &info) {
   std::string name = "mesh_";
   for (char c : info.param.mesh)

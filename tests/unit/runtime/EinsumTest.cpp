@@ -30,6 +30,9 @@ struct EinsumCase {
   int reshapes;
 };
 
+/// How gtest prints a case (in test listings and failures).
+void PrintTo(const EinsumCase &c, std::ostream *os) { *os << c.name; }
+
 int64_t countOf(const Names &dims, const Sizes &sizes) {
   int64_t count = 1;
   for (const std::string &dim : dims)

@@ -41,6 +41,9 @@ struct UnaryCase {
   std::function<double(double)> reference;
 };
 
+/// How gtest prints a case (in test listings and failures).
+void PrintTo(const UnaryCase &c, std::ostream *os) { *os << c.fn; }
+
 class UnaryTest : public ::testing::TestWithParam<UnaryCase> {};
 
 TEST_P(UnaryTest, MatchesFormula) {
@@ -97,8 +100,7 @@ TEST(KernelsTest, UnaryInPlace) {
 TEST(KernelsTest, FillAndCopy) {
   StepHarness harness;
   int64_t f = harness.f32(std::vector<float>(3)),
-          i = harness.i32(std::vector<int32_t>(3)),
-          copy = harness.f32(std::vector<float>(3));
+          i = harness.i32(std::vector<int32_t>(3));
   harness.run({{"op", "fill"}, {"out", f}, {"value", 0.5}});
   EXPECT_EQ(harness.readF32(f), (std::vector<float>{0.5f, 0.5f, 0.5f}));
   harness.run({{"op", "fill"}, {"out", i}, {"value", -4}});
@@ -131,6 +133,9 @@ struct BinaryCase {
   const char *fn;
   std::function<double(double, double)> reference;
 };
+
+/// How gtest prints a case (in test listings and failures).
+void PrintTo(const BinaryCase &c, std::ostream *os) { *os << c.fn; }
 
 class BinaryTest : public ::testing::TestWithParam<BinaryCase> {};
 

@@ -164,6 +164,15 @@ TEST(LoaderTest, TensorErrors) {
   EXPECT_EQ(errorAfter([](json &p) { p["tensors"][1]["init"]["args"] = {1}; }),
             "p.mprog: tensors[1].init: init \"normal\" takes 2 args (mean, "
             "std), got 1");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["tensors"][0]["range"] = {5, 5};
+            }),
+            "p.mprog: tensors[0].range: range [5, 5) is empty");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["tensors"][0]["range"] = {0, 4294967296};
+            }),
+            "p.mprog: tensors[0].range: range [0, 4294967296) does not fit "
+            "i32");
   EXPECT_EQ(errorAfter([](json &p) { p["tensors"][1].erase("init"); }),
             "p.mprog: tensors[1]: missing member \"init\"");
   EXPECT_EQ(errorAfter([](json &p) {

@@ -53,6 +53,8 @@ TEST(MeshrunTest, FlagErrors) {
             "--steps: expected an integer >= 1, got '0'");
   EXPECT_EQ(argsError({"a.mprog", "--devices", "two"}),
             "--devices: expected an integer >= 1, got 'two'");
+  EXPECT_EQ(argsError({"a.mprog", "--devices", "99999999999999999999"}),
+            "--devices: 99999999999999999999 is too large");
   EXPECT_EQ(argsError({"a.mprog", "--input", "x"}),
             "--input: expected NAME=FILE.npy, got 'x'");
   EXPECT_EQ(argsError({"a.mprog", "--input", "x=a.npy", "--input", "x=b.npy"}),

@@ -110,7 +110,8 @@ private:
 
   int64_t add(const std::string &dtype, const void *values, int64_t count) {
     Entry entry{dtype, arenaBytes, std::vector<char>(count * 4)};
-    std::memcpy(entry.data.data(), values, count * 4);
+    if (count > 0)
+      std::memcpy(entry.data.data(), values, count * 4);
     arenaBytes += (count * 4 + 63) / 64 * 64;
     entries.push_back(std::move(entry));
     return static_cast<int64_t>(entries.size()) - 1;
@@ -118,7 +119,8 @@ private:
 
   template <typename T> std::vector<T> read(int64_t id) const {
     std::vector<T> values(entries[id].data.size() / 4);
-    std::memcpy(values.data(), entries[id].data.data(), values.size() * 4);
+    if (!values.empty())
+      std::memcpy(values.data(), entries[id].data.data(), values.size() * 4);
     return values;
   }
 

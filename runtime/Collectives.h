@@ -1,0 +1,99 @@
+//===- Collectives.h - Collective communication interface -------*- C++ -*-===//
+//
+// A collective over mesh axes [a1, a2] runs in groups: the devices that share
+// every coordinate except those of a1 and a2. A device's rank in its group is
+// its shard index over the axes (coord[a1] * size(a2) + coord[a2]), the same
+// number that picks its block of a dim split over [a1, a2]. partitionMesh
+// computes the groups; a backend's Collectives turns each group into one
+// Communicator per member (as ncclCommInitRank or MPI_Comm_split would), and
+// every member calls the same collective with the same sizes.
+//
+// Buffers follow NCCL's in-place conventions so backends can map them 1:1:
+// allGather and reduceScatter work on `size` contiguous chunks of which the
+// member's own is chunk `rank`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_RUNTIME_COLLECTIVES_H
+#define MESHC_RUNTIME_COLLECTIVES_H
+
+#include "compiler/layout/Mesh.h"
+#include "runtime/Program.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace meshc::runtime {
+
+/// How the devices of a mesh fall into groups for collectives over some axes.
+struct GroupPartition {
+  /// Each group's device ids in rank order.
+  std::vector<std::vector<int64_t>> groups;
+  /// Per device id: the group it is in.
+  std::vector<size_t> groupOf;
+  /// Per device id: its rank in that group.
+  std::vector<int64_t> rankOf;
+};
+
+/// The groups of `mesh` for collectives over `axes` (names of mesh axes, each
+/// at most once; an empty list gives groups of one device).
+GroupPartition partitionMesh(const layout::Mesh &mesh,
+                             const std::vector<std::string> &axes);
+
+/// One member's handle on its group. Calls block until every member of the
+/// group has made the same call; throws CollectiveAborted after
+/// Collectives::abort().
+class Communicator {
+public:
+  /// The communicator of member `rank` of a group of `size`.
+  Communicator(int64_t rank, int64_t size)
+      : memberRank(rank), groupSize(size) {}
+  virtual ~Communicator();
+
+  /// This member's rank in [0, size()).
+  int64_t rank() const { return memberRank; }
+  /// The number of members.
+  int64_t size() const { return groupSize; }
+
+  /// In place: every member's `count` elements at `data` become the
+  /// element-wise reduction over the group. Every member ends with
+  /// bit-identical values.
+  virtual void allReduce(void *data, int64_t count, DType dtype,
+                         Reduction reduction) = 0;
+  /// In place: `data` holds size() chunks of `chunkCount` elements; on return
+  /// chunk rank() holds the reduction over the group of every member's chunk
+  /// rank(). The other chunks are clobbered.
+  virtual void reduceScatter(void *data, int64_t chunkCount, DType dtype,
+                             Reduction reduction) = 0;
+  /// In place: `data` holds size() chunks of `chunkBytes`; on entry chunk
+  /// rank() is this member's; on return chunk i is member i's.
+  virtual void allGather(void *data, int64_t chunkBytes) = 0;
+  /// `in` and `out` (disjoint) hold size() chunks of `chunkBytes`: chunk j of
+  /// `in` goes to member j, and chunk i of `out` comes from member i.
+  virtual void allToAll(const void *in, void *out, int64_t chunkBytes) = 0;
+
+private:
+  int64_t memberRank;
+  int64_t groupSize;
+};
+
+/// A backend's collectives: a factory of communicators.
+class Collectives {
+public:
+  virtual ~Collectives();
+
+  /// Creates one communicator per device for the groups of `partition`
+  /// (indexed by device id). Called before any device runs.
+  virtual std::vector<std::unique_ptr<Communicator>>
+  split(const GroupPartition &partition) = 0;
+  /// Wakes every member blocked in a collective of any communicator made
+  /// here; they, and all later calls, throw CollectiveAborted. Used when one
+  /// device fails so the others do not wait for it forever.
+  virtual void abort() = 0;
+};
+
+} // namespace meshc::runtime
+
+#endif // MESHC_RUNTIME_COLLECTIVES_H

@@ -1,0 +1,62 @@
+//===- Device.h - The device and backend interfaces -------------*- C++ -*-===//
+//
+// A Device is one mesh device as a backend sees it: it owns one arena of the
+// program's arena_bytes plus one scratch area, both allocated once before the
+// first step (static memory: buffers are offsets, and no step allocates), and
+// it runs one step at a time on them. A Backend makes the devices and the
+// collectives that connect them. The CPU backend is cpu/; a CUDA backend
+// slots in beside it behind the same two interfaces.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_RUNTIME_DEVICE_H
+#define MESHC_RUNTIME_DEVICE_H
+
+#include "runtime/Collectives.h"
+#include "runtime/Program.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace meshc::runtime {
+
+/// One mesh device.
+class Device {
+public:
+  virtual ~Device();
+
+  /// Allocates the arena and the scratch; called once, before anything else.
+  virtual void allocate(int64_t arenaBytes, int64_t scratchBytes) = 0;
+  /// Copies `bytes` from host memory `src` into the arena at `offset`.
+  virtual void write(int64_t offset, const void *src, int64_t bytes) = 0;
+  /// Copies `bytes` of the arena at `offset` into host memory `dst`.
+  virtual void read(int64_t offset, void *dst, int64_t bytes) const = 0;
+  /// Runs `step` (validated by the loader) on this device. `comm` is the
+  /// device's communicator for the step's group when usesGroup(step.op),
+  /// else null. Throws RuntimeError for data errors (a label out of range).
+  virtual void run(const Step &step, Communicator *comm) = 0;
+};
+
+/// A kind of device with its collectives.
+class Backend {
+public:
+  virtual ~Backend();
+
+  /// The --backend name.
+  virtual std::string name() const = 0;
+  /// Makes the device with id `deviceId` of `program`'s mesh.
+  virtual std::unique_ptr<Device> createDevice(const Program &program,
+                                               int64_t deviceId) = 0;
+  /// The collectives between this backend's devices.
+  virtual Collectives &collectives() = 0;
+};
+
+/// The backend called `name` ("cpu"). Throws RuntimeError for a backend this
+/// build lacks ("cuda": not built with CUDA support yet) or does not know.
+std::unique_ptr<Backend> createBackend(std::string_view name);
+
+} // namespace meshc::runtime
+
+#endif // MESHC_RUNTIME_DEVICE_H

@@ -1,0 +1,271 @@
+//===- Loader.cpp - Reading and validating .mprog files -------------------===//
+//
+// The top level of the loader: JSON syntax, the header, the mesh, buffers and
+// tensors. Steps are read by StepLoader.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Loader.h"
+
+#include "runtime/Error.h"
+#include "runtime/StepLoader.h"
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+
+namespace meshc::runtime {
+
+using nlohmann::json;
+
+namespace {
+
+/// "3:14" for byte `offset` of `text` (1-based line and column).
+std::string lineColumn(std::string_view text, size_t offset) {
+  offset = std::min(offset, text.size());
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
+/// nlohmann's parse error without its "[json.exception...] parse error at
+/// line L, column C: " prefix.
+std::string syntaxReason(const json::parse_error &error) {
+  std::string what = error.what();
+  size_t column = what.find("column ");
+  size_t colon = what.find(": ", column == std::string::npos ? 0 : column);
+  return colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+layout::Mesh parseMesh(const JsonNode &node) {
+  std::vector<layout::MeshAxis> axes;
+  for (const JsonNode &axis : node.elements())
+    axes.push_back(
+        {axis.member("name").string(), axis.member("size").integer()});
+  if (axes.empty())
+    return layout::Mesh::single();
+  layout::Result<layout::Mesh> mesh = layout::Mesh::fromAxes(axes);
+  if (!mesh)
+    node.fail(mesh.error().message);
+  return *mesh;
+}
+
+Buffer parseBuffer(const JsonNode &node, int64_t arenaBytes) {
+  Buffer buffer;
+  buffer.id = node.member("id").integerAtLeast(0);
+  buffer.dtype = parseDType(node.member("dtype"));
+  JsonNode shape = node.member("shape");
+  for (const JsonNode &size : shape.elements())
+    buffer.shape.push_back(size.integerAtLeast(0));
+  buffer.elements = checkedProduct(shape, buffer.shape, 1);
+  JsonNode offset = node.member("offset");
+  buffer.offset = offset.integerAtLeast(0);
+  buffer.bytes = node.member("bytes").integerAtLeast(0);
+  std::string name = "buffer " + std::to_string(buffer.id);
+  int64_t dataBytes =
+      checkedProduct(shape, buffer.shape, dtypeBytes(buffer.dtype));
+  if (dataBytes > buffer.bytes)
+    node.fail(name + " has " + std::to_string(buffer.bytes) +
+              " bytes but its shape needs " + std::to_string(dataBytes));
+  if (buffer.offset % dtypeBytes(buffer.dtype) != 0)
+    offset.fail(name + " offset " + std::to_string(buffer.offset) +
+                " is not a multiple of " +
+                std::to_string(dtypeBytes(buffer.dtype)) + " (the " +
+                dtypeName(buffer.dtype) + " element size)");
+  if (buffer.bytes > arenaBytes - buffer.offset)
+    node.fail(name + " [" + std::to_string(buffer.offset) + ", " +
+              std::to_string(buffer.offset + buffer.bytes) +
+              ") ends outside the arena of " + std::to_string(arenaBytes) +
+              " bytes");
+  return buffer;
+}
+
+InitSpec parseInit(const JsonNode &node) {
+  std::string kind = node.member("kind").string();
+  std::vector<double> args;
+  if (std::optional<JsonNode> list = node.optionalMember("args"))
+    for (const JsonNode &arg : list->elements())
+      args.push_back(arg.number());
+  auto expectArgs = [&](size_t count, const char *meaning) {
+    if (args.size() != count)
+      node.fail("init \"" + kind + "\" takes " + std::to_string(count) +
+                " args (" + meaning + "), got " + std::to_string(args.size()));
+  };
+  InitSpec spec;
+  if (kind == "zeros" || kind == "ones") {
+    expectArgs(0, "none");
+    spec.kind = kind == "zeros" ? InitSpec::Kind::Zeros : InitSpec::Kind::Ones;
+  } else if (kind == "constant") {
+    expectArgs(1, "value");
+    spec = {InitSpec::Kind::Constant, args[0], 0};
+  } else if (kind == "normal") {
+    expectArgs(2, "mean, std");
+    if (args[1] < 0)
+      node.fail("normal std " + std::to_string(args[1]) + " is negative");
+    spec = {InitSpec::Kind::Normal, args[0], args[1]};
+  } else if (kind == "uniform") {
+    expectArgs(2, "lo, hi");
+    if (args[0] > args[1])
+      node.fail("uniform bounds are reversed: lo " + std::to_string(args[0]) +
+                " > hi " + std::to_string(args[1]));
+    spec = {InitSpec::Kind::Uniform, args[0], args[1]};
+  } else {
+    node.member("kind").fail("unknown init kind \"" + kind +
+                             "\" (known: zeros, ones, constant, normal, "
+                             "uniform)");
+  }
+  return spec;
+}
+
+Tensor parseTensor(const JsonNode &node, const Program &program,
+                   const std::map<int64_t, size_t> &bufferIndex) {
+  Tensor tensor;
+  JsonNode role = node.member("role");
+  std::string roleText = role.string();
+  if (roleText == "input")
+    tensor.role = Role::Input;
+  else if (roleText == "param")
+    tensor.role = Role::Param;
+  else if (roleText == "output")
+    tensor.role = Role::Output;
+  else
+    role.fail("unknown role \"" + roleText +
+              "\" (known: input, param, output)");
+  JsonNode name = node.member("name");
+  tensor.name = name.string();
+  if (tensor.name.empty())
+    name.fail("tensor name is empty");
+  if (program.findTensor(tensor.role, tensor.name))
+    name.fail(roleText + " '" + tensor.name + "' is declared twice");
+  JsonNode bufferNode = node.member("buffer");
+  int64_t bufferId = bufferNode.integer();
+  auto found = bufferIndex.find(bufferId);
+  if (found == bufferIndex.end())
+    bufferNode.fail("buffer " + std::to_string(bufferId) + " is not declared");
+  tensor.buffer = found->second;
+  const Buffer &buffer = program.buffers[tensor.buffer];
+  JsonNode dtype = node.member("dtype");
+  tensor.dtype = parseDType(dtype);
+  if (tensor.dtype != buffer.dtype)
+    dtype.fail(roleText + " '" + tensor.name + "' is " +
+               dtypeName(tensor.dtype) + " but buffer " +
+               std::to_string(buffer.id) + " is " + dtypeName(buffer.dtype));
+
+  JsonNode dimsNode = node.member("dims");
+  std::vector<std::vector<std::string>> axes;
+  for (const JsonNode &dim : dimsNode.elements()) {
+    tensor.dims.push_back(
+        {dim.member("name").string(), dim.member("size").integer()});
+    std::optional<JsonNode> dimAxes = dim.optionalMember("axes");
+    axes.push_back(dimAxes ? dimAxes->strings() : std::vector<std::string>());
+  }
+  layout::Result<layout::TensorLayout> tensorLayout =
+      layout::TensorLayout::fromAxes(tensor.name, tensor.dims, axes,
+                                     program.mesh);
+  if (!tensorLayout)
+    dimsNode.fail(tensorLayout.error().message);
+  tensor.layout = *tensorLayout;
+  int64_t blockBytes = checkedProduct(
+      dimsNode, tensor.layout.sliceShape(tensor.dims, program.mesh),
+      dtypeBytes(tensor.dtype));
+  if (blockBytes > buffer.bytes)
+    bufferNode.fail(
+        roleText + " '" + tensor.name + "' needs " +
+        std::to_string(blockBytes) + " bytes per device but buffer " +
+        std::to_string(buffer.id) + " has " + std::to_string(buffer.bytes));
+
+  if (tensor.role == Role::Param) {
+    if (tensor.dtype != DType::F32)
+      dtype.fail("param '" + tensor.name + "' is " + dtypeName(tensor.dtype) +
+                 "; params must be f32");
+    tensor.init = parseInit(node.member("init"));
+  }
+  if (tensor.role == Role::Input)
+    if (std::optional<JsonNode> range = node.optionalMember("range")) {
+      std::vector<JsonNode> bounds = range->elements();
+      if (bounds.size() != 2)
+        range->fail("expected [lo, hi], got " + std::to_string(bounds.size()) +
+                    " elements");
+      int64_t lo = bounds[0].integer(), hi = bounds[1].integer();
+      std::string text =
+          "range [" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
+      if (lo >= hi)
+        range->fail(text + " is empty");
+      if (lo < INT32_MIN || hi - 1 > INT32_MAX)
+        range->fail(text + " does not fit i32");
+      tensor.range = {lo, hi};
+    }
+  return tensor;
+}
+
+} // namespace
+
+Program parseProgram(std::string_view text, const std::string &fileName) {
+  json document;
+  try {
+    document = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error &error) {
+    size_t offset = error.byte == 0 ? 0 : error.byte - 1;
+    throw RuntimeError(fileName + ":" + lineColumn(text, offset) +
+                       ": not valid JSON: " + syntaxReason(error));
+  }
+  JsonNode root(document, "", fileName);
+  if (!document.is_object())
+    root.fail("expected a JSON object at the top level, got " +
+              describeJson(document));
+
+  JsonNode format = root.member("format");
+  if (format.string() != "meshc-mprog")
+    format.fail("not a meshc program: format is \"" + format.string() +
+                "\", expected \"meshc-mprog\"");
+  JsonNode version = root.member("version");
+  if (version.integer() != kMprogVersion)
+    version.fail(
+        "unsupported .mprog version " + std::to_string(version.integer()) +
+        " (this runtime reads version " + std::to_string(kMprogVersion) + ")");
+
+  Program program;
+  program.fileName = fileName;
+  program.name = root.member("program").string();
+  if (std::optional<JsonNode> source = root.optionalMember("source"))
+    program.source = source->string();
+  program.mesh = parseMesh(root.member("mesh"));
+  program.seed = static_cast<uint64_t>(root.member("seed").integerAtLeast(0));
+  program.arenaBytes = root.member("arena_bytes").integerAtLeast(0);
+
+  std::map<int64_t, size_t> bufferIndex;
+  for (const JsonNode &node : root.member("buffers").elements()) {
+    Buffer buffer = parseBuffer(node, program.arenaBytes);
+    if (!bufferIndex.emplace(buffer.id, program.buffers.size()).second)
+      node.member("id").fail("buffer " + std::to_string(buffer.id) +
+                             " is declared twice");
+    program.buffers.push_back(std::move(buffer));
+  }
+  for (const JsonNode &node : root.member("tensors").elements())
+    program.tensors.push_back(parseTensor(node, program, bufferIndex));
+  std::vector<JsonNode> steps = root.member("steps").elements();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    program.steps.push_back(parseStep(steps[i], i, program, bufferIndex));
+    program.scratchBytes =
+        std::max(program.scratchBytes, program.steps.back().scratchBytes);
+  }
+  return program;
+}
+
+Program loadProgram(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    throw RuntimeError("cannot open '" + path + "'");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return parseProgram(text.str(), path);
+}
+
+} // namespace meshc::runtime

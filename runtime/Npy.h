@@ -1,0 +1,42 @@
+//===- Npy.h - Reading NumPy .npy files -------------------------*- C++ -*-===//
+//
+// meshrun --input name=file.npy feeds a global input tensor from a NumPy
+// array file: format versions 1.0-3.0, little-endian float32 ('<f4') or
+// int32 ('<i4'), C order. Anything else is an error naming the file and what
+// was found.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_RUNTIME_NPY_H
+#define MESHC_RUNTIME_NPY_H
+
+#include "runtime/Program.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meshc::runtime {
+
+/// An array read from a .npy file.
+struct NpyArray {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  /// The elements in C order, 4 bytes each.
+  std::vector<char> data;
+};
+
+/// Parses the contents `bytes` of a .npy file; `fileName` names it in
+/// messages. Throws RuntimeError.
+NpyArray parseNpy(std::string_view bytes, const std::string &fileName);
+
+/// Reads the .npy file at `path`. Throws RuntimeError.
+NpyArray readNpy(const std::string &path);
+
+/// "(3, 4)", the way NumPy prints a shape.
+std::string npyShapeStr(const std::vector<int64_t> &shape);
+
+} // namespace meshc::runtime
+
+#endif // MESHC_RUNTIME_NPY_H

@@ -1,0 +1,116 @@
+//===- Program.cpp - A loaded and validated .mprog ------------------------===//
+//
+// Names and small queries of the program model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Program.h"
+
+namespace meshc::runtime {
+
+int64_t dtypeBytes(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  }
+  return 0;
+}
+
+const char *dtypeName(DType dtype) {
+  return dtype == DType::F32 ? "f32" : "i32";
+}
+
+int64_t NamedShape::elements() const {
+  int64_t count = 1;
+  for (int64_t size : sizes)
+    count *= size;
+  return count;
+}
+
+int NamedShape::position(const std::string &name) const {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+std::string NamedShape::str() const {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (i)
+      text += ", ";
+    if (i < names.size())
+      text += names[i] + "=";
+    text += std::to_string(sizes[i]);
+  }
+  return text + "]";
+}
+
+const char *roleName(Role role) {
+  switch (role) {
+  case Role::Input:
+    return "input";
+  case Role::Param:
+    return "param";
+  case Role::Output:
+    return "output";
+  }
+  return "";
+}
+
+std::vector<int64_t> Tensor::globalShape() const {
+  std::vector<int64_t> shape;
+  for (const layout::Dim &dim : dims)
+    shape.push_back(dim.size);
+  return shape;
+}
+
+const char *opName(OpKind op) {
+  switch (op) {
+  case OpKind::Fill:
+    return "fill";
+  case OpKind::Copy:
+    return "copy";
+  case OpKind::Einsum:
+    return "einsum";
+  case OpKind::Unary:
+    return "unary";
+  case OpKind::Cast:
+    return "cast";
+  case OpKind::Binary:
+    return "binary";
+  case OpKind::Reduce:
+    return "reduce";
+  case OpKind::Softmax:
+    return "softmax";
+  case OpKind::SoftmaxCrossEntropy:
+    return "softmax_cross_entropy";
+  case OpKind::AllReduce:
+    return "all_reduce";
+  case OpKind::AllGather:
+    return "all_gather";
+  case OpKind::ReduceScatter:
+    return "reduce_scatter";
+  case OpKind::AllToAll:
+    return "all_to_all";
+  case OpKind::Slice:
+    return "slice";
+  }
+  return "";
+}
+
+bool usesGroup(OpKind op) {
+  return op == OpKind::AllReduce || op == OpKind::AllGather ||
+         op == OpKind::ReduceScatter || op == OpKind::AllToAll ||
+         op == OpKind::Slice;
+}
+
+const Tensor *Program::findTensor(Role role, const std::string &name) const {
+  for (const Tensor &tensor : tensors)
+    if (tensor.role == role && tensor.name == name)
+      return &tensor;
+  return nullptr;
+}
+
+} // namespace meshc::runtime

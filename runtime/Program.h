@@ -1,0 +1,221 @@
+//===- Program.h - A loaded and validated .mprog ----------------*- C++ -*-===//
+//
+// The in-memory form of a compiled SPMD program (docs/mprog.md): the mesh,
+// one arena per device cut into buffers, the global tensors (inputs,
+// parameters, outputs) with their layouts, and the steps every device runs in
+// order. The loader builds it and checks everything a backend relies on
+// (buffers inside the arena, every step operand inside its buffer, dtypes,
+// dims, mesh axes), so backends execute it without further checks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_RUNTIME_PROGRAM_H
+#define MESHC_RUNTIME_PROGRAM_H
+
+#include "compiler/layout/Mesh.h"
+#include "compiler/layout/TensorLayout.h"
+#include "runtime/Random.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace meshc::runtime {
+
+/// The element types the runtime executes.
+enum class DType { F32, I32 };
+
+/// The bytes of one element of `dtype`.
+int64_t dtypeBytes(DType dtype);
+/// "f32", "i32".
+const char *dtypeName(DType dtype);
+
+/// The most dims one step operand may have (kernels keep index state on the
+/// stack).
+constexpr size_t kMaxRank = 16;
+
+/// Named dims with their local sizes: how a step sees a buffer's data,
+/// row-major in the order of `names`.
+struct NamedShape {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+
+  /// The product of the sizes (1 for a scalar).
+  int64_t elements() const;
+  /// The position of dim `name`, or -1.
+  int position(const std::string &name) const;
+  /// True when dim `name` is one of the names.
+  bool has(const std::string &name) const { return position(name) >= 0; }
+  /// "[batch=16, io=64]".
+  std::string str() const;
+};
+
+/// One slot of the arena.
+struct Buffer {
+  int64_t id = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  /// The product of `shape`: how many elements flat steps touch.
+  int64_t elements = 0;
+};
+
+/// What a global tensor is to the program.
+enum class Role { Input, Param, Output };
+/// "input", "param", "output".
+const char *roleName(Role role);
+
+/// A global tensor bound to the buffer holding each device's block.
+struct Tensor {
+  Role role = Role::Input;
+  std::string name;
+  /// Index into Program::buffers.
+  size_t buffer = 0;
+  DType dtype = DType::F32;
+  /// Global dims (names and global sizes).
+  std::vector<layout::Dim> dims;
+  /// The split of each dim over mesh axes (as layout::TensorLayout does it).
+  layout::TensorLayout layout = layout::TensorLayout::replicated(0);
+  /// How a parameter is initialised.
+  InitSpec init;
+  /// For i32 inputs: synthetic values are uniform in [first, second).
+  std::optional<std::pair<int64_t, int64_t>> range;
+
+  /// The global shape.
+  std::vector<int64_t> globalShape() const;
+};
+
+/// The step kinds (the "op" field). Slice stays last: the loader enumerates
+/// the kinds up to it.
+enum class OpKind {
+  Fill,
+  Copy,
+  Einsum,
+  Unary,
+  Cast,
+  Binary,
+  Reduce,
+  Softmax,
+  SoftmaxCrossEntropy,
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Slice,
+};
+/// The "op" spelling of `op`.
+const char *opName(OpKind op);
+/// True for the steps that run over a group of devices (and slice, which
+/// needs the device's rank in its group).
+bool usesGroup(OpKind op);
+
+/// The functions of the unary step.
+enum class UnaryFn { Relu, Gelu, Exp, Log, Tanh, Sqrt, Rsqrt, Negate, Scale };
+/// The functions of the binary step.
+enum class BinaryFn { Add, Sub, Mul, Div, Max, Min };
+/// How reduce, all_reduce and reduce_scatter combine elements.
+enum class Reduction { Sum, Max };
+
+/// A buffer as one step sees it. Flat operands (fill, copy, unary, cast,
+/// all_reduce) have no names and one size, the buffer's element count.
+struct Operand {
+  size_t buffer = 0;
+  NamedShape shape;
+};
+
+/// A tensor of an einsum plan: in the arena (an operand's buffer) or in the
+/// device's scratch, at a byte offset.
+struct PlannedTensor {
+  bool inScratch = false;
+  int64_t offset = 0;
+  NamedShape shape;
+};
+
+/// dst = the sum of src over the dims dst lacks, laid out in dst's dim order
+/// (a transpose when no dim is missing).
+struct ReduceStage {
+  PlannedTensor src;
+  PlannedTensor dst;
+};
+
+/// For p < batch: c[p] (m x n) = op(a[p]) (m x k) * op(b[p]) (k x n), where
+/// a[p] is stored m x k (k x m when transA) and b[p] k x n (n x k when
+/// transB), all row-major and batches contiguous.
+struct GemmStage {
+  PlannedTensor a, b, c;
+  bool transA = false;
+  bool transB = false;
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+};
+
+/// One stage of an einsum: exactly one of the two is meaningful.
+struct EinsumStage {
+  bool isGemm = false;
+  ReduceStage reduce;
+  GemmStage gemm;
+};
+
+/// An einsum lowered at load time to reductions/transposes and batched GEMMs
+/// whose temporaries live in the device scratch.
+struct EinsumPlan {
+  std::vector<EinsumStage> stages;
+  int64_t scratchBytes = 0;
+};
+
+/// One step of the program, validated.
+struct Step {
+  /// Position in the "steps" array.
+  size_t index = 0;
+  OpKind op = OpKind::Fill;
+  /// The operands read: einsum inputs; binary lhs, rhs;
+  /// softmax_cross_entropy logits, labels; the single input of the others
+  /// (none for fill).
+  std::vector<Operand> in;
+  /// The operand written (the buffer itself for all_reduce).
+  Operand out;
+  UnaryFn unary = UnaryFn::Relu;
+  BinaryFn binary = BinaryFn::Add;
+  Reduction reduction = Reduction::Sum;
+  /// fill: the value; unary scale: the factor.
+  double value = 0;
+  /// softmax / softmax_cross_entropy: the class dim; all_gather,
+  /// reduce_scatter, slice: the dim; all_to_all: split_dim.
+  std::string dim;
+  /// all_to_all: concat_dim.
+  std::string concatDim;
+  /// Collectives and slice: index into Program::groupAxes.
+  size_t group = 0;
+  /// einsum only.
+  EinsumPlan einsum;
+  /// Scratch this step needs on every device.
+  int64_t scratchBytes = 0;
+};
+
+/// A loaded .mprog.
+struct Program {
+  /// Where it was read from, for messages.
+  std::string fileName;
+  std::string name;
+  std::string source;
+  layout::Mesh mesh;
+  uint64_t seed = 0;
+  int64_t arenaBytes = 0;
+  std::vector<Buffer> buffers;
+  std::vector<Tensor> tensors;
+  std::vector<Step> steps;
+  /// The distinct "axes" lists of the steps that use a group, in first-use
+  /// order.
+  std::vector<std::vector<std::string>> groupAxes;
+  /// The largest scratch any step needs.
+  int64_t scratchBytes = 0;
+
+  /// The tensor of `role` called `name`, or null.
+  const Tensor *findTensor(Role role, const std::string &name) const;
+};
+
+} // namespace meshc::runtime
+
+#endif // MESHC_RUNTIME_PROGRAM_H

@@ -1,0 +1,123 @@
+//===- Random.cpp - Layout-independent random tensors ---------------------===//
+//
+// The counter-based generator of Random.h and the walk over a device block
+// that maps each block element to its global index.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Random.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace meshc::runtime {
+
+static constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
+
+uint64_t splitmix64(uint64_t x) {
+  uint64_t z = x + kGolden;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a64(std::string_view text) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+TensorRandom::TensorRandom(uint64_t seed, std::string_view tensorName)
+    : streamKey(splitmix64(seed ^ fnv1a64(tensorName))) {}
+
+uint64_t TensorRandom::bits(uint64_t index, unsigned j) const {
+  return splitmix64(streamKey + (2 * index + j) * kGolden);
+}
+
+double TensorRandom::uniform(uint64_t index, unsigned j) const {
+  return static_cast<double>(bits(index, j) >> 11) * 0x1.0p-53;
+}
+
+double TensorRandom::normal(uint64_t index) const {
+  const double twoPi = 6.283185307179586;
+  double radius = std::sqrt(-2.0 * std::log(1.0 - uniform(index, 0)));
+  return radius * std::cos(twoPi * uniform(index, 1));
+}
+
+int64_t TensorRandom::uniformInt(uint64_t index, int64_t lo, int64_t hi) const {
+  double span = static_cast<double>(hi) - static_cast<double>(lo);
+  int64_t value =
+      lo + static_cast<int64_t>(std::floor(uniform(index, 0) * span));
+  return std::min(value, hi - 1);
+}
+
+float TensorRandom::value(const InitSpec &spec, uint64_t index) const {
+  switch (spec.kind) {
+  case InitSpec::Kind::Zeros:
+    return 0.0f;
+  case InitSpec::Kind::Ones:
+    return 1.0f;
+  case InitSpec::Kind::Constant:
+    return static_cast<float>(spec.a);
+  case InitSpec::Kind::Normal:
+    return static_cast<float>(spec.a + spec.b * normal(index));
+  case InitSpec::Kind::Uniform:
+    return static_cast<float>(spec.a + (spec.b - spec.a) * uniform(index, 0));
+  }
+  return 0.0f;
+}
+
+/// Calls `visit(blockIndex, globalIndex)` for every element of the block in
+/// row-major block order.
+template <typename Visit>
+static void walkBlock(const std::vector<int64_t> &globalShape,
+                      const std::vector<int64_t> &blockOffset,
+                      const std::vector<int64_t> &blockShape, Visit visit) {
+  size_t rank = blockShape.size();
+  int64_t count = 1;
+  for (int64_t size : blockShape)
+    count *= size;
+  if (count == 0)
+    return;
+  std::vector<int64_t> globalStride(rank, 1);
+  for (size_t d = rank; d-- > 1;)
+    globalStride[d - 1] = globalStride[d] * globalShape[d];
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t global = 0;
+    for (size_t d = 0; d < rank; ++d)
+      global += (blockOffset[d] + index[d]) * globalStride[d];
+    visit(i, static_cast<uint64_t>(global));
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < blockShape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+void fillBlock(const InitSpec &spec, uint64_t seed, std::string_view name,
+               const std::vector<int64_t> &globalShape,
+               const std::vector<int64_t> &blockOffset,
+               const std::vector<int64_t> &blockShape, float *out) {
+  TensorRandom random(seed, name);
+  walkBlock(
+      globalShape, blockOffset, blockShape,
+      [&](int64_t i, uint64_t global) { out[i] = random.value(spec, global); });
+}
+
+void fillBlockInt(int64_t lo, int64_t hi, uint64_t seed, std::string_view name,
+                  const std::vector<int64_t> &globalShape,
+                  const std::vector<int64_t> &blockOffset,
+                  const std::vector<int64_t> &blockShape, int32_t *out) {
+  TensorRandom random(seed, name);
+  walkBlock(globalShape, blockOffset, blockShape,
+            [&](int64_t i, uint64_t global) {
+              out[i] = static_cast<int32_t>(random.uniformInt(global, lo, hi));
+            });
+}
+
+} // namespace meshc::runtime

@@ -1,0 +1,38 @@
+//===- StepLoader.h - Reading and validating .mprog steps -------*- C++ -*-===//
+//
+// The half of the loader that reads the "steps" array: one parser per op
+// kind, each checking its operands against the buffers and the step's
+// "sizes", and planning the step's scratch. Internal to the loader.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_RUNTIME_STEPLOADER_H
+#define MESHC_RUNTIME_STEPLOADER_H
+
+#include "runtime/JsonNode.h"
+#include "runtime/Program.h"
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace meshc::runtime {
+
+/// Parses a dtype name at `node`: fails for unknown names and for types the
+/// runtime does not execute.
+DType parseDType(const JsonNode &node);
+
+/// The product of `factors` and `scale`; fails at `node` when it overflows
+/// 64 bits.
+int64_t checkedProduct(const JsonNode &node,
+                       const std::vector<int64_t> &factors, int64_t scale);
+
+/// Parses step `index` of `program`, whose mesh and buffers are loaded;
+/// `bufferIndex` maps buffer ids to positions in program.buffers. Adds the
+/// step's axes to program.groupAxes when they are new.
+Step parseStep(const JsonNode &node, size_t index, Program &program,
+               const std::map<int64_t, size_t> &bufferIndex);
+
+} // namespace meshc::runtime
+
+#endif // MESHC_RUNTIME_STEPLOADER_H

@@ -1,0 +1,174 @@
+//===- CpuCollectives.cpp - In-process collectives between threads --------===//
+//
+// The ring all-reduce over n members: in reduce-scatter phase s (0 <= s <
+// n - 1) member r adds chunk (r - s - 1) mod n of its left neighbour into its
+// own, after which member r holds the reduced chunk r + 1; in all-gather
+// phase s it copies chunk (r - s) mod n from its left neighbour. In every
+// phase the chunk a member writes differs from the chunk its right neighbour
+// reads from it, so one barrier per phase is all the synchronisation needed.
+// Each reduced chunk is computed once and then copied, so all members end
+// with bit-identical values.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/CpuCollectives.h"
+
+#include "runtime/Error.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace meshc::runtime {
+
+void Barrier::wait() {
+  std::unique_lock<std::mutex> lock(mutex);
+  if (aborted)
+    throw CollectiveAborted();
+  if (++arrived == count) {
+    arrived = 0;
+    ++phase;
+    released.notify_all();
+    return;
+  }
+  uint64_t myPhase = phase;
+  released.wait(lock, [&] { return phase != myPhase || aborted; });
+  if (phase == myPhase)
+    throw CollectiveAborted();
+}
+
+void Barrier::abort() {
+  std::lock_guard<std::mutex> lock(mutex);
+  aborted = true;
+  released.notify_all();
+}
+
+CpuCommunicator::CpuCommunicator(std::shared_ptr<CpuGroup> group, int64_t rank)
+    : Communicator(rank, static_cast<int64_t>(group->slots.size())),
+      group(std::move(group)) {}
+
+const char *CpuCommunicator::publish(const void *data) {
+  group->slots[rank()] = data;
+  group->barrier.wait();
+  return static_cast<const char *>(
+      group->slots[(rank() + size() - 1) % size()]);
+}
+
+/// `x` modulo `n` in [0, n).
+static int64_t wrap(int64_t x, int64_t n) { return ((x % n) + n) % n; }
+
+template <typename T>
+static void combine(char *dst, const char *src, int64_t begin, int64_t end,
+                    Reduction reduction) {
+  T *d = reinterpret_cast<T *>(dst);
+  const T *s = reinterpret_cast<const T *>(src);
+  if (reduction == Reduction::Sum)
+    for (int64_t i = begin; i < end; ++i)
+      d[i] += s[i];
+  else
+    for (int64_t i = begin; i < end; ++i)
+      d[i] = std::max(d[i], s[i]);
+}
+
+static void combineRange(DType dtype, char *dst, const char *src, int64_t begin,
+                         int64_t end, Reduction reduction) {
+  if (dtype == DType::F32)
+    combine<float>(dst, src, begin, end, reduction);
+  else
+    combine<int32_t>(dst, src, begin, end, reduction);
+}
+
+void CpuCommunicator::allReduce(void *data, int64_t count, DType dtype,
+                                Reduction reduction) {
+  int64_t n = size();
+  if (n == 1 || count == 0)
+    return;
+  char *own = static_cast<char *>(data);
+  const char *left = publish(data);
+  int64_t elementBytes = dtypeBytes(dtype);
+  auto begin = [&](int64_t chunk) { return chunk * count / n; };
+  for (int64_t s = 0; s + 1 < n; ++s) {
+    int64_t chunk = wrap(rank() - s - 1, n);
+    combineRange(dtype, own, left, begin(chunk), begin(chunk + 1), reduction);
+    group->barrier.wait();
+  }
+  // Member r now holds the reduced chunk r + 1; pass the chunks around.
+  for (int64_t s = 0; s + 1 < n; ++s) {
+    int64_t chunk = wrap(rank() - s, n);
+    int64_t from = begin(chunk) * elementBytes;
+    std::memcpy(own + from, left + from,
+                (begin(chunk + 1) - begin(chunk)) * elementBytes);
+    group->barrier.wait();
+  }
+}
+
+void CpuCommunicator::reduceScatter(void *data, int64_t chunkCount, DType dtype,
+                                    Reduction reduction) {
+  int64_t n = size();
+  if (n == 1 || chunkCount == 0)
+    return;
+  char *own = static_cast<char *>(data);
+  const char *left = publish(data);
+  // Shifted by one against allReduce so that member r ends with chunk r.
+  for (int64_t s = 0; s + 1 < n; ++s) {
+    int64_t chunk = wrap(rank() - s - 2, n);
+    combineRange(dtype, own, left, chunk * chunkCount, (chunk + 1) * chunkCount,
+                 reduction);
+    group->barrier.wait();
+  }
+}
+
+void CpuCommunicator::allGather(void *data, int64_t chunkBytes) {
+  int64_t n = size();
+  if (n == 1 || chunkBytes == 0)
+    return;
+  char *own = static_cast<char *>(data);
+  const char *left = publish(data);
+  for (int64_t s = 0; s + 1 < n; ++s) {
+    int64_t chunk = wrap(rank() - s - 1, n);
+    std::memcpy(own + chunk * chunkBytes, left + chunk * chunkBytes,
+                chunkBytes);
+    group->barrier.wait();
+  }
+}
+
+void CpuCommunicator::allToAll(const void *in, void *out, int64_t chunkBytes) {
+  int64_t n = size();
+  char *dst = static_cast<char *>(out);
+  if (chunkBytes == 0)
+    return;
+  if (n == 1) {
+    std::memcpy(dst, in, chunkBytes);
+    return;
+  }
+  publish(in);
+  for (int64_t peer = 0; peer < n; ++peer)
+    std::memcpy(dst + peer * chunkBytes,
+                static_cast<const char *>(group->slots[peer]) +
+                    rank() * chunkBytes,
+                chunkBytes);
+  // Nobody may overwrite its `in` before every peer has read from it.
+  group->barrier.wait();
+}
+
+std::vector<std::unique_ptr<Communicator>>
+CpuCollectives::split(const GroupPartition &partition) {
+  std::vector<std::shared_ptr<CpuGroup>> made;
+  for (const std::vector<int64_t> &members : partition.groups)
+    made.push_back(
+        std::make_shared<CpuGroup>(static_cast<int64_t>(members.size())));
+  std::vector<std::unique_ptr<Communicator>> communicators;
+  for (size_t device = 0; device < partition.groupOf.size(); ++device)
+    communicators.push_back(std::make_unique<CpuCommunicator>(
+        made[partition.groupOf[device]], partition.rankOf[device]));
+  std::lock_guard<std::mutex> lock(mutex);
+  groups.insert(groups.end(), made.begin(), made.end());
+  return communicators;
+}
+
+void CpuCollectives::abort() {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const std::shared_ptr<CpuGroup> &group : groups)
+    group->barrier.abort();
+}
+
+} // namespace meshc::runtime

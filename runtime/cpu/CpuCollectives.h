@@ -1,0 +1,90 @@
+//===- CpuCollectives.h - In-process collectives between threads -*- C++
+//-*-===//
+//
+// The CPU backend runs each mesh device on its own thread, so collectives are
+// shared-memory algorithms: the members of a group publish pointers to their
+// buffers, then take turns reading their neighbours' buffers between barrier
+// phases. allReduce is the classic ring (reduce-scatter then all-gather, each
+// in size-1 phases where member r only reads member r-1), reduceScatter and
+// allGather are its two halves, allToAll is a direct exchange. Every member
+// only ever writes its own buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_RUNTIME_CPU_CPUCOLLECTIVES_H
+#define MESHC_RUNTIME_CPU_CPUCOLLECTIVES_H
+
+#include "runtime/Collectives.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace meshc::runtime {
+
+/// A reusable barrier for a fixed number of threads that can be aborted.
+class Barrier {
+public:
+  explicit Barrier(int64_t count) : count(count) {}
+
+  /// Blocks until `count` threads have called wait() in this phase; throws
+  /// CollectiveAborted once abort() was called.
+  void wait();
+  /// Releases every waiting thread with CollectiveAborted, now and later.
+  void abort();
+
+private:
+  std::mutex mutex;
+  std::condition_variable released;
+  int64_t count;
+  int64_t arrived = 0;
+  uint64_t phase = 0;
+  bool aborted = false;
+};
+
+/// What the members of one group share.
+struct CpuGroup {
+  explicit CpuGroup(int64_t size) : barrier(size), slots(size, nullptr) {}
+  Barrier barrier;
+  /// The buffer each member published for the current collective.
+  std::vector<const void *> slots;
+};
+
+/// One member's view of a CpuGroup.
+class CpuCommunicator : public Communicator {
+public:
+  /// Member `rank` of `group`.
+  CpuCommunicator(std::shared_ptr<CpuGroup> group, int64_t rank);
+
+  void allReduce(void *data, int64_t count, DType dtype,
+                 Reduction reduction) override;
+  void reduceScatter(void *data, int64_t chunkCount, DType dtype,
+                     Reduction reduction) override;
+  void allGather(void *data, int64_t chunkBytes) override;
+  void allToAll(const void *in, void *out, int64_t chunkBytes) override;
+
+private:
+  /// Publishes `data`, waits for every member to do the same and returns the
+  /// left neighbour's (rank - 1) buffer.
+  const char *publish(const void *data);
+
+  std::shared_ptr<CpuGroup> group;
+};
+
+/// The collectives of the CPU backend.
+class CpuCollectives : public Collectives {
+public:
+  std::vector<std::unique_ptr<Communicator>>
+  split(const GroupPartition &partition) override;
+  void abort() override;
+
+private:
+  std::mutex mutex;
+  std::vector<std::shared_ptr<CpuGroup>> groups;
+};
+
+} // namespace meshc::runtime
+
+#endif // MESHC_RUNTIME_CPU_CPUCOLLECTIVES_H

@@ -1,0 +1,185 @@
+//===- CpuDevice.cpp - The CPU backend ------------------------------------===//
+//
+// Step dispatch for CPU devices. Collectives that move a dim's blocks first
+// pack them into contiguous chunks in the scratch (unless the dim is already
+// outermost), so the communicator always sees NCCL-style chunked buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/CpuDevice.h"
+
+#include "runtime/Error.h"
+#include "runtime/cpu/CpuKernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace meshc::runtime {
+
+void CpuDevice::HostMemory::allocate(int64_t bytes) {
+  std::free(raw);
+  raw = std::calloc(static_cast<size_t>(bytes) + 64, 1);
+  if (!raw)
+    throw RuntimeError("cannot allocate " + std::to_string(bytes) +
+                       " bytes of device memory");
+  uintptr_t address = reinterpret_cast<uintptr_t>(raw);
+  aligned = static_cast<char *>(raw) + (64 - address % 64) % 64;
+}
+
+void CpuDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
+  arena.allocate(arenaBytes);
+  scratch.allocate(scratchBytes);
+}
+
+void CpuDevice::write(int64_t offset, const void *src, int64_t bytes) {
+  if (bytes > 0)
+    std::memcpy(arena.data() + offset, src, bytes);
+}
+
+void CpuDevice::read(int64_t offset, void *dst, int64_t bytes) const {
+  if (bytes > 0)
+    std::memcpy(dst, arena.data() + offset, bytes);
+}
+
+char *CpuDevice::at(const Operand &operand) const {
+  return arena.data() + program.buffers[operand.buffer].offset;
+}
+
+char *CpuDevice::at(const PlannedTensor &tensor) const {
+  return (tensor.inScratch ? scratch.data() : arena.data()) + tensor.offset;
+}
+
+int64_t CpuDevice::elementBytes(const Operand &operand) const {
+  return dtypeBytes(program.buffers[operand.buffer].dtype);
+}
+
+static float *f32(char *bytes) { return reinterpret_cast<float *>(bytes); }
+
+void CpuDevice::run(const Step &step, Communicator *comm) {
+  const Operand &out = step.out;
+  switch (step.op) {
+  case OpKind::Fill: {
+    int64_t count = out.shape.elements();
+    if (program.buffers[out.buffer].dtype == DType::F32)
+      std::fill_n(f32(at(out)), count, static_cast<float>(step.value));
+    else
+      std::fill_n(reinterpret_cast<int32_t *>(at(out)), count,
+                  static_cast<int32_t>(step.value));
+    return;
+  }
+  case OpKind::Copy:
+    std::memmove(at(out), at(step.in[0]),
+                 step.in[0].shape.elements() * elementBytes(step.in[0]));
+    return;
+  case OpKind::Einsum:
+    for (const EinsumStage &stage : step.einsum.stages) {
+      if (stage.isGemm)
+        runGemm(stage.gemm, f32(at(stage.gemm.a)), f32(at(stage.gemm.b)),
+                f32(at(stage.gemm.c)));
+      else
+        reducePermute(Reduction::Sum, f32(at(stage.reduce.src)),
+                      stage.reduce.src.shape, f32(at(stage.reduce.dst)),
+                      stage.reduce.dst.shape);
+    }
+    return;
+  case OpKind::Unary:
+    unaryKernel(step.unary, step.value, f32(at(step.in[0])), f32(at(out)),
+                out.shape.elements());
+    return;
+  case OpKind::Cast:
+    castKernel(program.buffers[step.in[0].buffer].dtype,
+               program.buffers[out.buffer].dtype, at(step.in[0]), at(out),
+               out.shape.elements());
+    return;
+  case OpKind::Binary:
+    binaryKernel(step.binary, f32(at(step.in[0])), step.in[0].shape,
+                 f32(at(step.in[1])), step.in[1].shape, f32(at(out)),
+                 out.shape);
+    return;
+  case OpKind::Reduce:
+    reducePermute(step.reduction, f32(at(step.in[0])), step.in[0].shape,
+                  f32(at(out)), out.shape);
+    return;
+  case OpKind::Softmax:
+    softmaxKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)),
+                  out.shape, step.dim);
+    return;
+  case OpKind::SoftmaxCrossEntropy:
+    crossEntropyKernel(f32(at(step.in[0])), step.in[0].shape,
+                       reinterpret_cast<const int32_t *>(at(step.in[1])),
+                       step.in[1].shape, f32(at(out)), out.shape, step.dim);
+    return;
+  case OpKind::AllReduce:
+  case OpKind::AllGather:
+  case OpKind::ReduceScatter:
+  case OpKind::AllToAll:
+  case OpKind::Slice:
+    runCollective(step, *comm);
+    return;
+  }
+}
+
+void CpuDevice::runCollective(const Step &step, Communicator &comm) {
+  const Operand &out = step.out;
+  DType dtype = program.buffers[out.buffer].dtype;
+  int64_t bytes = dtypeBytes(dtype);
+  int64_t n = comm.size(), rank = comm.rank();
+  char *spare = scratch.data();
+  switch (step.op) {
+  case OpKind::AllReduce:
+    comm.allReduce(at(out), out.shape.elements(), dtype, step.reduction);
+    return;
+  case OpKind::AllGather: {
+    const Operand &in = step.in[0];
+    AroundDim view = aroundDim(in.shape, step.dim);
+    int64_t chunkBytes = in.shape.elements() * bytes;
+    // With the dim outermost the chunks are the output itself.
+    char *chunks = view.outer == 1 ? at(out) : spare;
+    std::memcpy(chunks + rank * chunkBytes, at(in), chunkBytes);
+    comm.allGather(chunks, chunkBytes);
+    if (view.outer != 1)
+      concatChunks(chunks, view, n, bytes, at(out));
+    return;
+  }
+  case OpKind::ReduceScatter: {
+    const Operand &in = step.in[0];
+    splitIntoChunks(at(in), aroundDim(in.shape, step.dim), n, bytes, spare);
+    int64_t chunkCount = out.shape.elements();
+    comm.reduceScatter(spare, chunkCount, dtype, step.reduction);
+    std::memcpy(at(out), spare + rank * chunkCount * bytes, chunkCount * bytes);
+    return;
+  }
+  case OpKind::AllToAll: {
+    const Operand &in = step.in[0];
+    int64_t inBytes = in.shape.elements() * bytes;
+    splitIntoChunks(at(in), aroundDim(in.shape, step.dim), n, bytes, spare);
+    comm.allToAll(spare, spare + inBytes, inBytes / n);
+    // Each received chunk is `in` with the split dim cut n-fold.
+    AroundDim chunkView = aroundDim(in.shape, step.concatDim);
+    if (in.shape.position(step.dim) < in.shape.position(step.concatDim))
+      chunkView.outer /= n;
+    else
+      chunkView.inner /= n;
+    concatChunks(spare + inBytes, chunkView, n, bytes, at(out));
+    return;
+  }
+  case OpKind::Slice: {
+    const Operand &in = step.in[0];
+    sliceBlock(at(in), aroundDim(in.shape, step.dim), n, rank, bytes, at(out));
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+CpuBackend::CpuBackend() { openblas_set_num_threads(1); }
+
+std::unique_ptr<Device> CpuBackend::createDevice(const Program &program,
+                                                 int64_t) {
+  return std::make_unique<CpuDevice>(program);
+}
+
+} // namespace meshc::runtime

@@ -1,0 +1,83 @@
+//===- CpuDevice.h - The CPU backend ----------------------------*- C++ -*-===//
+//
+// A CPU device is a thread's worth of work on host memory: one 64-byte
+// aligned arena and one scratch area, with kernels from CpuKernels.h and
+// collectives from CpuCollectives.h. The backend limits OpenBLAS to one
+// thread, since every virtual device already runs on its own thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_RUNTIME_CPU_CPUDEVICE_H
+#define MESHC_RUNTIME_CPU_CPUDEVICE_H
+
+#include "runtime/Device.h"
+#include "runtime/cpu/CpuCollectives.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+namespace meshc::runtime {
+
+/// One mesh device on the host.
+class CpuDevice : public Device {
+public:
+  /// A device of `program`, which must outlive it.
+  explicit CpuDevice(const Program &program) : program(program) {}
+
+  void allocate(int64_t arenaBytes, int64_t scratchBytes) override;
+  void write(int64_t offset, const void *src, int64_t bytes) override;
+  void read(int64_t offset, void *dst, int64_t bytes) const override;
+  void run(const Step &step, Communicator *comm) override;
+
+private:
+  /// Zeroed host memory aligned to 64 bytes. It comes from calloc, so the
+  /// pages of a large arena are only touched when a step uses them.
+  class HostMemory {
+  public:
+    HostMemory() = default;
+    HostMemory(const HostMemory &) = delete;
+    HostMemory &operator=(const HostMemory &) = delete;
+    ~HostMemory() { std::free(raw); }
+
+    /// Allocates `bytes`; throws RuntimeError when the memory is not there.
+    void allocate(int64_t bytes);
+    /// The start of the memory.
+    char *data() const { return aligned; }
+
+  private:
+    void *raw = nullptr;
+    char *aligned = nullptr;
+  };
+
+  /// Where `operand`'s buffer starts.
+  char *at(const Operand &operand) const;
+  /// Where a planned einsum tensor starts.
+  char *at(const PlannedTensor &tensor) const;
+  /// The element size of `operand`'s buffer.
+  int64_t elementBytes(const Operand &operand) const;
+  /// Runs a step for which usesGroup() holds.
+  void runCollective(const Step &step, Communicator &comm);
+
+  const Program &program;
+  HostMemory arena;
+  HostMemory scratch;
+};
+
+/// The CPU backend: CpuDevices connected by CpuCollectives.
+class CpuBackend : public Backend {
+public:
+  /// Limits OpenBLAS to one thread: every device is a thread already.
+  CpuBackend();
+  std::string name() const override { return "cpu"; }
+  std::unique_ptr<Device> createDevice(const Program &program,
+                                       int64_t deviceId) override;
+  Collectives &collectives() override { return cpuCollectives; }
+
+private:
+  CpuCollectives cpuCollectives;
+};
+
+} // namespace meshc::runtime
+
+#endif // MESHC_RUNTIME_CPU_CPUDEVICE_H

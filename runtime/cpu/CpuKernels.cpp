@@ -1,0 +1,346 @@
+//===- CpuKernels.cpp - Step kernels of the CPU backend -------------------===//
+//
+// Most kernels are one row-major walk over an iteration space (the output's
+// or the input's dims) that carries one strided offset per operand: an
+// operand lacking a dim has stride 0 along it, which is how broadcasting and
+// reductions fall out of the same loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/CpuKernels.h"
+
+#include "runtime/Error.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace meshc::runtime {
+
+namespace {
+
+/// A row-major iteration space with one strided offset per operand.
+template <size_t Operands> struct Walk {
+  size_t rank = 0;
+  int64_t sizes[kMaxRank] = {};
+  int64_t strides[Operands][kMaxRank] = {};
+
+  /// Appends a dim of `size` along which operand i advances by `step[i]`.
+  void addDim(int64_t size, const int64_t (&step)[Operands]) {
+    sizes[rank] = size;
+    for (size_t k = 0; k < Operands; ++k)
+      strides[k][rank] = step[k];
+    ++rank;
+  }
+
+  /// Calls fn(offsets) for every index, last dim fastest.
+  template <typename Fn> void run(Fn fn) const {
+    for (size_t d = 0; d < rank; ++d)
+      if (sizes[d] == 0)
+        return;
+    int64_t offset[Operands] = {};
+    if (rank == 0) {
+      fn(offset);
+      return;
+    }
+    int64_t index[kMaxRank] = {};
+    size_t last = rank - 1;
+    while (true) {
+      for (int64_t i = 0; i < sizes[last]; ++i) {
+        fn(offset);
+        for (size_t k = 0; k < Operands; ++k)
+          offset[k] += strides[k][last];
+      }
+      for (size_t k = 0; k < Operands; ++k)
+        offset[k] -= sizes[last] * strides[k][last];
+      size_t d = last;
+      while (d-- > 0) {
+        for (size_t k = 0; k < Operands; ++k)
+          offset[k] += strides[k][d];
+        if (++index[d] < sizes[d])
+          break;
+        for (size_t k = 0; k < Operands; ++k)
+          offset[k] -= sizes[d] * strides[k][d];
+        index[d] = 0;
+      }
+      if (d == static_cast<size_t>(-1))
+        return;
+    }
+  }
+};
+
+/// The row-major strides of `shape`.
+void contiguousStrides(const NamedShape &shape, int64_t *strides) {
+  int64_t stride = 1;
+  for (size_t d = shape.sizes.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape.sizes[d];
+  }
+}
+
+/// The stride of dim `name` in `shape` (with row-major strides `strides`),
+/// 0 when `shape` lacks it.
+int64_t strideOf(const NamedShape &shape, const int64_t *strides,
+                 const std::string &name) {
+  int pos = shape.position(name);
+  return pos < 0 ? 0 : strides[pos];
+}
+
+template <typename Op>
+void binaryWith(Op op, const float *lhs, const NamedShape &lhsShape,
+                const float *rhs, const NamedShape &rhsShape, float *out,
+                const NamedShape &outShape) {
+  if (lhsShape.names == outShape.names && rhsShape.names == outShape.names) {
+    int64_t count = outShape.elements();
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = op(lhs[i], rhs[i]);
+    return;
+  }
+  int64_t lhsStrides[kMaxRank], rhsStrides[kMaxRank], outStrides[kMaxRank];
+  contiguousStrides(lhsShape, lhsStrides);
+  contiguousStrides(rhsShape, rhsStrides);
+  contiguousStrides(outShape, outStrides);
+  Walk<3> walk;
+  for (size_t d = 0; d < outShape.names.size(); ++d) {
+    const std::string &name = outShape.names[d];
+    walk.addDim(outShape.sizes[d],
+                {strideOf(lhsShape, lhsStrides, name),
+                 strideOf(rhsShape, rhsStrides, name), outStrides[d]});
+  }
+  walk.run([&](const int64_t *o) { out[o[2]] = op(lhs[o[0]], rhs[o[1]]); });
+}
+
+template <typename Op>
+void unaryWith(Op op, const float *in, float *out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = op(in[i]);
+}
+
+float gelu(float x) {
+  const float sqrtTwoOverPi = 0.7978845608028654f;
+  return 0.5f * x *
+         (1.0f + std::tanh(sqrtTwoOverPi * (x + 0.044715f * x * x * x)));
+}
+
+} // namespace
+
+void reducePermute(Reduction fn, const float *src, const NamedShape &srcShape,
+                   float *dst, const NamedShape &dstShape) {
+  float init =
+      fn == Reduction::Sum ? 0.0f : -std::numeric_limits<float>::infinity();
+  std::fill(dst, dst + dstShape.elements(), init);
+  int64_t srcStrides[kMaxRank], dstStrides[kMaxRank];
+  contiguousStrides(srcShape, srcStrides);
+  contiguousStrides(dstShape, dstStrides);
+  Walk<2> walk;
+  for (size_t d = 0; d < srcShape.names.size(); ++d)
+    walk.addDim(
+        srcShape.sizes[d],
+        {srcStrides[d], strideOf(dstShape, dstStrides, srcShape.names[d])});
+  if (fn == Reduction::Sum)
+    walk.run([&](const int64_t *o) { dst[o[1]] += src[o[0]]; });
+  else
+    walk.run(
+        [&](const int64_t *o) { dst[o[1]] = std::max(dst[o[1]], src[o[0]]); });
+}
+
+void runGemm(const GemmStage &stage, const float *a, const float *b, float *c) {
+  if (stage.batch == 0 || stage.m == 0 || stage.n == 0)
+    return;
+  if (stage.k == 0) {
+    std::fill(c, c + stage.batch * stage.m * stage.n, 0.0f);
+    return;
+  }
+  const int64_t m = stage.m, n = stage.n, k = stage.k;
+  if (m == 1 && n == 1) {
+    // Batched dot products (element-wise einsums): a GEMM call per element
+    // would cost far more than the arithmetic.
+    for (int64_t p = 0; p < stage.batch; ++p)
+      c[p] = cblas_sdot(k, a + p * k, 1, b + p * k, 1);
+    return;
+  }
+  for (int64_t p = 0; p < stage.batch; ++p)
+    cblas_sgemm(CblasRowMajor, stage.transA ? CblasTrans : CblasNoTrans,
+                stage.transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+                a + p * m * k, stage.transA ? m : k, b + p * k * n,
+                stage.transB ? k : n, 0.0f, c + p * m * n, n);
+}
+
+void unaryKernel(UnaryFn fn, double value, const float *in, float *out,
+                 int64_t count) {
+  switch (fn) {
+  case UnaryFn::Relu:
+    return unaryWith([](float x) { return x > 0.0f ? x : 0.0f; }, in, out,
+                     count);
+  case UnaryFn::Gelu:
+    return unaryWith(gelu, in, out, count);
+  case UnaryFn::Exp:
+    return unaryWith([](float x) { return std::exp(x); }, in, out, count);
+  case UnaryFn::Log:
+    return unaryWith([](float x) { return std::log(x); }, in, out, count);
+  case UnaryFn::Tanh:
+    return unaryWith([](float x) { return std::tanh(x); }, in, out, count);
+  case UnaryFn::Sqrt:
+    return unaryWith([](float x) { return std::sqrt(x); }, in, out, count);
+  case UnaryFn::Rsqrt:
+    return unaryWith([](float x) { return 1.0f / std::sqrt(x); }, in, out,
+                     count);
+  case UnaryFn::Negate:
+    return unaryWith([](float x) { return -x; }, in, out, count);
+  case UnaryFn::Scale: {
+    float factor = static_cast<float>(value);
+    return unaryWith([factor](float x) { return x * factor; }, in, out, count);
+  }
+  }
+}
+
+void binaryKernel(BinaryFn fn, const float *lhs, const NamedShape &lhsShape,
+                  const float *rhs, const NamedShape &rhsShape, float *out,
+                  const NamedShape &outShape) {
+  auto apply = [&](auto op) {
+    binaryWith(op, lhs, lhsShape, rhs, rhsShape, out, outShape);
+  };
+  switch (fn) {
+  case BinaryFn::Add:
+    return apply([](float x, float y) { return x + y; });
+  case BinaryFn::Sub:
+    return apply([](float x, float y) { return x - y; });
+  case BinaryFn::Mul:
+    return apply([](float x, float y) { return x * y; });
+  case BinaryFn::Div:
+    return apply([](float x, float y) { return x / y; });
+  case BinaryFn::Max:
+    return apply([](float x, float y) { return std::max(x, y); });
+  case BinaryFn::Min:
+    return apply([](float x, float y) { return std::min(x, y); });
+  }
+}
+
+void softmaxKernel(const float *in, const NamedShape &inShape, float *out,
+                   const NamedShape &outShape, const std::string &dim) {
+  int64_t inStrides[kMaxRank], outStrides[kMaxRank];
+  contiguousStrides(inShape, inStrides);
+  contiguousStrides(outShape, outStrides);
+  Walk<2> rows;
+  for (size_t d = 0; d < inShape.names.size(); ++d)
+    if (inShape.names[d] != dim)
+      rows.addDim(
+          inShape.sizes[d],
+          {inStrides[d], strideOf(outShape, outStrides, inShape.names[d])});
+  int64_t n = inShape.sizes[inShape.position(dim)];
+  int64_t inStep = strideOf(inShape, inStrides, dim);
+  int64_t outStep = strideOf(outShape, outStrides, dim);
+  rows.run([&](const int64_t *o) {
+    const float *x = in + o[0];
+    float *y = out + o[1];
+    float top = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j)
+      top = std::max(top, x[j * inStep]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      float e = std::exp(x[j * inStep] - top);
+      y[j * outStep] = e;
+      sum += e;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      y[j * outStep] /= sum;
+  });
+}
+
+void crossEntropyKernel(const float *logits, const NamedShape &logitsShape,
+                        const int32_t *labels, const NamedShape &labelsShape,
+                        float *out, const NamedShape &outShape,
+                        const std::string &dim) {
+  int64_t logitStrides[kMaxRank], labelStrides[kMaxRank], outStrides[kMaxRank];
+  contiguousStrides(logitsShape, logitStrides);
+  contiguousStrides(labelsShape, labelStrides);
+  contiguousStrides(outShape, outStrides);
+  Walk<3> rows;
+  for (size_t d = 0; d < outShape.names.size(); ++d) {
+    const std::string &name = outShape.names[d];
+    rows.addDim(outShape.sizes[d],
+                {strideOf(logitsShape, logitStrides, name),
+                 strideOf(labelsShape, labelStrides, name), outStrides[d]});
+  }
+  int64_t n = logitsShape.sizes[logitsShape.position(dim)];
+  int64_t step = strideOf(logitsShape, logitStrides, dim);
+  rows.run([&](const int64_t *o) {
+    const float *x = logits + o[0];
+    int32_t label = labels[o[1]];
+    if (label < 0 || label >= n)
+      throw RuntimeError("label " + std::to_string(label) +
+                         " (labels element " + std::to_string(o[1]) +
+                         ") is outside [0, " + std::to_string(n) + ")");
+    float top = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j)
+      top = std::max(top, x[j * step]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j)
+      sum += std::exp(x[j * step] - top);
+    out[o[2]] = top + std::log(sum) - x[label * step];
+  });
+}
+
+void castKernel(DType from, DType to, const void *in, void *out,
+                int64_t count) {
+  if (from == to) {
+    std::memmove(out, in, count * dtypeBytes(from));
+    return;
+  }
+  if (from == DType::I32) {
+    const int32_t *src = static_cast<const int32_t *>(in);
+    float *dst = static_cast<float *>(out);
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = static_cast<float>(src[i]);
+    return;
+  }
+  const float *src = static_cast<const float *>(in);
+  int32_t *dst = static_cast<int32_t *>(out);
+  const float low = -2147483648.0f, high = 2147483648.0f;
+  for (int64_t i = 0; i < count; ++i) {
+    float x = src[i];
+    dst[i] = std::isnan(x) ? 0
+             : x <= low    ? std::numeric_limits<int32_t>::min()
+             : x >= high   ? std::numeric_limits<int32_t>::max()
+                           : static_cast<int32_t>(x);
+  }
+}
+
+AroundDim aroundDim(const NamedShape &shape, const std::string &dim) {
+  AroundDim view;
+  int pos = shape.position(dim);
+  for (int d = 0; d < static_cast<int>(shape.sizes.size()); ++d)
+    (d < pos    ? view.outer
+     : d == pos ? view.size
+                : view.inner) *= shape.sizes[d];
+  return view;
+}
+
+void sliceBlock(const char *src, AroundDim view, int64_t blocks, int64_t index,
+                int64_t elementBytes, char *dst) {
+  int64_t run = view.size / blocks * view.inner * elementBytes;
+  int64_t row = view.size * view.inner * elementBytes;
+  for (int64_t o = 0; o < view.outer; ++o)
+    std::memcpy(dst + o * run, src + o * row + index * run, run);
+}
+
+void splitIntoChunks(const char *src, AroundDim view, int64_t blocks,
+                     int64_t elementBytes, char *dst) {
+  int64_t chunk = view.outer * view.size * view.inner * elementBytes / blocks;
+  for (int64_t g = 0; g < blocks; ++g)
+    sliceBlock(src, view, blocks, g, elementBytes, dst + g * chunk);
+}
+
+void concatChunks(const char *src, AroundDim chunkView, int64_t blocks,
+                  int64_t elementBytes, char *dst) {
+  int64_t run = chunkView.size * chunkView.inner * elementBytes;
+  int64_t chunk = chunkView.outer * run;
+  for (int64_t g = 0; g < blocks; ++g)
+    for (int64_t o = 0; o < chunkView.outer; ++o)
+      std::memcpy(dst + (o * blocks + g) * run, src + g * chunk + o * run, run);
+}
+
+} // namespace meshc::runtime

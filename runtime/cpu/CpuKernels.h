@@ -1,0 +1,81 @@
+//===- CpuKernels.h - Step kernels of the CPU backend -----------*- C++ -*-===//
+//
+// The arithmetic of the CPU backend on raw pointers, one function per step
+// kind (einsum GEMM stages go to cblas_sgemm). Operands are row-major in the
+// order of their NamedShape; kernels match dims by name, so broadcasting and
+// transposed operands need no copies. They keep their index state on the
+// stack and never allocate. Collectives use the block helpers to move a
+// dim's blocks into contiguous chunks and back.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_RUNTIME_CPU_CPUKERNELS_H
+#define MESHC_RUNTIME_CPU_CPUKERNELS_H
+
+#include "runtime/Program.h"
+
+#include <cstdint>
+#include <string>
+
+namespace meshc::runtime {
+
+/// dst = `fn` of src over the dims dst lacks, in dst's dim order; dst's dims
+/// are a subset of src's with the same sizes. Max over no elements is -inf.
+void reducePermute(Reduction fn, const float *src, const NamedShape &srcShape,
+                   float *dst, const NamedShape &dstShape);
+
+/// Runs `stage` with cblas_sgemm, one call per batch.
+void runGemm(const GemmStage &stage, const float *a, const float *b, float *c);
+
+/// out[i] = fn(in[i]) for i < count; `value` is the factor of Scale.
+void unaryKernel(UnaryFn fn, double value, const float *in, float *out,
+                 int64_t count);
+
+/// out = fn(lhs, rhs) with broadcasting by name: each operand's dims are a
+/// subset of out's, and an operand lacking a dim is repeated along it.
+void binaryKernel(BinaryFn fn, const float *lhs, const NamedShape &lhsShape,
+                  const float *rhs, const NamedShape &rhsShape, float *out,
+                  const NamedShape &outShape);
+
+/// out = softmax of in along `dim` (numerically stable); out has the same
+/// dims as in, in any order.
+void softmaxKernel(const float *in, const NamedShape &inShape, float *out,
+                   const NamedShape &outShape, const std::string &dim);
+
+/// out = logsumexp(logits) - logits[label] along `dim`; labels and out have
+/// the dims of logits except `dim`, in any order. Throws RuntimeError for a
+/// label outside [0, size of dim).
+void crossEntropyKernel(const float *logits, const NamedShape &logitsShape,
+                        const int32_t *labels, const NamedShape &labelsShape,
+                        float *out, const NamedShape &outShape,
+                        const std::string &dim);
+
+/// Converts `count` elements; f32 to i32 truncates toward zero, saturates at
+/// the i32 range and maps NaN to 0.
+void castKernel(DType from, DType to, const void *in, void *out, int64_t count);
+
+/// A row-major tensor seen as [outer, size, inner] around one of its dims.
+struct AroundDim {
+  int64_t outer = 1;
+  int64_t size = 1;
+  int64_t inner = 1;
+};
+/// `shape` seen around dim `dim`.
+AroundDim aroundDim(const NamedShape &shape, const std::string &dim);
+
+/// Copies block `index` of `blocks` equal blocks of the middle dim of `src`
+/// (viewed as `view`) to `dst`.
+void sliceBlock(const char *src, AroundDim view, int64_t blocks, int64_t index,
+                int64_t elementBytes, char *dst);
+/// Copies the `blocks` blocks of the middle dim of `src` (viewed as `view`)
+/// to `dst` as contiguous chunks, block 0 first.
+void splitIntoChunks(const char *src, AroundDim view, int64_t blocks,
+                     int64_t elementBytes, char *dst);
+/// The inverse of splitIntoChunks: `blocks` contiguous chunks, each viewed as
+/// `chunkView`, concatenated along the middle dim into `dst`.
+void concatChunks(const char *src, AroundDim chunkView, int64_t blocks,
+                  int64_t elementBytes, char *dst);
+
+} // namespace meshc::runtime
+
+#endif // MESHC_RUNTIME_CPU_CPUKERNELS_H
