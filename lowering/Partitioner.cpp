@@ -14,6 +14,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 using namespace mlir;
@@ -77,6 +78,7 @@ LogicalResult Partitioner::partition(Operation &op) {
     return success();
   }
   if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
+    materialize(output.getValue());
     IRMapping mapping;
     mapping.map(output.getValue(), locals.lookup(output.getValue()).first);
     builder.clone(op, mapping);
@@ -104,6 +106,8 @@ LogicalResult Partitioner::partitionByTarget(Operation &op) {
   auto resultType = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
   Layout layout = resultLayout(&op);
   AxisMap target = axesByName(resultType, layout);
+  if (succeeded(addPartialSums(op, layout, target)))
+    return success();
   IRMapping mapping;
   for (Value operand : op.getOperands()) {
     auto type = llvm::cast<mtf::TensorType>(operand.getType());
@@ -113,6 +117,61 @@ LogicalResult Partitioner::partitionByTarget(Operation &op) {
   clone->getResult(0).setType(localType(resultType, layout));
   define(op.getResult(0), clone->getResult(0), layout);
   return success();
+}
+
+/// Sums are linear: the sum or difference of two partial sums over the same
+/// mesh axes is the partial sum of the result, so it is computed locally and
+/// reduced once, later (Mesh-TensorFlow's lazy all-reduce). Applies when both
+/// operands are pending over the same axes and already in the layout the op
+/// needs; fails (changing nothing) otherwise.
+LogicalResult Partitioner::addPartialSums(Operation &op, const Layout &layout,
+                                          const AxisMap &target) {
+  if (!llvm::isa<mtf::AddOp, mtf::SubOp>(op))
+    return failure();
+  auto lhs = pending.find(op.getOperand(0));
+  auto rhs = pending.find(op.getOperand(1));
+  if (lhs == pending.end() || rhs == pending.end() ||
+      lhs->second.axes != rhs->second.axes)
+    return failure();
+  IRMapping mapping;
+  for (Value operand : op.getOperands()) {
+    auto [local, index] = locals.lookup(operand);
+    auto type = llvm::cast<mtf::TensorType>(operand.getType());
+    if (layouts[index] != layoutFor(type, target))
+      return failure();
+    mapping.map(operand, local);
+  }
+  auto resultType = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
+  Operation *clone = cloneLocal(builder, op, mapping);
+  clone->getResult(0).setType(localType(resultType, layout));
+  define(op.getResult(0), clone->getResult(0), layout, /*partial=*/true);
+  std::string why = lhs->second.why == rhs->second.why
+                        ? lhs->second.why
+                        : lhs->second.why + "; " + rhs->second.why;
+  if (StringRef(why).ends_with(" (partial sums added first)"))
+    why = why.substr(0, why.size() - strlen(" (partial sums added first)"));
+  pending[op.getResult(0)] = {lhs->second.axes,
+                              why + " (partial sums added first)", op.getLoc()};
+  return success();
+}
+
+void Partitioner::materialize(Value value) {
+  auto it = pending.find(value);
+  if (it == pending.end())
+    return;
+  Pending sums = it->second;
+  pending.erase(it);
+  auto [local, index] = locals.lookup(value);
+  Layout layout = layouts[index];
+  OpBuilder::InsertionGuard guard(builder);
+  // Reduce right after the partial sums are computed: the total is then
+  // ready for every later use.
+  if (Operation *def = local.getDefiningOp())
+    builder.setInsertionPointAfter(def);
+  Value total =
+      reduceOver(local, llvm::cast<mtf::TensorType>(value.getType()), layout,
+                 sums.axes, std::nullopt, false, Location(sums.loc), sums.why);
+  define(value, total, layout);
 }
 
 //===----------------------------------------------------------------------===//
@@ -240,6 +299,14 @@ LogicalResult Partitioner::partitionContraction(Operation &op) {
     for (auto [i, dim] : llvm::enumerate(dims))
       why += (i ? ", '" : "'") + dim + "'";
     why += " split across devices";
+    if (!isMax && !isMean) {
+      // Lazy all-reduce: keep the partial sums until something needs the
+      // total (see materialize), so sums added first reduce once.
+      define(op.getResult(0), local, current, /*partial=*/true);
+      std::sort(remaining.begin(), remaining.end());
+      pending[op.getResult(0)] = {remaining, why, op.getLoc()};
+      return success();
+    }
     local = reduceOver(local, resultType, current, remaining, std::nullopt,
                        isMax, op.getLoc(), why);
   }
@@ -290,6 +357,7 @@ LogicalResult Partitioner::partitionSoftmax(mtf::SoftmaxOp op) {
 /// Renaming keeps the data where it is; the renamed dimension then moves to
 /// the layout the rules give its new name.
 LogicalResult Partitioner::partitionRename(mtf::RenameOp op) {
+  materialize(op.getInput());
   auto [input, index] = locals.lookup(op.getInput());
   auto inputType = llvm::cast<mtf::TensorType>(op.getInput().getType());
   auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
@@ -317,6 +385,7 @@ LogicalResult Partitioner::partitionRename(mtf::RenameOp op) {
 
 Value Partitioner::operandAs(Value value, const Layout &target,
                              Operation *user) {
+  materialize(value);
   auto [local, index] = locals.lookup(value);
   const Layout &current = layouts[index];
   if (current == target)
@@ -405,12 +474,13 @@ Value Partitioner::reduceOver(Value value, mtf::TensorType type,
 // Layout helpers
 //===----------------------------------------------------------------------===//
 
-void Partitioner::define(Value value, Value local, const Layout &layout) {
+void Partitioner::define(Value value, Value local, const Layout &layout,
+                         bool partial) {
   layouts.push_back(layout);
   locals[value] = {local, layouts.size() - 1};
   Operation *op = local.getDefiningOp();
   auto type = llvm::cast<mtf::TensorType>(value.getType());
-  if (op && llvm::isa<mtf::MtfDialect>(op->getDialect()))
+  if (op && !partial && llvm::isa<mtf::MtfDialect>(op->getDialect()))
     op->setAttr(mtf::MtfDialect::kLayoutAttrName,
                 toLayoutAttr(type, layout, mesh));
 }

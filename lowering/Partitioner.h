@@ -45,6 +45,11 @@ private:
   mlir::LogicalResult partitionContraction(mlir::Operation &op);
   mlir::LogicalResult partitionSoftmax(mlir::mtf::SoftmaxOp op);
   mlir::LogicalResult partitionRename(mlir::mtf::RenameOp op);
+  mlir::LogicalResult addPartialSums(mlir::Operation &op, const Layout &layout,
+                                     const AxisMap &target);
+  /// Emits the all-reduce of a pending partial sum (once), right after the
+  /// partial sums are computed.
+  void materialize(mlir::Value value);
 
   /// The local value of global `value` resharded to `target`.
   mlir::Value operandAs(mlir::Value value, const Layout &target,
@@ -62,8 +67,10 @@ private:
                          std::optional<size_t> scatterDim, bool isMax,
                          mlir::Location loc, llvm::StringRef why);
 
-  /// Records that global `value` is now `local` with `layout`.
-  void define(mlir::Value value, mlir::Value local, const Layout &layout);
+  /// Records that global `value` is now `local` with `layout`; a `partial`
+  /// local holds per-device partial sums (see `pending`).
+  void define(mlir::Value value, mlir::Value local, const Layout &layout,
+              bool partial = false);
   /// The layout `mtf-apply-layout` gave the result of `op`.
   Layout resultLayout(mlir::Operation *op);
   /// The per-device type of a tensor of global type `type` with `layout`.
@@ -84,6 +91,14 @@ private:
   /// Global value -> its local value and layout.
   llvm::DenseMap<mlir::Value, std::pair<mlir::Value, size_t>> locals;
   std::vector<Layout> layouts;
+  /// A value whose local holds partial sums still to be added up over mesh
+  /// axes: why, and where in the model the sum arises.
+  struct Pending {
+    std::vector<size_t> axes;
+    std::string why;
+    mlir::LocationAttr loc;
+  };
+  llvm::DenseMap<mlir::Value, Pending> pending;
   bool warnedTrain = false;
 };
 

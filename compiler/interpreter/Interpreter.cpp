@@ -177,12 +177,17 @@ LogicalResult ProgramRun::checkGivenInputNames() {
   return success();
 }
 
-/// Synthetic labels must be valid class indices: an i32 input used directly
-/// as the labels of a cross-entropy draws from [0, classes) of the first such
-/// cross-entropy in program order. The .mprog emitter writes the same range.
+/// Synthetic labels must be valid class indices: an i32 input used as the
+/// labels of a cross-entropy (directly or through layout constraints, which
+/// the partitioner turns into collectives) draws from [0, classes) of the
+/// first such cross-entropy in program order. The .mprog emitter writes the
+/// same range.
 void ProgramRun::findLabelRanges() {
   program.getBodyBlock().walk([&](mtf::SoftmaxCrossEntropyOp op) {
-    auto labels = op.getLabels().getDefiningOp<mtf::InputOp>();
+    Value source = op.getLabels();
+    while (auto constrain = source.getDefiningOp<mtf::ConstrainOp>())
+      source = constrain.getInput();
+    auto labels = source.getDefiningOp<mtf::InputOp>();
     if (!labels)
       return;
     auto logits = llvm::cast<mtf::TensorType>(op.getLogits().getType());

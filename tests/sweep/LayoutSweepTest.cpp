@@ -141,7 +141,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
     return success();
   });
 
-  std::string path = std::string(MESHC_EXAMPLES_DIR) + "/" + param.example;
+  std::string path = std::string(MESHC_SOURCE_DIR) + "/" + param.example;
   auto buffer = llvm::MemoryBuffer::getFile(path);
   ASSERT_TRUE(static_cast<bool>(buffer)) << path;
   llvm::SourceMgr sourceMgr;
@@ -219,19 +219,17 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
               total, worst);
 }
 
+/// Every model on every mesh of the sweep.
+#define EVERY_MESH(model)                                                      \
+  {model, ""}, {model, "a:2"}, {model, "a:4"}, {model, "a:2;b:2"},             \
+      {model, "a:2;b:4"}, {                                                    \
+    model, "a:2;b:2;c:2"                                                       \
+  }
+
 const SweepCase kCases[] = {
-    {"mlp/mlp.mtf", ""},
-    {"mlp/mlp.mtf", "a:2"},
-    {"mlp/mlp.mtf", "a:4"},
-    {"mlp/mlp.mtf", "a:2;b:2"},
-    {"mlp/mlp.mtf", "a:2;b:4"},
-    {"mlp/mlp.mtf", "a:2;b:2;c:2"},
-    {"transformer/block.mtf", ""},
-    {"transformer/block.mtf", "a:2"},
-    {"transformer/block.mtf", "a:4"},
-    {"transformer/block.mtf", "a:2;b:2"},
-    {"transformer/block.mtf", "a:2;b:4"},
-    {"transformer/block.mtf", "a:2;b:2;c:2"},
+    EVERY_MESH("examples/mlp/mlp.mtf"),
+    EVERY_MESH("examples/transformer/block.mtf"),
+    EVERY_MESH("tests/sweep/Inputs/partial-sums.mtf"),
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),

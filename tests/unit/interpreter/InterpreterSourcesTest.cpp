@@ -156,6 +156,22 @@ mtf.program @p {
   EXPECT_EQ(outputs["labels"].data, runtimeInts(3, 5, "labels", {32}));
 }
 
+TEST_F(SourcesTest, LabelRangeLooksThroughLayoutConstraints) {
+  // The partitioner turns a constraint into collectives, through which the
+  // .mprog emitter finds the same cross-entropy: both sides must agree.
+  auto outputs = run(R"mlir(
+mtf.program @p {
+  %labels = mtf.input "labels" : !mtf.tensor<[batch=32], i32>
+  %pinned = mtf.constrain %labels to <batch: b> : !mtf.tensor<[batch=32], i32>
+  %logits = mtf.input "logits" : !mtf.tensor<[batch=32, c=7], f32>
+  %l = mtf.softmax_cross_entropy %logits, %pinned over "c" : !mtf.tensor<[batch=32, c=7], f32>, !mtf.tensor<[batch=32], i32> -> !mtf.tensor<[batch=32], f32>
+  mtf.output "labels" %labels : !mtf.tensor<[batch=32], i32>
+}
+)mlir",
+                     Options());
+  EXPECT_EQ(outputs["labels"].data, runtimeInts(7, 0, "labels", {32}));
+}
+
 TEST_F(SourcesTest, SyntheticIntegersWithoutCrossEntropyAreZeroOrOne) {
   Options options;
   options.seed = 5;

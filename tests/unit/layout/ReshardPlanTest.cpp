@@ -65,7 +65,8 @@ void apply(const ReshardStep &step, const Mesh &mesh,
   for (int64_t device = 0; device < mesh.numDevices(); ++device) {
     std::vector<int64_t> group = groupOf(mesh, device, step.axes);
     int64_t g = group.size();
-    int64_t rank = std::find(group.begin(), group.end(), device) - group.begin();
+    int64_t rank =
+        std::find(group.begin(), group.end(), device) - group.begin();
     Block &out = next[device];
     const Block &mine = blocks[device];
     switch (step.kind) {
@@ -73,9 +74,9 @@ void apply(const ReshardStep &step, const Mesh &mesh,
       for (int64_t r = 0; r < g; ++r) {
         const Block &other = blocks[group[r]];
         for (size_t d = 0; d < mine.offset.size(); ++d) {
-          int64_t expected = d == step.dim
-                                 ? blocks[group[0]].offset[d] + r * mine.extent[d]
-                                 : mine.offset[d];
+          int64_t expected =
+              d == step.dim ? blocks[group[0]].offset[d] + r * mine.extent[d]
+                            : mine.offset[d];
           ASSERT_EQ(other.offset[d], expected)
               << "gathered blocks not adjacent in rank order";
         }
@@ -86,7 +87,8 @@ void apply(const ReshardStep &step, const Mesh &mesh,
     case ReshardKind::Slice:
       ASSERT_EQ(mine.extent[step.dim] % g, 0);
       out.extent[step.dim] = mine.extent[step.dim] / g;
-      out.offset[step.dim] = mine.offset[step.dim] + rank * out.extent[step.dim];
+      out.offset[step.dim] =
+          mine.offset[step.dim] + rank * out.extent[step.dim];
       break;
     case ReshardKind::AllToAll:
       for (int64_t r = 0; r < g; ++r)
@@ -95,7 +97,8 @@ void apply(const ReshardStep &step, const Mesh &mesh,
                       r * mine.extent[step.concatDim]);
       ASSERT_EQ(mine.extent[step.dim] % g, 0);
       out.extent[step.dim] = mine.extent[step.dim] / g;
-      out.offset[step.dim] = mine.offset[step.dim] + rank * out.extent[step.dim];
+      out.offset[step.dim] =
+          mine.offset[step.dim] + rank * out.extent[step.dim];
       out.offset[step.concatDim] = blocks[group[0]].offset[step.concatDim];
       out.extent[step.concatDim] = mine.extent[step.concatDim] * g;
       break;
@@ -154,10 +157,12 @@ void checkAllPairs(const std::vector<Dim> &dims, const Mesh &mesh,
             << "from " << from.str(dims, mesh) << " to " << to.str(dims, mesh);
         ASSERT_EQ(blocks[d].extent, want[d].extent);
       }
-      if (from == to)
+      if (from == to) {
         EXPECT_TRUE(steps.empty());
-      if (!steps.empty())
+      } else {
+        ASSERT_FALSE(steps.empty());
         EXPECT_EQ(steps.back().after, to);
+      }
     }
 }
 
