@@ -76,6 +76,10 @@ private:
   // Expressions.
   ExprPtr parseExpr();
   ExprPtr parseTerm();
+  /// A left-associative chain of `operand`s joined by the binary operators
+  /// `first` or `second` (one precedence level).
+  ExprPtr parseBinaryChain(TokenKind first, TokenKind second,
+                           ExprPtr (Parser::*operand)());
   ExprPtr parseUnary();
   ExprPtr parsePrimary();
   ExprPtr parseCall(Ident callee);

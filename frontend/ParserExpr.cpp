@@ -76,28 +76,23 @@ LogicalResult Parser::checkDepth(const Expr &expr) {
 }
 
 ExprPtr Parser::parseExpr() {
-  ExprPtr lhs = parseTerm();
-  while (lhs && (tok.is(TokenKind::Plus) || tok.is(TokenKind::Minus))) {
-    Loc loc = tok.loc;
-    char op = tok.spelling.front();
-    consume();
-    ExprPtr rhs = parseTerm();
-    if (!rhs)
-      return nullptr;
-    lhs = std::make_unique<BinaryExpr>(loc, op, std::move(lhs), std::move(rhs));
-    if (failed(checkDepth(*lhs)))
-      return nullptr;
-  }
-  return lhs;
+  return parseBinaryChain(TokenKind::Plus, TokenKind::Minus,
+                          &Parser::parseTerm);
 }
 
 ExprPtr Parser::parseTerm() {
-  ExprPtr lhs = parseUnary();
-  while (lhs && (tok.is(TokenKind::Star) || tok.is(TokenKind::Slash))) {
+  return parseBinaryChain(TokenKind::Star, TokenKind::Slash,
+                          &Parser::parseUnary);
+}
+
+ExprPtr Parser::parseBinaryChain(TokenKind first, TokenKind second,
+                                 ExprPtr (Parser::*operand)()) {
+  ExprPtr lhs = (this->*operand)();
+  while (lhs && (tok.is(first) || tok.is(second))) {
     Loc loc = tok.loc;
     char op = tok.spelling.front();
     consume();
-    ExprPtr rhs = parseUnary();
+    ExprPtr rhs = (this->*operand)();
     if (!rhs)
       return nullptr;
     lhs = std::make_unique<BinaryExpr>(loc, op, std::move(lhs), std::move(rhs));
