@@ -359,6 +359,9 @@ int meshcMain(int argc, char **argv) {
   registerAll(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Diagnostics point at the model's source; an IR dump of the op would only
+  // confuse (meshc-opt keeps MLIR's default for pass work).
+  context.printOpOnDiagnostic(false);
 
   if (options.verifyDiagnostics) {
     SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context);
