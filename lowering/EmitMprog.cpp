@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -129,12 +130,36 @@ LogicalResult MprogEmitter::assignBuffers() {
   for (Operation &op : body)
     for (Value result : op.getResults())
       aliases.insert(result);
-  for (Operation &op : body) {
+  for (Operation &op : body)
     if (isView(&op))
       aliases.unionSets(op.getOperand(0), op.getResult(0));
-    // All-reduce works in place when nothing else reads its input.
-    if (llvm::isa<shard::AllReduceOp>(op) && op.getOperand(0).hasOneUse())
-      aliases.unionSets(op.getOperand(0), op.getResult(0));
+  // An all-reduce works in place only when it is the last reader of its
+  // input's buffer (through any view) and that buffer is not pinned: the
+  // partitioner places a deferred all-reduce right after the partial sums,
+  // and later adds of partial sums may still read them.
+  llvm::DenseMap<Value, int64_t> lastRead;
+  llvm::DenseSet<Value> pinnedClasses;
+  int64_t position = 0;
+  for (Operation &op : body) {
+    for (Value operand : op.getOperands()) {
+      Value leader = aliases.getLeaderValue(operand);
+      lastRead[leader] = std::max(lastRead.lookup(leader), position);
+      if (llvm::isa<mtf::OutputOp>(op))
+        pinnedClasses.insert(leader);
+    }
+    if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op))
+      pinnedClasses.insert(aliases.getLeaderValue(op.getResult(0)));
+    ++position;
+  }
+  position = 0;
+  for (Operation &op : body) {
+    if (llvm::isa<shard::AllReduceOp>(op)) {
+      Value leader = aliases.getLeaderValue(op.getOperand(0));
+      if (!pinnedClasses.contains(leader) &&
+          lastRead.lookup(leader) == position)
+        aliases.unionSets(op.getOperand(0), op.getResult(0));
+    }
+    ++position;
   }
   // One buffer per class, in order of first definition.
   int64_t index = 0;

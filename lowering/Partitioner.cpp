@@ -444,7 +444,10 @@ Value Partitioner::reduceOver(Value value, mtf::TensorType type,
                               const Layout &layout, std::vector<size_t> axes,
                               std::optional<size_t> scatterDim, bool isMax,
                               Location loc, StringRef why) {
-  std::sort(axes.begin(), axes.end());
+  // An all-reduce's group is a set; a reduce-scatter's axes are ordered:
+  // they give the block order (major to minor) of the scattered dim.
+  if (!scatterDim)
+    std::sort(axes.begin(), axes.end());
   mtf::TensorType before = localType(type, layout);
   Value tensor = mtf::ToTensorOp::create(builder, loc, rankedOf(before), value);
   auto kind = shard::ReductionKindAttr::get(builder.getContext(),
