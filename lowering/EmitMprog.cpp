@@ -367,6 +367,10 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
     return success();
   }
   if (std::optional<StringRef> fn = binaryName(op)) {
+    if (!elementOf(result().getType()).isF32())
+      return op.emitError()
+             << "the runtime has no i32 elementwise arithmetic yet ('"
+             << op.getName() << "'); cast the operands to f32 first";
     steps.push_back(json::Object{
         {"op", "binary"},
         {"fn", *fn},

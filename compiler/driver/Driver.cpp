@@ -187,6 +187,33 @@ bool resolveLayout(const Options &options, layout::Mesh &mesh,
   return checkRules(options, rules.checkAgainstMesh(mesh));
 }
 
+/// Whether a mesh or layout was asked for on the command line.
+bool layoutGiven(const Options &options) {
+  return !options.spec.empty() || options.mesh.getNumOccurrences() ||
+         options.layout.getNumOccurrences();
+}
+
+/// meshc compiles one program; IR input must hold exactly that (mtf ops
+/// live inside it), and an already partitioned program takes no new layout.
+LogicalResult checkInput(const Options &options, ModuleOp module) {
+  SmallVector<mtf::ProgramOp> programs(module.getOps<mtf::ProgramOp>());
+  for (Operation &op : module.getBody()->getOperations())
+    if (llvm::isa<mtf::MtfDialect>(op.getDialect()) &&
+        !llvm::isa<mtf::ProgramOp>(op))
+      return op.emitError()
+             << "'" << op.getName() << "' must be inside an mtf.program";
+  if (programs.size() != 1)
+    return emitError(programs.size() > 1 ? programs[1].getLoc()
+                                         : module.getLoc())
+           << "meshc compiles one mtf.program per input, found "
+           << programs.size();
+  if (programs.front().getLocal() && layoutGiven(options))
+    return programs.front().emitError()
+           << "this program is already partitioned (local): --mesh, "
+              "--layout and --spec apply to global programs";
+  return success();
+}
+
 /// Runs the global program in the reference interpreter with --seed and
 /// writes its outputs to --reference.
 LogicalResult writeReference(const Options &options, ModuleOp module) {
@@ -228,7 +255,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     return failure();
 
   OwningOpRef<ModuleOp> module = importInput(options, sourceMgr, context);
-  if (!module)
+  if (!module || failed(checkInput(options, *module)))
     return failure();
   if (!checkRules(options, rules.checkAgainstDims(collectModelDims(*module))))
     return failure();
@@ -267,10 +294,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   module->walk([&](Operation *op) {
     laidOut |= op->hasAttr(mtf::MtfDialect::kLayoutAttrName);
   });
-  bool layoutGiven = !options.spec.empty() ||
-                     options.mesh.getNumOccurrences() ||
-                     options.layout.getNumOccurrences();
-  if (!laidOut || layoutGiven) {
+  if (!laidOut || layoutGiven(options)) {
     MtfApplyLayoutOptions layoutOptions;
     layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
     layoutOptions.layout = rules.str();
@@ -300,7 +324,13 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
 
   if (options.explain) {
     MemoryPlanStats stats;
-    bool planned = succeeded(emitMprog(*module, MprogOptions(), &stats));
+    bool planned;
+    {
+      // The plan is only reported here; its errors come with -o/--emit.
+      ScopedDiagnosticHandler silence(&context,
+                                      [](Diagnostic &) { return success(); });
+      planned = succeeded(emitMprog(*module, MprogOptions(), &stats));
+    }
     ModuleOp laidOut = global ? *global : *module;
     for (auto program : laidOut.getOps<mtf::ProgramOp>())
       explainProgram(program, partition ? *module : ModuleOp(),

@@ -25,6 +25,11 @@ struct MtfApplyLayoutPass
 
   void runOnOperation() override {
     mtf::ProgramOp program = getOperation();
+    if (program.getLocal()) {
+      program.emitError() << "cannot lay out a partitioned (local) program: "
+                             "its types are per-device blocks";
+      return signalPassFailure();
+    }
     std::optional<meshc::layout::Mesh> mesh = resolveMesh(program);
     if (!mesh)
       return signalPassFailure();

@@ -1,0 +1,3 @@
+%x = mtf.input "x" : !mtf.tensor<[batch=8], f32>
+mtf.program @a {
+}

@@ -1,0 +1,4 @@
+mtf.program @a {
+}
+mtf.program @b {
+}
