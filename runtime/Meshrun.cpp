@@ -13,12 +13,20 @@
 
 #include <nlohmann/json.hpp>
 
+#ifdef MESHC_HAVE_MPI
+#include "runtime/mpi/MpiCollectives.h"
+#endif
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
 
 namespace meshc::runtime {
 
@@ -77,13 +85,17 @@ std::string describeOutput(const std::string &name, const HostTensor &value) {
          "] first [" + first + "] sum " + number(sum) + "\n";
 }
 
+/// Writes the outputs to `path`; under MPI every rank gathers, and only
+/// rank 0 (`write`) writes.
 void dumpOutputs(const std::string &path, const Program &program,
-                 const Session &session) {
+                 const Session &session, bool write = true) {
   nlohmann::json outputs = nlohmann::json::object();
   for (const Tensor &tensor : program.tensors) {
     if (tensor.role != Role::Output)
       continue;
     HostTensor value = session.gather(tensor);
+    if (!write)
+      continue;
     nlohmann::json data = nlohmann::json::array();
     for (int64_t i = 0; i < value.elements(); ++i)
       data.push_back(value.at(i));
@@ -92,20 +104,26 @@ void dumpOutputs(const std::string &path, const Program &program,
                             {"dtype", dtypeName(value.dtype)},
                             {"data", data}};
   }
+  if (!write)
+    return;
   std::ofstream file(path);
   file << nlohmann::json{{"outputs", outputs}}.dump() << "\n";
   if (!file)
     throw RuntimeError("cannot write '" + path + "'");
 }
 
-void run(const MeshrunOptions &options, std::ostream &out) {
-  Program program = loadProgram(options.programPath);
-  Session session(program, options.session);
+/// The step loop, its report and the dump. Under MPI every rank runs it (the
+/// gathers are collective) and `out` is a discarding stream off rank 0;
+/// `root` is false off rank 0.
+void runSteps(const MeshrunOptions &options, const Program &program,
+              Session &session, std::ostream &out, bool root = true) {
+  const ProcessGroup *processes = options.session.processes;
   if (!options.quiet)
     out << "meshrun: " << program.name
         << (program.source.empty() ? "" : " (" + program.source + ")") << " on "
         << session.numDevices() << " " << session.backendName() << " device"
         << (session.numDevices() == 1 ? "" : "s")
+        << (processes ? " (one per " + processes->transport() + " rank)" : "")
         << (program.mesh.rank() ? ", mesh " + program.mesh.str() : "")
         << ", seed " << session.seed() << "\n";
   double total = 0, fastest = 0;
@@ -125,8 +143,92 @@ void run(const MeshrunOptions &options, std::ostream &out) {
       << milliseconds(total / options.steps) << ", min "
       << milliseconds(fastest) << "\n";
   if (!options.dumpOutputs.empty())
-    dumpOutputs(options.dumpOutputs, program, session);
+    dumpOutputs(options.dumpOutputs, program, session, root);
 }
+
+void run(const MeshrunOptions &options, std::ostream &out) {
+  Program program = loadProgram(options.programPath);
+  Session session(program, options.session);
+  runSteps(options, program, session, out);
+}
+
+/// The number of processes of the MPI job this process was started in by
+/// mpirun (Open MPI, or a PMI launcher such as MPICH's), or 1.
+int64_t launchedRanks() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char *value = std::getenv(name)) {
+      int64_t ranks = std::strtoll(value, nullptr, 10);
+      if (ranks > 0)
+        return ranks;
+    }
+  return 1;
+}
+
+#ifdef MESHC_HAVE_MPI
+/// meshrun as one rank of an MPI job: this rank runs mesh device rank() with
+/// the MPI collectives. Setup errors are agreed on by all ranks (each prints
+/// the first one and exits 1); an error while running ends the whole job
+/// (MPI_Abort), since the other ranks may wait in a collective for this one.
+int meshrunMpi(int argc, const char *const *argv, std::ostream &out,
+               std::ostream &err) {
+  std::unique_ptr<MpiProcessGroup> world;
+  try {
+    world = std::make_unique<MpiProcessGroup>();
+  } catch (const std::exception &error) {
+    err << "meshrun: error: " + std::string(error.what()) + "\n";
+    return 1;
+  }
+  bool root = world->rank() == 0;
+  std::ostringstream discard;
+  std::ostream &rankOut = root ? out : discard;
+  // One write per line, so that the ranks' lines do not interleave.
+  auto say = [&](const std::string &message) {
+    err << "meshrun: error: " + message + "\n";
+    err.flush();
+  };
+  auto fail = [&](const std::string &agreed) {
+    say(agreed);
+    return 1;
+  };
+
+  MeshrunOptions options;
+  std::optional<Program> program;
+  std::string error;
+  try {
+    options = parseMeshrunArgs(std::vector<std::string>(argv + 1, argv + argc));
+    if (!options.help)
+      program = loadProgram(options.programPath);
+  } catch (const std::exception &e) {
+    error = e.what();
+  }
+  if (std::string agreed = world->agreeOnError(error); !agreed.empty())
+    return fail(agreed);
+  if (options.help) {
+    rankOut << kUsage;
+    return 0;
+  }
+
+  options.session.processes = world.get();
+  std::unique_ptr<Session> session;
+  try {
+    session = std::make_unique<Session>(*program, options.session);
+  } catch (const std::exception &e) {
+    error = e.what();
+  }
+  if (std::string agreed = world->agreeOnError(error); !agreed.empty())
+    return fail(agreed);
+
+  try {
+    runSteps(options, *program, *session, rankOut, root);
+  } catch (const std::exception &e) {
+    out.flush();
+    say("rank " + std::to_string(world->rank()) + ": " + e.what());
+    world->abortJob(1);
+  }
+  out.flush();
+  return 0;
+}
+#endif
 
 } // namespace
 
@@ -190,6 +292,16 @@ MeshrunOptions parseMeshrunArgs(const std::vector<std::string> &args) {
 
 int meshrunMain(int argc, const char *const *argv, std::ostream &out,
                 std::ostream &err) {
+  if (launchedRanks() > 1) {
+#ifdef MESHC_HAVE_MPI
+    return meshrunMpi(argc, argv, out, err);
+#else
+    err << "meshrun: error: started by mpirun with " << launchedRanks()
+        << " ranks, but this meshrun was built without MPI; rebuild with MPI "
+           "installed, or run it without mpirun (devices are then threads)\n";
+    return 1;
+#endif
+  }
   try {
     MeshrunOptions options =
         parseMeshrunArgs(std::vector<std::string>(argv + 1, argv + argc));

@@ -9,7 +9,9 @@
 // It prints every output after every step (scalars as numbers, tensors as
 // shape, first values and sum) with the step's time, then the mean and
 // minimum step time. The library owns all of it; tools/meshrun.cpp is one
-// call to meshrunMain. docs/runtime.md describes the flags.
+// call to meshrunMain. docs/runtime.md describes the flags. Started by mpirun
+// with more than one rank, meshrunMain runs one mesh device per rank over MPI
+// (when built with MPI) and only rank 0 prints and dumps outputs.
 //
 //===----------------------------------------------------------------------===//
 

@@ -88,28 +88,44 @@ double HostTensor::at(int64_t i) const {
   return value;
 }
 
+ProcessGroup::~ProcessGroup() = default;
+
 Session::Session(const Program &program, const SessionOptions &options)
-    : program(program), seedValue(options.seed.value_or(program.seed)) {
-  int64_t meshDevices = program.mesh.numDevices();
+    : program(program), seedValue(options.seed.value_or(program.seed)),
+      processes(options.processes), meshDevices(program.mesh.numDevices()) {
   if (options.devices != 0 && options.devices != meshDevices)
     throw RuntimeError("--devices " + std::to_string(options.devices) +
                        " does not match " + program.fileName +
                        ", which is compiled for " +
                        std::to_string(meshDevices) + " devices (" +
                        meshDescription(program.mesh) + ")");
-  if (meshDevices > kMaxDevices)
+  if (!processes && meshDevices > kMaxDevices)
     throw RuntimeError(program.fileName + " needs " +
                        std::to_string(meshDevices) +
                        " devices; one meshrun process runs at most " +
                        std::to_string(kMaxDevices));
+  if (processes && processes->size() != meshDevices)
+    throw RuntimeError(
+        std::to_string(processes->size()) + " " + processes->transport() +
+        " ranks do not match " + program.fileName + ", which is compiled for " +
+        std::to_string(meshDevices) + " devices (" +
+        meshDescription(program.mesh) + "); run one rank per device (mpirun " +
+        "-np " + std::to_string(meshDevices) + ")");
   backend = createBackend(options.backend);
-  for (int64_t d = 0; d < meshDevices; ++d) {
+  if (processes)
+    localIds.push_back(processes->rank());
+  else
+    for (int64_t d = 0; d < meshDevices; ++d)
+      localIds.push_back(d);
+  for (int64_t d : localIds) {
     devices.push_back(backend->createDevice(program, d));
     devices.back()->allocate(program.arenaBytes, program.scratchBytes);
   }
+  Collectives &collectives =
+      processes ? processes->collectives() : backend->collectives();
   for (const std::vector<std::string> &axes : program.groupAxes)
     communicators.push_back(
-        backend->collectives().split(partitionMesh(program.mesh, axes)));
+        collectives.split(partitionMesh(program.mesh, axes)));
 
   for (const auto &[name, path] : options.inputFiles)
     if (!program.findTensor(Role::Input, name)) {
@@ -136,11 +152,11 @@ void Session::initializeParam(const Tensor &tensor) {
   std::vector<int64_t> blockShape =
       tensor.layout.sliceShape(tensor.dims, program.mesh);
   std::vector<float> block(product(blockShape));
-  for (int64_t d = 0; d < numDevices(); ++d) {
+  for (size_t i = 0; i < localIds.size(); ++i) {
     fillBlock(tensor.init, seedValue, tensor.name, tensor.globalShape(),
-              tensor.layout.sliceOffset(tensor.dims, program.mesh, d),
+              tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[i]),
               blockShape, block.data());
-    devices[d]->write(program.buffers[tensor.buffer].offset, block.data(),
+    devices[i]->write(program.buffers[tensor.buffer].offset, block.data(),
                       block.size() * 4);
   }
 }
@@ -151,7 +167,7 @@ void Session::prepareInput(const Tensor &tensor,
   std::vector<int64_t> blockShape =
       tensor.layout.sliceShape(tensor.dims, program.mesh);
   std::vector<std::vector<char>> blocks(
-      numDevices(), std::vector<char>(product(blockShape) * 4));
+      localIds.size(), std::vector<char>(product(blockShape) * 4));
   auto file = options.inputFiles.find(tensor.name);
   if (file != options.inputFiles.end()) {
     NpyArray array = readNpy(file->second);
@@ -163,25 +179,25 @@ void Session::prepareInput(const Tensor &tensor,
       throw RuntimeError(file->second + ": .npy shape " +
                          npyShapeStr(array.shape) + " does not match input '" +
                          tensor.name + "' shape " + npyShapeStr(globalShape));
-    for (int64_t d = 0; d < numDevices(); ++d)
+    for (size_t d = 0; d < localIds.size(); ++d)
       copyBlock(globalShape,
-                tensor.layout.sliceOffset(tensor.dims, program.mesh, d),
+                tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
                 blockShape, array.data.data(), blocks[d].data(), true);
   } else if (tensor.dtype == DType::F32) {
     InitSpec standardNormal{InitSpec::Kind::Normal, 0.0, 1.0};
-    for (int64_t d = 0; d < numDevices(); ++d)
+    for (size_t d = 0; d < localIds.size(); ++d)
       fillBlock(standardNormal, seedValue, tensor.name, globalShape,
-                tensor.layout.sliceOffset(tensor.dims, program.mesh, d),
+                tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
                 blockShape, reinterpret_cast<float *>(blocks[d].data()));
   } else {
     if (!tensor.range)
       throw RuntimeError("input '" + tensor.name + "' is i32 and has no " +
                          "\"range\" for synthetic values; give --input " +
                          tensor.name + "=FILE.npy");
-    for (int64_t d = 0; d < numDevices(); ++d)
+    for (size_t d = 0; d < localIds.size(); ++d)
       fillBlockInt(tensor.range->first, tensor.range->second, seedValue,
                    tensor.name, globalShape,
-                   tensor.layout.sliceOffset(tensor.dims, program.mesh, d),
+                   tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
                    blockShape, reinterpret_cast<int32_t *>(blocks[d].data()));
   }
   inputBlocks.emplace_back(&tensor, std::move(blocks));
@@ -189,20 +205,22 @@ void Session::prepareInput(const Tensor &tensor,
 
 double Session::runStep() {
   for (const auto &[tensor, blocks] : inputBlocks)
-    for (int64_t d = 0; d < numDevices(); ++d)
+    for (size_t d = 0; d < localIds.size(); ++d)
       devices[d]->write(program.buffers[tensor->buffer].offset,
                         blocks[d].data(),
                         static_cast<int64_t>(blocks[d].size()));
 
   std::mutex errorMutex;
   std::string firstError;
-  auto runDevice = [&](int64_t d) {
+  // `d` indexes the local devices; localIds[d] is the device id.
+  auto runDevice = [&](size_t d) {
     const Step *current = nullptr;
+    int64_t id = localIds[d];
     try {
       for (const Step &step : program.steps) {
         current = &step;
         Communicator *comm =
-            usesGroup(step.op) ? communicators[step.group][d].get() : nullptr;
+            usesGroup(step.op) ? communicators[step.group][id].get() : nullptr;
         devices[d]->run(step, comm);
       }
     } catch (const CollectiveAborted &) {
@@ -211,16 +229,31 @@ double Session::runStep() {
       std::lock_guard<std::mutex> lock(errorMutex);
       if (firstError.empty())
         firstError = "step " + std::to_string(current->index) + " (" +
-                     opName(current->op) + ") on device " + std::to_string(d) +
+                     opName(current->op) + ") on device " + std::to_string(id) +
                      ": " + error.what();
       backend->collectives().abort();
     }
   };
 
+  if (processes) {
+    // One device in this process, run on this thread; the barriers make the
+    // time that of the slowest rank. A failing rank cannot wake the others
+    // (MPI collectives cannot be interrupted): its caller ends the job.
+    processes->barrier();
+    auto start = std::chrono::steady_clock::now();
+    runDevice(0);
+    if (!firstError.empty())
+      throw RuntimeError(firstError);
+    processes->barrier();
+    std::chrono::duration<double> elapsed =
+        std::chrono::steady_clock::now() - start;
+    return elapsed.count();
+  }
+
   auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   try {
-    for (int64_t d = 0; d < numDevices(); ++d)
+    for (size_t d = 0; d < localIds.size(); ++d)
       threads.emplace_back(runDevice, d);
   } catch (const std::system_error &error) {
     // The started devices may wait for the missing ones in a collective.
@@ -249,11 +282,24 @@ HostTensor Session::gather(const Tensor &tensor) const {
   std::vector<int64_t> blockShape =
       tensor.layout.sliceShape(tensor.dims, program.mesh);
   std::vector<char> block(product(blockShape) * 4);
-  for (int64_t d = 0; d < numDevices(); ++d) {
+  if (processes) {
+    devices[0]->read(program.buffers[tensor.buffer].offset, block.data(),
+                     static_cast<int64_t>(block.size()));
+    std::vector<char> all = processes->gatherToRoot(
+        block.data(), static_cast<int64_t>(block.size()));
+    if (processes->rank() == 0)
+      for (int64_t d = 0; d < meshDevices; ++d)
+        copyBlock(host.shape,
+                  tensor.layout.sliceOffset(tensor.dims, program.mesh, d),
+                  blockShape, host.data.data(),
+                  all.data() + d * static_cast<int64_t>(block.size()), false);
+    return host;
+  }
+  for (size_t d = 0; d < localIds.size(); ++d) {
     devices[d]->read(program.buffers[tensor.buffer].offset, block.data(),
                      static_cast<int64_t>(block.size()));
     copyBlock(host.shape,
-              tensor.layout.sliceOffset(tensor.dims, program.mesh, d),
+              tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
               blockShape, host.data.data(), block.data(), false);
   }
   return host;

@@ -14,6 +14,7 @@
 #define MESHC_RUNTIME_SESSION_H
 
 #include "runtime/Device.h"
+#include "runtime/ProcessGroup.h"
 #include "runtime/Program.h"
 
 #include <cstdint>
@@ -35,6 +36,10 @@ struct SessionOptions {
   std::optional<uint64_t> seed;
   /// Input name to .npy file; inputs not listed are synthetic.
   std::map<std::string, std::string> inputFiles;
+  /// When set (meshrun under mpirun), this process runs only mesh device
+  /// processes->rank(), the group's size must equal the mesh's device count,
+  /// and the collectives are the group's (not the backend's). Not owned.
+  ProcessGroup *processes = nullptr;
 };
 
 /// A global tensor on the host, row-major.
@@ -60,8 +65,12 @@ public:
   Session(const Program &program, const SessionOptions &options);
   ~Session();
 
-  /// The number of devices (threads) the program runs on.
-  int64_t numDevices() const { return static_cast<int64_t>(devices.size()); }
+  /// The number of devices the program runs on (the mesh's), over all
+  /// processes.
+  int64_t numDevices() const { return meshDevices; }
+  /// The ids of the devices this process runs: all of them, or under a
+  /// ProcessGroup only its rank.
+  const std::vector<int64_t> &localDevices() const { return localIds; }
   /// The seed parameters and synthetic inputs were generated with.
   uint64_t seed() const { return seedValue; }
   /// The backend's name.
@@ -73,7 +82,9 @@ public:
   /// session is unusable afterwards.
   double runStep();
 
-  /// The global value of `tensor` assembled from the device blocks.
+  /// The global value of `tensor` assembled from the device blocks. Under a
+  /// ProcessGroup every process must call it (it gathers to rank 0) and only
+  /// rank 0's result holds the values; the others' data is zeros.
   HostTensor gather(const Tensor &tensor) const;
 
 private:
@@ -86,10 +97,15 @@ private:
   const Program &program;
   uint64_t seedValue;
   std::unique_ptr<Backend> backend;
+  ProcessGroup *processes = nullptr;
+  int64_t meshDevices = 0;
+  /// The device ids this process runs; devices[i] is device localIds[i].
+  std::vector<int64_t> localIds;
   std::vector<std::unique_ptr<Device>> devices;
-  /// communicators[group][device], group indexing Program::groupAxes.
+  /// communicators[group][device id], group indexing Program::groupAxes
+  /// (null for devices of other processes).
   std::vector<std::vector<std::unique_ptr<Communicator>>> communicators;
-  /// Per input: the tensor and each device's block.
+  /// Per input: the tensor and each local device's block.
   std::vector<std::pair<const Tensor *, std::vector<std::vector<char>>>>
       inputBlocks;
 };

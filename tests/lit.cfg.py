@@ -28,3 +28,7 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 # (-DMESHC_BUILD_RUNTIME=OFF) does not have.
 if os.path.exists(os.path.join(config.meshc_tools_dir, "meshrun")):
     config.available_features.add("meshrun")
+    # MPI runtime tests need mpirun and a meshrun built with the MPI transport.
+    import shutil
+    if config.meshc_runtime_mpi == "ON" and shutil.which("mpirun"):
+        config.available_features.add("mpi")

@@ -1,0 +1,218 @@
+//===- MpiCollectives.cpp - Collectives between MPI ranks -----------------===//
+//
+// Thin wrappers over MPI collectives that keep the runtime's chunk
+// conventions; see MpiCollectives.h. Sizes are checked against MPI's int
+// counts, and every call's return code is checked.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/mpi/MpiCollectives.h"
+
+#include "runtime/Error.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace meshc::runtime {
+
+void checkMpi(int code, const char *call, const char *file, int line) {
+  if (code == MPI_SUCCESS)
+    return;
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    std::snprintf(text, sizeof(text), "error code %d", code);
+  std::string name = call;
+  if (size_t paren = name.find('('); paren != std::string::npos)
+    name = name.substr(0, paren);
+  throw RuntimeError(name + " failed (" + file + ":" + std::to_string(line) +
+                     "): " + text);
+}
+
+namespace {
+
+/// `count` as an MPI int count; throws when it does not fit.
+int mpiCount(int64_t count, const char *what) {
+  if (count < 0 || count > INT_MAX)
+    throw RuntimeError(std::string(what) + ": " + std::to_string(count) +
+                       " elements exceed MPI's int counts");
+  return static_cast<int>(count);
+}
+
+MPI_Datatype mpiType(DType dtype) {
+  return dtype == DType::F32 ? MPI_FLOAT : MPI_INT32_T;
+}
+
+MPI_Op mpiOp(Reduction reduction) {
+  return reduction == Reduction::Sum ? MPI_SUM : MPI_MAX;
+}
+
+} // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, int64_t rank, int64_t size)
+    : Communicator(rank, size), communicator(comm) {}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && communicator != MPI_COMM_NULL)
+    MPI_Comm_free(&communicator);
+}
+
+void MpiCommunicator::allReduce(void *data, int64_t count, DType dtype,
+                                Reduction reduction) {
+  int64_t n = size();
+  if (n == 1 || count == 0)
+    return;
+  mpiCount(count, "all_reduce");
+  // The CPU ring's chunks: each is reduced once, on its owner, then copied
+  // to everyone, so all members end bit-identical.
+  std::vector<int> counts(n), displs(n);
+  for (int64_t r = 0; r < n; ++r) {
+    displs[r] = static_cast<int>(r * count / n);
+    counts[r] = static_cast<int>((r + 1) * count / n - r * count / n);
+  }
+  char *bytes = static_cast<char *>(data);
+  int64_t elementBytes = dtypeBytes(dtype);
+  // In place, the reduced chunk rank() lands at the start of the buffer.
+  MESHC_MPI_CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, data, counts.data(),
+                                     mpiType(dtype), mpiOp(reduction),
+                                     communicator));
+  std::memmove(bytes + displs[rank()] * elementBytes, bytes,
+               counts[rank()] * elementBytes);
+  MESHC_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data,
+                                 counts.data(), displs.data(), mpiType(dtype),
+                                 communicator));
+}
+
+void MpiCommunicator::reduceScatter(void *data, int64_t chunkCount,
+                                    DType dtype, Reduction reduction) {
+  int64_t n = size();
+  if (n == 1 || chunkCount == 0)
+    return;
+  mpiCount(chunkCount * n, "reduce_scatter");
+  MESHC_MPI_CHECK(MPI_Reduce_scatter_block(
+      MPI_IN_PLACE, data, static_cast<int>(chunkCount), mpiType(dtype),
+      mpiOp(reduction), communicator));
+  int64_t chunkBytes = chunkCount * dtypeBytes(dtype);
+  char *bytes = static_cast<char *>(data);
+  std::memmove(bytes + rank() * chunkBytes, bytes, chunkBytes);
+}
+
+void MpiCommunicator::allGather(void *data, int64_t chunkBytes) {
+  int64_t n = size();
+  if (n == 1 || chunkBytes == 0)
+    return;
+  MESHC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data,
+                                mpiCount(chunkBytes, "all_gather"), MPI_BYTE,
+                                communicator));
+}
+
+void MpiCommunicator::allToAll(const void *in, void *out, int64_t chunkBytes) {
+  int64_t n = size();
+  if (chunkBytes == 0)
+    return;
+  if (n == 1) {
+    std::memcpy(out, in, chunkBytes);
+    return;
+  }
+  int count = mpiCount(chunkBytes, "all_to_all");
+  MESHC_MPI_CHECK(MPI_Alltoall(in, count, MPI_BYTE, out, count, MPI_BYTE,
+                               communicator));
+}
+
+MpiCollectives::MpiCollectives(MPI_Comm world) : world(world) {}
+
+std::vector<std::unique_ptr<Communicator>>
+MpiCollectives::split(const GroupPartition &partition) {
+  int worldRank = 0, worldSize = 0;
+  MESHC_MPI_CHECK(MPI_Comm_rank(world, &worldRank));
+  MESHC_MPI_CHECK(MPI_Comm_size(world, &worldSize));
+  if (static_cast<size_t>(worldSize) != partition.groupOf.size())
+    throw RuntimeError("MPI world of " + std::to_string(worldSize) +
+                       " ranks cannot hold a partition of " +
+                       std::to_string(partition.groupOf.size()) + " devices");
+  int color = static_cast<int>(partition.groupOf[worldRank]);
+  int key = static_cast<int>(partition.rankOf[worldRank]);
+  MPI_Comm comm = MPI_COMM_NULL;
+  MESHC_MPI_CHECK(MPI_Comm_split(world, color, key, &comm));
+  auto communicator = std::make_unique<MpiCommunicator>(
+      comm, key,
+      static_cast<int64_t>(partition.groups[color].size()));
+  int rank = 0, size = 0;
+  MESHC_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MESHC_MPI_CHECK(MPI_Comm_size(comm, &size));
+  if (rank != key ||
+      static_cast<size_t>(size) != partition.groups[color].size())
+    throw RuntimeError("MPI_Comm_split gave rank " + std::to_string(rank) +
+                       " of " + std::to_string(size) + ", expected " +
+                       std::to_string(key) + " of " +
+                       std::to_string(partition.groups[color].size()));
+  std::vector<std::unique_ptr<Communicator>> communicators(worldSize);
+  communicators[worldRank] = std::move(communicator);
+  return communicators;
+}
+
+MpiProcessGroup::MpiProcessGroup() {
+  int already = 0;
+  MESHC_MPI_CHECK(MPI_Initialized(&already));
+  if (!already) {
+    MESHC_MPI_CHECK(MPI_Init(nullptr, nullptr));
+    initialised = true;
+  }
+  // Errors come back as return codes (MESHC_MPI_CHECK); communicators split
+  // from the world inherit the handler.
+  MESHC_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  int rank = 0, size = 0;
+  MESHC_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  MESHC_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  worldRank = rank;
+  worldSize = size;
+  mpiCollectives = std::make_unique<MpiCollectives>(MPI_COMM_WORLD);
+}
+
+MpiProcessGroup::~MpiProcessGroup() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (initialised && !finalized)
+    MPI_Finalize();
+}
+
+void MpiProcessGroup::barrier() {
+  MESHC_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+std::vector<char> MpiProcessGroup::gatherToRoot(const void *data,
+                                                int64_t bytes) {
+  int count = mpiCount(bytes, "gather");
+  std::vector<char> all(worldRank == 0 ? bytes * worldSize : 0);
+  MESHC_MPI_CHECK(MPI_Gather(data, count, MPI_BYTE, all.data(), count,
+                             MPI_BYTE, 0, MPI_COMM_WORLD));
+  return all;
+}
+
+std::string MpiProcessGroup::agreeOnError(const std::string &localError) {
+  int mine = localError.empty() ? static_cast<int>(worldSize)
+                                : static_cast<int>(worldRank);
+  int culprit = 0;
+  MESHC_MPI_CHECK(MPI_Allreduce(&mine, &culprit, 1, MPI_INT, MPI_MIN,
+                                MPI_COMM_WORLD));
+  if (culprit == worldSize)
+    return "";
+  int length = static_cast<int>(localError.size());
+  MESHC_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, culprit, MPI_COMM_WORLD));
+  std::string message = worldRank == culprit ? localError
+                                             : std::string(length, '\0');
+  MESHC_MPI_CHECK(MPI_Bcast(message.data(), length, MPI_CHAR, culprit,
+                            MPI_COMM_WORLD));
+  return "rank " + std::to_string(culprit) + ": " + message;
+}
+
+void MpiProcessGroup::abortJob(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+} // namespace meshc::runtime
