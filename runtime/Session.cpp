@@ -180,25 +180,28 @@ void Session::prepareInput(const Tensor &tensor,
                          npyShapeStr(array.shape) + " does not match input '" +
                          tensor.name + "' shape " + npyShapeStr(globalShape));
     for (size_t d = 0; d < localIds.size(); ++d)
-      copyBlock(globalShape,
-                tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
-                blockShape, array.data.data(), blocks[d].data(), true);
+      copyBlock(
+          globalShape,
+          tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
+          blockShape, array.data.data(), blocks[d].data(), true);
   } else if (tensor.dtype == DType::F32) {
     InitSpec standardNormal{InitSpec::Kind::Normal, 0.0, 1.0};
     for (size_t d = 0; d < localIds.size(); ++d)
-      fillBlock(standardNormal, seedValue, tensor.name, globalShape,
-                tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
-                blockShape, reinterpret_cast<float *>(blocks[d].data()));
+      fillBlock(
+          standardNormal, seedValue, tensor.name, globalShape,
+          tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
+          blockShape, reinterpret_cast<float *>(blocks[d].data()));
   } else {
     if (!tensor.range)
       throw RuntimeError("input '" + tensor.name + "' is i32 and has no " +
                          "\"range\" for synthetic values; give --input " +
                          tensor.name + "=FILE.npy");
     for (size_t d = 0; d < localIds.size(); ++d)
-      fillBlockInt(tensor.range->first, tensor.range->second, seedValue,
-                   tensor.name, globalShape,
-                   tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
-                   blockShape, reinterpret_cast<int32_t *>(blocks[d].data()));
+      fillBlockInt(
+          tensor.range->first, tensor.range->second, seedValue, tensor.name,
+          globalShape,
+          tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
+          blockShape, reinterpret_cast<int32_t *>(blocks[d].data()));
   }
   inputBlocks.emplace_back(&tensor, std::move(blocks));
 }

@@ -87,15 +87,15 @@ void MpiCommunicator::allReduce(void *data, int64_t count, DType dtype,
                                  communicator));
 }
 
-void MpiCommunicator::reduceScatter(void *data, int64_t chunkCount,
-                                    DType dtype, Reduction reduction) {
+void MpiCommunicator::reduceScatter(void *data, int64_t chunkCount, DType dtype,
+                                    Reduction reduction) {
   int64_t n = size();
   if (n == 1 || chunkCount == 0)
     return;
   mpiCount(chunkCount * n, "reduce_scatter");
-  MESHC_MPI_CHECK(MPI_Reduce_scatter_block(
-      MPI_IN_PLACE, data, static_cast<int>(chunkCount), mpiType(dtype),
-      mpiOp(reduction), communicator));
+  MESHC_MPI_CHECK(
+      MPI_Reduce_scatter_block(MPI_IN_PLACE, data, static_cast<int>(chunkCount),
+                               mpiType(dtype), mpiOp(reduction), communicator));
   int64_t chunkBytes = chunkCount * dtypeBytes(dtype);
   char *bytes = static_cast<char *>(data);
   std::memmove(bytes + rank() * chunkBytes, bytes, chunkBytes);
@@ -119,8 +119,8 @@ void MpiCommunicator::allToAll(const void *in, void *out, int64_t chunkBytes) {
     return;
   }
   int count = mpiCount(chunkBytes, "all_to_all");
-  MESHC_MPI_CHECK(MPI_Alltoall(in, count, MPI_BYTE, out, count, MPI_BYTE,
-                               communicator));
+  MESHC_MPI_CHECK(
+      MPI_Alltoall(in, count, MPI_BYTE, out, count, MPI_BYTE, communicator));
 }
 
 MpiCollectives::MpiCollectives(MPI_Comm world) : world(world) {}
@@ -139,8 +139,7 @@ MpiCollectives::split(const GroupPartition &partition) {
   MPI_Comm comm = MPI_COMM_NULL;
   MESHC_MPI_CHECK(MPI_Comm_split(world, color, key, &comm));
   auto communicator = std::make_unique<MpiCommunicator>(
-      comm, key,
-      static_cast<int64_t>(partition.groups[color].size()));
+      comm, key, static_cast<int64_t>(partition.groups[color].size()));
   int rank = 0, size = 0;
   MESHC_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   MESHC_MPI_CHECK(MPI_Comm_size(comm, &size));
@@ -188,8 +187,8 @@ std::vector<char> MpiProcessGroup::gatherToRoot(const void *data,
                                                 int64_t bytes) {
   int count = mpiCount(bytes, "gather");
   std::vector<char> all(worldRank == 0 ? bytes * worldSize : 0);
-  MESHC_MPI_CHECK(MPI_Gather(data, count, MPI_BYTE, all.data(), count,
-                             MPI_BYTE, 0, MPI_COMM_WORLD));
+  MESHC_MPI_CHECK(MPI_Gather(data, count, MPI_BYTE, all.data(), count, MPI_BYTE,
+                             0, MPI_COMM_WORLD));
   return all;
 }
 
@@ -197,16 +196,16 @@ std::string MpiProcessGroup::agreeOnError(const std::string &localError) {
   int mine = localError.empty() ? static_cast<int>(worldSize)
                                 : static_cast<int>(worldRank);
   int culprit = 0;
-  MESHC_MPI_CHECK(MPI_Allreduce(&mine, &culprit, 1, MPI_INT, MPI_MIN,
-                                MPI_COMM_WORLD));
+  MESHC_MPI_CHECK(
+      MPI_Allreduce(&mine, &culprit, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   if (culprit == worldSize)
     return "";
   int length = static_cast<int>(localError.size());
   MESHC_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, culprit, MPI_COMM_WORLD));
-  std::string message = worldRank == culprit ? localError
-                                             : std::string(length, '\0');
-  MESHC_MPI_CHECK(MPI_Bcast(message.data(), length, MPI_CHAR, culprit,
-                            MPI_COMM_WORLD));
+  std::string message =
+      worldRank == culprit ? localError : std::string(length, '\0');
+  MESHC_MPI_CHECK(
+      MPI_Bcast(message.data(), length, MPI_CHAR, culprit, MPI_COMM_WORLD));
   return "rank " + std::to_string(culprit) + ": " + message;
 }
 

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Error.h"
 #include "runtime/mpi/MpiCollectives.h"
+#include "runtime/Error.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -46,8 +46,8 @@ std::string name(const Case &c, const char *op, int64_t count) {
   std::string axes;
   for (const std::string &axis : c.axes)
     axes += (axes.empty() ? "" : ",") + axis;
-  return std::string(op) + " mesh " + c.mesh + " axes [" + axes +
-         "] count " + std::to_string(count);
+  return std::string(op) + " mesh " + c.mesh + " axes [" + axes + "] count " +
+         std::to_string(count);
 }
 
 void runCase(const Case &c, MpiCollectives &collectives, int64_t me) {
@@ -76,12 +76,15 @@ void runCase(const Case &c, MpiCollectives &collectives, int64_t me) {
       for (int64_t i = 0; i < count; ++i) {
         float expected = reduction == Reduction::Sum ? 0.0f : -1e30f;
         for (int64_t m : group)
-          expected = reduction == Reduction::Sum ? expected + value(m, i)
-                                                 : std::max(expected, value(m, i));
+          expected = reduction == Reduction::Sum
+                         ? expected + value(m, i)
+                         : std::max(expected, value(m, i));
         if (data[i] != expected) {
-          fail(name(c, reduction == Reduction::Sum ? "allReduce sum f32"
-                                                   : "allReduce max f32",
-                    count) + " at " + std::to_string(i));
+          fail(name(c,
+                    reduction == Reduction::Sum ? "allReduce sum f32"
+                                                : "allReduce max f32",
+                    count) +
+               " at " + std::to_string(i));
           break;
         }
       }
@@ -153,14 +156,15 @@ void runCase(const Case &c, MpiCollectives &collectives, int64_t me) {
     int64_t count = 1001;
     std::vector<float> data(count);
     for (int64_t i = 0; i < count; ++i)
-      data[i] = 0.1f * value(me, i) + 1e-3f * static_cast<float>(me) + 1e-7f * i;
+      data[i] =
+          0.1f * value(me, i) + 1e-3f * static_cast<float>(me) + 1e-7f * i;
     comm.allReduce(data.data(), count, DType::F32, Reduction::Sum);
     int worldSize = 0;
     MESHC_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &worldSize));
     std::vector<float> all(static_cast<size_t>(count) * worldSize);
-    MESHC_MPI_CHECK(MPI_Allgather(data.data(), static_cast<int>(count),
-                                  MPI_FLOAT, all.data(), static_cast<int>(count),
-                                  MPI_FLOAT, MPI_COMM_WORLD));
+    MESHC_MPI_CHECK(MPI_Allgather(
+        data.data(), static_cast<int>(count), MPI_FLOAT, all.data(),
+        static_cast<int>(count), MPI_FLOAT, MPI_COMM_WORLD));
     for (int64_t m : group)
       if (std::memcmp(all.data() + m * count, data.data(), count * 4) != 0)
         fail(name(c, "allReduce bit-identical", count) + " vs device " +
@@ -175,12 +179,23 @@ int main() {
   worldRank = static_cast<int>(world.rank());
   int64_t size = world.size();
   std::vector<Case> cases = {
-      {"a:2", {}},          {"a:2", {"a"}},        {"a:4", {"a"}},
-      {"a:2;b:2", {"a"}},   {"a:2;b:2", {"b"}},    {"a:2;b:2", {"a", "b"}},
-      {"a:2;b:2", {"b", "a"}}, {"a:8", {"a"}},     {"a:2;b:4", {"a"}},
-      {"a:2;b:4", {"b"}},   {"a:2;b:4", {"a", "b"}}, {"a:2;b:4", {"b", "a"}},
-      {"a:2;b:4", {}},      {"a:2;b:2;c:2", {"a"}}, {"a:2;b:2;c:2", {"c"}},
-      {"a:2;b:2;c:2", {"a", "c"}}, {"a:2;b:2;c:2", {"c", "a", "b"}},
+      {"a:2", {}},
+      {"a:2", {"a"}},
+      {"a:4", {"a"}},
+      {"a:2;b:2", {"a"}},
+      {"a:2;b:2", {"b"}},
+      {"a:2;b:2", {"a", "b"}},
+      {"a:2;b:2", {"b", "a"}},
+      {"a:8", {"a"}},
+      {"a:2;b:4", {"a"}},
+      {"a:2;b:4", {"b"}},
+      {"a:2;b:4", {"a", "b"}},
+      {"a:2;b:4", {"b", "a"}},
+      {"a:2;b:4", {}},
+      {"a:2;b:2;c:2", {"a"}},
+      {"a:2;b:2;c:2", {"c"}},
+      {"a:2;b:2;c:2", {"a", "c"}},
+      {"a:2;b:2;c:2", {"c", "a", "b"}},
   };
   int ran = 0;
   for (const Case &c : cases) {
@@ -195,8 +210,8 @@ int main() {
     }
   }
   int total = 0;
-  MESHC_MPI_CHECK(MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM,
-                                MPI_COMM_WORLD));
+  MESHC_MPI_CHECK(
+      MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   if (worldRank == 0)
     std::printf("%s: %d cases on %lld ranks, %d failures\n",
                 total ? "FAIL" : "PASS", ran, static_cast<long long>(size),
