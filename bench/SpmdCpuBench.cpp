@@ -67,12 +67,14 @@ int benchModel(const std::string &path, int steps) {
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  // Only errors matter here (the forward-only warning would repeat per run).
+  // Only errors matter here.
   ScopedDiagnosticHandler quiet(&context, [](Diagnostic &diag) {
     return success(diag.getSeverity() != DiagnosticSeverity::Error);
   });
   OwningOpRef<ModuleOp> module = meshc::frontend::importMtf(sourceMgr, context);
-  if (!module)
+  // A model that trains is timed as a whole training step (forward,
+  // backward, update) on both sides.
+  if (!module || failed(meshc::differentiate(*module)))
     return 1;
   auto program = *module->getOps<mtf::ProgramOp>().begin();
   // Megatron-style configurations split the MLP's inner dimension.

@@ -33,6 +33,12 @@ def Mtf_Dialect : Dialect {
     /// The discardable attribute saying why the partitioner inserted a
     /// collective (read by `meshc --explain`).
     static constexpr ::llvm::StringLiteral kReasonAttrName = "mtf.reason";
+    /// The training phase of an op that autodiff made: "backward" for
+    /// gradients, "update" for the optimizer. Ops without it are forward ops,
+    /// the only ones an evaluation run executes.
+    static constexpr ::llvm::StringLiteral kPhaseAttrName = "mtf.phase";
+    /// On a program that trains: {optimizer, hyperparams, loss}.
+    static constexpr ::llvm::StringLiteral kTrainingAttrName = "mtf.training";
   private:
     void registerTypes();
     void registerAttributes();

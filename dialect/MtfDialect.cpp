@@ -31,6 +31,22 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a string, got " << attr.getValue();
     return success();
   }
+  if (attr.getName() == kTrainingAttrName) {
+    if (!llvm::isa<ProgramOp>(op) ||
+        !llvm::isa<DictionaryAttr>(attr.getValue()))
+      return op->emitError() << "'" << kTrainingAttrName
+                             << "' must be a dictionary on an mtf.program";
+    return success();
+  }
+  if (attr.getName() == kPhaseAttrName) {
+    auto phase = llvm::dyn_cast<StringAttr>(attr.getValue());
+    if (!phase ||
+        (phase.getValue() != "backward" && phase.getValue() != "update"))
+      return op->emitError()
+             << "'" << kPhaseAttrName
+             << "' must be \"backward\" or \"update\", got " << attr.getValue();
+    return success();
+  }
   if (attr.getName() != kLayoutAttrName)
     return op->emitError() << "unknown mtf attribute '"
                            << attr.getName().getValue() << "'";

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 
@@ -62,11 +63,14 @@ void ProgramOp::build(OpBuilder &builder, OperationState &state,
 ///  - every dimension name has one size across all tensors of the program;
 ///  - input and parameter names are unique among themselves, output names
 ///    among outputs;
-///  - at most one `mtf.train`.
+///  - at most one `mtf.train`;
+///  - `mtf.assign` names a parameter defined before it, with its type, once,
+///    and after every use of it.
 LogicalResult ProgramOp::verifyRegions() {
   bool local = getLocal();
   llvm::StringMap<std::pair<int64_t, Operation *>> dimSizes;
-  llvm::StringMap<Operation *> sourceNames, outputNames;
+  llvm::StringMap<Operation *> sourceNames, outputNames, assignNames;
+  llvm::StringMap<ParamOp> params;
   Operation *train = nullptr;
   for (Operation &op : getBodyBlock()) {
     for (Value result : op.getResults()) {
@@ -101,9 +105,28 @@ LogicalResult ProgramOp::verifyRegions() {
     } else if (auto param = llvm::dyn_cast<ParamOp>(op)) {
       if (failed(checkUnique(sourceNames, param.getName(), "input/parameter")))
         return failure();
+      params[param.getName()] = param;
     } else if (auto output = llvm::dyn_cast<OutputOp>(op)) {
       if (failed(checkUnique(outputNames, output.getName(), "output")))
         return failure();
+    } else if (auto assign = llvm::dyn_cast<AssignOp>(op)) {
+      auto it = params.find(assign.getName());
+      if (it == params.end())
+        return op.emitOpError() << "assigns '" << assign.getName()
+                                << "', which is no parameter defined before it";
+      if (it->second.getType() != assign.getValue().getType())
+        return op.emitOpError()
+               << "assigns " << assign.getValue().getType() << " to '"
+               << assign.getName() << "' of type " << it->second.getType();
+      if (failed(checkUnique(assignNames, assign.getName(), "assigned")))
+        return failure();
+      for (Operation *user : it->second.getResult().getUsers())
+        if (user->getBlock() == op.getBlock() && op.isBeforeInBlock(user))
+          return op.emitOpError()
+                     .append("must follow every use of '", assign.getName(),
+                             "'")
+                     .attachNote(user->getLoc())
+                 << "used here, after the assign";
     } else if (llvm::isa<TrainOp>(op)) {
       if (train)
         return op.emitOpError("a program trains one loss at most")
@@ -371,6 +394,89 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Training and data ops
+//===----------------------------------------------------------------------===//
+
+/// Contract: 0 <= rate < 1.
+LogicalResult DropoutMaskOp::verify() {
+  double rate = getRate().convertToDouble();
+  if (!(rate >= 0 && rate < 1))
+    return emitOpError() << "rate must be in [0, 1), got " << rate;
+  return success();
+}
+
+/// Contract: operands share an element type; dimensions as for the other
+/// binary ops.
+LogicalResult EqualOp::verify() {
+  TensorType lhs = tensorOf(getLhs());
+  TensorType rhs = tensorOf(getRhs());
+  TensorType result = tensorOf(getResult());
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOpError() << "operand element types must match, got "
+                         << lhs.getElementType() << " and "
+                         << rhs.getElementType();
+  llvm::StringMap<std::pair<int64_t, std::string>> sizes;
+  if (failed(recordDims(*this, lhs, "lhs", sizes)) ||
+      failed(recordDims(*this, rhs, "rhs", sizes)) ||
+      failed(recordDims(*this, result, "the result", sizes)))
+    return failure();
+  for (const NamedDim &dim : result.getDims())
+    if (!lhs.hasDim(dim.name.getValue()) && !rhs.hasDim(dim.name.getValue()))
+      return emitOpError() << "result dimension '" << dim.name.getValue()
+                           << "' is in neither operand";
+  for (TensorType operand : {lhs, rhs})
+    for (const NamedDim &dim : operand.getDims())
+      if (!result.hasDim(dim.name.getValue()))
+        return emitOpError() << "result lacks operand dimension '"
+                             << dim.name.getValue() << "'";
+  return success();
+}
+
+/// Contract: the result has the indices' dimensions (same sizes) plus `dim`,
+/// which the indices lack.
+LogicalResult OneHotOp::verify() {
+  TensorType indices = tensorOf(getIndices());
+  TensorType result = tensorOf(getResult());
+  if (indices.hasDim(getDim()))
+    return emitOpError() << "indices already have dimension '" << getDim()
+                         << "' (type " << indices << ")";
+  if (!result.hasDim(getDim()))
+    return emitOpError() << "result has no dimension '" << getDim()
+                         << "' (type " << result << ")";
+  llvm::StringMap<std::pair<int64_t, std::string>> sizes;
+  if (failed(recordDims(*this, indices, "the indices", sizes)) ||
+      failed(recordDims(*this, result, "the result", sizes)))
+    return failure();
+  if (result.getRank() != indices.getRank() + 1 ||
+      llvm::any_of(indices.getDims(), [&](const NamedDim &dim) {
+        return !result.hasDim(dim.name.getValue());
+      }))
+    return emitOpError() << "result must have the indices' dimensions plus '"
+                         << getDim() << "', got " << result << " from "
+                         << indices;
+  return success();
+}
+
+/// Contract: `dim` is an operand dimension; the result has the others, with
+/// their sizes, in the operand's order.
+LogicalResult ArgmaxOp::verify() {
+  TensorType input = tensorOf(getInput());
+  TensorType result = tensorOf(getResult());
+  if (!input.hasDim(getDim()))
+    return emitOpError() << "operand has no dimension '" << getDim()
+                         << "' (type " << input << ")";
+  llvm::SmallVector<NamedDim> expected;
+  for (const NamedDim &dim : input.getDims())
+    if (dim.name.getValue() != getDim())
+      expected.push_back(dim);
+  if (llvm::ArrayRef<NamedDim>(expected) != result.getDims())
+    return emitOpError() << "result must have the operand's dimensions "
+                            "without '"
+                         << getDim() << "' in order, got " << result;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // TrainOp
 //===----------------------------------------------------------------------===//
 
@@ -378,6 +484,29 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
 ///  - the loss is a scalar;
 ///  - the optimizer is known and every hyper-parameter is one it takes, as a
 ///    number; `lr` is given and positive.
+static constexpr StringLiteral kCommonHyperparams[] = {
+    "clip_norm", "warmup_steps", "decay_steps", "min_lr_ratio", "sync_every"};
+
+/// The range each hyper-parameter must lie in: [lo, hi] or [lo, hi).
+struct HyperRange {
+  StringRef name;
+  double lo, hi;
+  bool hiOpen;
+  bool integral;
+};
+static constexpr double kInf = 1e300;
+static const HyperRange kHyperRanges[] = {
+    {"momentum", 0, 1, true, false},
+    {"beta1", 0, 1, true, false},
+    {"beta2", 0, 1, true, false},
+    {"eps", 0, kInf, false, false},
+    {"weight_decay", 0, kInf, false, false},
+    {"clip_norm", 0, kInf, false, false},
+    {"warmup_steps", 0, kInf, false, true},
+    {"decay_steps", 0, kInf, false, true},
+    {"min_lr_ratio", 0, 1, false, false},
+    {"sync_every", 1, kInf, false, true}};
+
 LogicalResult TrainOp::verify() {
   TensorType loss = tensorOf(getLoss());
   if (loss.getRank() != 0)
@@ -393,14 +522,39 @@ LogicalResult TrainOp::verify() {
                          << "'; expected sgd, momentum, adam or adamw";
   for (NamedAttribute entry : getHyperparams()) {
     StringRef key = entry.getName().getValue();
-    bool common =
-        key == "clip_norm" || key == "warmup_steps" || key == "decay_steps";
+    bool common = llvm::is_contained(kCommonHyperparams, key);
     if (!common && !llvm::is_contained(it->second, key))
       return emitOpError() << "optimizer '" << getOptimizer()
                            << "' has no hyper-parameter '" << key << "'";
-    if (!llvm::isa<FloatAttr, IntegerAttr>(entry.getValue()))
+    double value;
+    if (auto f = llvm::dyn_cast<FloatAttr>(entry.getValue()))
+      value = f.getValueAsDouble();
+    else if (auto i = llvm::dyn_cast<IntegerAttr>(entry.getValue()))
+      value = static_cast<double>(i.getInt());
+    else
       return emitOpError() << "hyper-parameter '" << key
                            << "' must be a number, got " << entry.getValue();
+    for (const HyperRange &range : kHyperRanges) {
+      if (range.name != key)
+        continue;
+      bool inside = value >= range.lo &&
+                    (range.hiOpen ? value < range.hi : value <= range.hi);
+      if (!inside || (range.integral && value != std::trunc(value))) {
+        auto number = [](double x) {
+          char text[32];
+          std::snprintf(text, sizeof(text), "%g", x);
+          return std::string(text);
+        };
+        InFlightDiagnostic diag = emitOpError();
+        diag << "hyper-parameter '" << key << "' must be ";
+        if (range.integral)
+          diag << "an integer ";
+        diag << ">= " << number(range.lo);
+        if (range.hi < kInf)
+          diag << " and " << (range.hiOpen ? "< " : "<= ") << number(range.hi);
+        return diag << ", got " << number(value);
+      }
+    }
   }
   auto lr = getHyperparams().getAs<FloatAttr>("lr");
   if (!lr)

@@ -76,10 +76,19 @@ def Mtf_ParamOp : Mtf_Op<"param", [Pure]> {
     %w = mtf.param "w1" normal(0.0, 0.05) : !mtf.tensor<[io=784, hidden=1024], f32>
     %b = mtf.param "b1" zeros : !mtf.tensor<[hidden=1024], f32>
     ```
+
+    A `slot` is optimizer state (Adam's moments, the step counter): it
+    persists across steps like a parameter but has no gradient.
+
+    ```mlir
+    %m = mtf.param "w1/adam_m" zeros slot : !mtf.tensor<[io=784, hidden=1024], f32>
+    ```
   }];
-  let arguments = (ins StrAttr:$name, Mtf_InitAttr:$init);
+  let arguments = (ins StrAttr:$name, Mtf_InitAttr:$init, UnitAttr:$slot);
   let results = (outs Mtf_FloatTensor:$result);
-  let assemblyFormat = "$name custom<Initializer>($init) attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $name custom<Initializer>($init) (`slot` $slot^)? attr-dict `:` type($result)
+  }];
 }
 
 def Mtf_ConstantOp : Mtf_Op<"constant", [Pure]> {
@@ -95,6 +104,25 @@ def Mtf_ConstantOp : Mtf_Op<"constant", [Pure]> {
   let arguments = (ins F64Attr:$value);
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_DropoutMaskOp : Mtf_Op<"dropout_mask", [Pure]> {
+  let summary = "a fresh random keep-mask, scaled by 1/(1 - rate)";
+  let description = [{
+    Every element is `1/(1 - rate)` with probability `1 - rate` and `0`
+    otherwise, drawn anew at every training step from the seed, `name`, the
+    step number and the element's global index, so every layout draws the
+    same mask. Evaluation runs see all ones. `dropout(x, rate)` in the
+    language is `x * mask`.
+
+    ```mlir
+    %m = mtf.dropout_mask "dropout_0" rate 1.000000e-01 : !mtf.tensor<[batch=8, d=4], f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, F64Attr:$rate);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$name `rate` $rate attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
@@ -210,6 +238,26 @@ def Mtf_SqrtOp : Mtf_UnaryFloatOp<"sqrt", "square root">;
 def Mtf_RsqrtOp : Mtf_UnaryFloatOp<"rsqrt", "reciprocal square root">;
 def Mtf_NegateOp : Mtf_UnaryFloatOp<"negate", "negation">;
 
+def Mtf_PositiveOp : Mtf_UnaryFloatOp<"positive", "step function: 1 where x > 0, else 0">;
+def Mtf_GeluGradOp : Mtf_UnaryFloatOp<"gelu_grad", "derivative of gelu (tanh approximation)">;
+
+def Mtf_LocalGradOp : Mtf_Op<"local_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "a parameter's gradient under local SGD";
+  let description = [{
+    The identity on the global program. Partitioned, the gradient is not
+    all-reduced over the data-parallel mesh axes (those splitting `batch`):
+    each replica keeps the mean gradient of its own examples, as in
+    SparkNet's local SGD, and parameters are averaged every few steps.
+
+    ```mlir
+    %g = mtf.local_grad %dw : !mtf.tensor<[io=4, hidden=16], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$input);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 def Mtf_CastOp : Mtf_Op<"cast", [Pure]> {
   let summary = "converts the element type, keeping the dimensions";
   let description = [{
@@ -246,6 +294,51 @@ def Mtf_MulOp : Mtf_BinaryOp<"mul", "multiplication">;
 def Mtf_DivOp : Mtf_BinaryOp<"div", "division">;
 def Mtf_MaxOp : Mtf_BinaryOp<"max", "maximum">;
 def Mtf_MinOp : Mtf_BinaryOp<"min", "minimum">;
+
+def Mtf_EqualOp : Mtf_Op<"equal", [Pure]> {
+  let summary = "elementwise equality as 1.0 or 0.0, with broadcasting by name";
+  let description = [{
+    Operands share an element type (float or integer); the result is float
+    and has every dimension of either operand.
+
+    ```mlir
+    %c = mtf.equal %a, %b : !mtf.tensor<[batch=8], i32>, !mtf.tensor<[batch=8], i32> -> !mtf.tensor<[batch=8], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_AnyTensor:$lhs, Mtf_AnyTensor:$rhs);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_OneHotOp : Mtf_Op<"one_hot", [Pure]> {
+  let summary = "1.0 at each index along a new dimension, 0.0 elsewhere";
+  let description = [{
+    The result has the indices' dimensions plus `dim`; an embedding lookup
+    is `einsum(one_hot(ids), table)`.
+
+    ```mlir
+    %o = mtf.one_hot %ids over "vocab" : !mtf.tensor<[batch=8], i32> -> !mtf.tensor<[batch=8, vocab=100], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_IntTensor:$indices, StrAttr:$dim);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$indices `over` $dim attr-dict `:` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_ArgmaxOp : Mtf_Op<"argmax", [Pure]> {
+  let summary = "index of the first maximum along one dimension";
+  let description = [{
+    ```mlir
+    %i = mtf.argmax %logits over "classes" : !mtf.tensor<[batch=8, classes=10], f32> -> !mtf.tensor<[batch=8], i32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$input, StrAttr:$dim);
+  let results = (outs Mtf_IntTensor:$result);
+  let assemblyFormat = "$input `over` $dim attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // Reductions and normalisation
@@ -314,6 +407,20 @@ def Mtf_OutputOp : Mtf_Op<"output"> {
     ```
   }];
   let arguments = (ins StrAttr:$name, Mtf_AnyTensor:$value);
+  let assemblyFormat = "$name $value attr-dict `:` type($value)";
+}
+
+def Mtf_AssignOp : Mtf_Op<"assign"> {
+  let summary = "the value a parameter or slot holds in the next step";
+  let description = [{
+    Written by the optimizer at the end of the step; reads of the
+    parameter in this step still see the old value.
+
+    ```mlir
+    mtf.assign "w1" %w1_new : !mtf.tensor<[io=4, hidden=16], f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Mtf_FloatTensor:$value);
   let assemblyFormat = "$name $value attr-dict `:` type($value)";
 }
 

@@ -60,6 +60,10 @@ enum class Builtin {
   SoftmaxCrossEntropy,
   Rename,
   Constrain,
+  OneHot,
+  Argmax,
+  Equal,
+  Dropout,
 };
 
 //===----------------------------------------------------------------------===//

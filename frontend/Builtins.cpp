@@ -44,6 +44,11 @@ const BuiltinInfo kBuiltins[] = {
     {Builtin::Rename, "rename", kRename, 3, 3, false, "rename(x, old, new)"},
     {Builtin::Constrain, "constrain", kConstrain, 1, kVariadic, false,
      "constrain(x, batch: b, d_ff: m+n)"},
+    {Builtin::OneHot, "one_hot", kSoftmax, 2, 2, false, "one_hot(ids, dim)"},
+    {Builtin::Argmax, "argmax", kSoftmax, 2, 2, false, "argmax(x, dim)"},
+    {Builtin::Equal, "equal", kTensorTensor, 2, 2, false, "equal(a, b)"},
+    {Builtin::Dropout, "dropout", kTensorTensor, 2, 2, false,
+     "dropout(x, 0.1)"},
 };
 } // namespace
 

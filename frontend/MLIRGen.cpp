@@ -45,7 +45,7 @@ const std::vector<OptimizerInfo> &getOptimizers() {
 
 /// Hyper-parameters every optimizer takes.
 constexpr llvm::StringLiteral kCommonHyperParams[] = {
-    "clip_norm", "warmup_steps", "decay_steps"};
+    "clip_norm", "warmup_steps", "decay_steps", "min_lr_ratio", "sync_every"};
 } // namespace
 
 std::string meshc::frontend::formatType(mtf::TensorType type) {

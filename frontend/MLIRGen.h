@@ -69,6 +69,9 @@ private:
     std::string prefix;
   };
 
+  /// Dropout masks made so far; the next is called dropout_<nextDropout>.
+  unsigned nextDropout = 0;
+
   struct DimInfo {
     int64_t size;
     Loc loc;

@@ -48,8 +48,19 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
                      call.getLoc(), *lhs, *rhs);
   }
 
+  // dropout(x, rate): the rate is a number, not a tensor.
+  std::optional<double> dropoutRate;
+  if (call.builtin == Builtin::Dropout) {
+    auto *rate = llvm::dyn_cast<NumberExpr>(call.operands[1].get());
+    if (!rate || !(rate->value >= 0) || !(rate->value < 1))
+      return error(call.operands[1]->getLoc())
+             << "the rate of 'dropout' must be a number in [0, 1)";
+    dropoutRate = rate->value;
+  }
   llvm::SmallVector<mlir::Value> operands;
   for (const ExprPtr &operand : call.operands) {
+    if (dropoutRate && operand == call.operands[1])
+      break;
     FailureOr<mlir::Value> value = genTensor(*operand, scope);
     if (failed(value))
       return failure();
@@ -115,6 +126,84 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
   case Builtin::Constrain:
     value = genConstrain(call, input);
     break;
+  case Builtin::OneHot: {
+    if (!tensorType(input).getElementType().isInteger(32))
+      return error(call.operands[0]->getLoc())
+             << "the indices of 'one_hot' must be i32, got "
+             << formatType(tensorType(input));
+    const Ident &dim = call.dims[0];
+    if (tensorType(input).hasDim(dim.name))
+      return error(dim.loc) << "the indices of 'one_hot' already have "
+                               "dimension '"
+                            << dim.name << "'";
+    const DimInfo *info = lookupDim(dim);
+    if (!info)
+      return failure();
+    llvm::SmallVector<mtf::NamedDim> dims(tensorType(input).getDims());
+    dims.push_back({stringAttr(dim.name), info->size});
+    FailureOr<mtf::TensorType> hot =
+        makeTensorType(dims, mlir::Float32Type::get(context), call.getLoc());
+    if (failed(hot))
+      return failure();
+    value = create<mtf::OneHotOp>(loc, *hot, input, stringAttr(dim.name))
+                .getResult();
+    break;
+  }
+  case Builtin::Argmax: {
+    if (failed(requireFloat(input, user, call.getLoc())) ||
+        failed(requireDim(input, call.dims[0], "take the argmax over")))
+      return failure();
+    llvm::SmallVector<mtf::NamedDim> kept;
+    for (const mtf::NamedDim &dim : tensorType(input).getDims())
+      if (dim.name.getValue() != call.dims[0].name)
+        kept.push_back(dim);
+    auto indices = mtf::TensorType::get(context, kept,
+                                        mlir::IntegerType::get(context, 32));
+    value = create<mtf::ArgmaxOp>(loc, indices, input,
+                                  stringAttr(call.dims[0].name))
+                .getResult();
+    break;
+  }
+  case Builtin::Equal: {
+    mtf::TensorType lhs = tensorType(operands[0]);
+    mtf::TensorType rhs = tensorType(operands[1]);
+    if (lhs.getElementType() != rhs.getElementType())
+      return error(call.getLoc())
+             << "operands of 'equal' have different element types, "
+             << formatType(lhs) << " and " << formatType(rhs);
+    llvm::SmallVector<mtf::NamedDim> dims(lhs.getDims());
+    for (const mtf::NamedDim &dim : rhs.getDims()) {
+      std::optional<unsigned> index = lhs.getDimIndex(dim.name.getValue());
+      if (!index) {
+        dims.push_back(dim);
+        continue;
+      }
+      if (lhs.getDims()[*index].size != dim.size)
+        return error(call.getLoc())
+               << "dimension '" << dim.name.getValue() << "' has size "
+               << lhs.getDims()[*index].size << " in " << formatType(lhs)
+               << " but " << dim.size << " in " << formatType(rhs);
+    }
+    FailureOr<mtf::TensorType> equalType =
+        makeTensorType(dims, mlir::Float32Type::get(context), call.getLoc());
+    if (failed(equalType))
+      return failure();
+    value = create<mtf::EqualOp>(loc, *equalType, operands[0], operands[1])
+                .getResult();
+    break;
+  }
+  case Builtin::Dropout: {
+    if (failed(requireFloat(input, user, call.getLoc())))
+      return failure();
+    std::string name = "dropout_" + std::to_string(nextDropout++);
+    mlir::Value mask =
+        create<mtf::DropoutMaskOp>(
+            loc, tensorType(input), stringAttr(name),
+            mlir::FloatAttr::get(mlir::Float64Type::get(context), *dropoutRate))
+            .getResult();
+    result.value = create<mtf::MulOp>(loc, type, input, mask).getResult();
+    return result;
+  }
   case Builtin::Maximum:
   case Builtin::Minimum:
     llvm_unreachable("handled above");

@@ -12,11 +12,13 @@
 #include "lowering/EmitMprog.h"
 
 #include "compiler/passes/LayoutBridge.h"
+#include "lowering/Partitioner.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
@@ -57,6 +59,9 @@ private:
   json::Object sizesOf(std::initializer_list<Value> values);
   json::Array axisNames(ArrayRef<int16_t> axes);
   json::Object tensorEntry(StringRef role, StringRef name, Value value);
+  /// The "training" member: optimizer, hyper-parameters, loss output and,
+  /// for local SGD, which parameters are averaged over which axes.
+  json::Object trainingEntry(DictionaryAttr training);
   /// Dim names of a named or ranked value.
   std::vector<std::string> dimNames(Value value);
   int64_t bufferOf(Value value) {
@@ -76,6 +81,10 @@ private:
   /// from.
   llvm::DenseMap<Value, std::vector<std::string>> rankedNames;
   int64_t arenaBytes = 0;
+  /// Outputs of assigned parameters -> the buffer their value is copied to.
+  llvm::DenseMap<Operation *, int64_t> snapshots;
+  /// Parameter (and slot) name -> buffer id.
+  llvm::StringMap<int64_t> paramBuffers;
 };
 
 std::string dtypeOf(Type type) {
@@ -199,6 +208,25 @@ LogicalResult MprogEmitter::assignBuffers() {
   }
   for (BufferInfo &info : buffers)
     info.lastUse = std::max(info.lastUse, info.firstDef);
+
+  // An output of a parameter that the step assigns shows the value the step
+  // read: it is copied into a buffer of its own before the update.
+  llvm::StringSet<> assigned;
+  for (auto assign : body.getOps<mtf::AssignOp>())
+    assigned.insert(assign.getName());
+  llvm::DenseMap<Value, bool> assignedParams;
+  for (auto param : body.getOps<mtf::ParamOp>())
+    if (assigned.contains(param.getName()))
+      assignedParams[aliases.getLeaderValue(param.getResult())] = true;
+  for (auto output : body.getOps<mtf::OutputOp>()) {
+    if (!assignedParams.lookup(aliases.getLeaderValue(output.getValue())))
+      continue;
+    BufferInfo copy = infoOf(output.getValue());
+    copy.id = buffers.size();
+    copy.pinned = true;
+    snapshots[output] = copy.id;
+    buffers.push_back(copy);
+  }
   return success();
 }
 
@@ -310,6 +338,41 @@ json::Object MprogEmitter::tensorEntry(StringRef role, StringRef name,
                       {"dims", std::move(dims)}};
 }
 
+json::Object MprogEmitter::trainingEntry(DictionaryAttr training) {
+  json::Object entry;
+  if (auto optimizer = training.getAs<StringAttr>("optimizer"))
+    entry["optimizer"] = optimizer.getValue();
+  if (auto loss = training.getAs<StringAttr>("loss"))
+    entry["loss"] = loss.getValue();
+  json::Object hyper;
+  std::optional<int64_t> syncEvery;
+  if (auto dict = training.getAs<DictionaryAttr>("hyperparams"))
+    for (NamedAttribute attr : dict) {
+      double value = 0;
+      if (auto f = llvm::dyn_cast<FloatAttr>(attr.getValue()))
+        value = f.getValueAsDouble();
+      else if (auto i = llvm::dyn_cast<IntegerAttr>(attr.getValue()))
+        value = static_cast<double>(i.getInt());
+      hyper[attr.getName().getValue()] = value;
+      if (attr.getName() == "sync_every")
+        syncEvery = static_cast<int64_t>(value);
+    }
+  entry["hyperparams"] = std::move(hyper);
+  std::vector<size_t> axes = dataParallelAxes(program, mesh);
+  if (syncEvery && !axes.empty()) {
+    json::Array axisList, bufferList;
+    for (size_t axis : axes)
+      axisList.push_back(mesh.axisName(axis));
+    for (auto param : program.getBodyBlock().getOps<mtf::ParamOp>())
+      if (!param.getSlot())
+        bufferList.push_back(bufferOf(param.getResult()));
+    entry["sync"] = json::Object{{"every", *syncEvery},
+                                 {"axes", std::move(axisList)},
+                                 {"buffers", std::move(bufferList)}};
+  }
+  return entry;
+}
+
 /// The name of an elementwise unary op's function in .mprog.
 std::optional<StringRef> unaryName(Operation &op) {
   return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(&op)
@@ -321,6 +384,8 @@ std::optional<StringRef> unaryName(Operation &op) {
       .Case([](mtf::SqrtOp) { return StringRef("sqrt"); })
       .Case([](mtf::RsqrtOp) { return StringRef("rsqrt"); })
       .Case([](mtf::NegateOp) { return StringRef("negate"); })
+      .Case([](mtf::PositiveOp) { return StringRef("positive"); })
+      .Case([](mtf::GeluGradOp) { return StringRef("gelu_grad"); })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -332,6 +397,7 @@ std::optional<StringRef> binaryName(Operation &op) {
       .Case([](mtf::DivOp) { return StringRef("div"); })
       .Case([](mtf::MaxOp) { return StringRef("max"); })
       .Case([](mtf::MinOp) { return StringRef("min"); })
+      .Case([](mtf::EqualOp) { return StringRef("eq"); })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -341,7 +407,15 @@ StringRef reductionName(shard::ReductionKind kind) {
 
 LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
   auto result = [&]() { return op.getResult(0); };
-  if (llvm::isa<mtf::InputOp, mtf::ParamOp, mtf::OutputOp>(op) || isView(&op))
+  if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
+    auto it = snapshots.find(output);
+    if (it != snapshots.end())
+      steps.push_back(json::Object{{"op", "copy"},
+                                   {"in", bufferOf(output.getValue())},
+                                   {"out", it->second}});
+    return success();
+  }
+  if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op) || isView(&op))
     return success();
   if (auto constant = llvm::dyn_cast<mtf::ConstantOp>(op)) {
     steps.push_back(
@@ -367,7 +441,8 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
     return success();
   }
   if (std::optional<StringRef> fn = binaryName(op)) {
-    if (!elementOf(result().getType()).isF32())
+    if (!elementOf(op.getOperand(0).getType()).isF32() &&
+        !llvm::isa<mtf::EqualOp>(op))
       return op.emitError()
              << "the runtime has no i32 elementwise arithmetic yet ('"
              << op.getName() << "'); cast the operands to f32 first";
@@ -378,6 +453,40 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
         {"rhs", operand(op.getOperand(1))},
         {"out", operand(result())},
         {"sizes", sizesOf({op.getOperand(0), op.getOperand(1), result()})}});
+    return success();
+  }
+  if (auto mask = llvm::dyn_cast<mtf::DropoutMaskOp>(op)) {
+    json::Object global = tensorEntry("", "", result());
+    steps.push_back(json::Object{{"op", "dropout"},
+                                 {"out", operand(result())},
+                                 {"sizes", sizesOf({result()})},
+                                 {"name", mask.getName()},
+                                 {"rate", mask.getRate().convertToDouble()},
+                                 {"dims", std::move(*global.get("dims"))}});
+    return success();
+  }
+  if (auto oneHot = llvm::dyn_cast<mtf::OneHotOp>(op)) {
+    steps.push_back(
+        json::Object{{"op", "one_hot"},
+                     {"in", operand(oneHot.getIndices())},
+                     {"out", operand(result())},
+                     {"dim", oneHot.getDim()},
+                     {"sizes", sizesOf({oneHot.getIndices(), result()})}});
+    return success();
+  }
+  if (auto argmax = llvm::dyn_cast<mtf::ArgmaxOp>(op)) {
+    steps.push_back(json::Object{{"op", "argmax"},
+                                 {"in", operand(argmax.getInput())},
+                                 {"out", operand(result())},
+                                 {"dim", argmax.getDim()},
+                                 {"sizes", sizesOf({argmax.getInput()})}});
+    return success();
+  }
+  if (auto assign = llvm::dyn_cast<mtf::AssignOp>(op)) {
+    int64_t from = bufferOf(assign.getValue());
+    int64_t to = paramBuffers.lookup(assign.getName());
+    if (from != to)
+      steps.push_back(json::Object{{"op", "copy"}, {"in", from}, {"out", to}});
     return success();
   }
   if (auto einsum = llvm::dyn_cast<mtf::EinsumOp>(op)) {
@@ -512,9 +621,17 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
   }
 
   json::Array steps, tensors;
+  for (Operation &op : program.getBodyBlock())
+    if (auto param = llvm::dyn_cast<mtf::ParamOp>(op))
+      paramBuffers[param.getName()] = bufferOf(param.getResult());
   for (Operation &op : program.getBodyBlock()) {
+    size_t first = steps.size();
     if (failed(emitStep(op, steps)))
       return failure();
+    if (auto phase =
+            op.getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName))
+      for (size_t i = first; i < steps.size(); ++i)
+        (*steps[i].getAsObject())["phase"] = phase.getValue();
     if (auto input = llvm::dyn_cast<mtf::InputOp>(op)) {
       json::Object entry = tensorEntry("input", input.getName(), input);
       // Synthetic labels range over the classes of their first consumer,
@@ -524,12 +641,21 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
       if (dtypeOf(elementOf(input.getType())) == "i32") {
         int64_t high = 2;
         for (Operation &user : program.getBodyBlock()) {
-          auto xent = llvm::dyn_cast<mtf::SoftmaxCrossEntropyOp>(user);
-          if (!xent || sourceOf(xent.getLabels()) != input.getResult())
-            continue;
-          auto logits = llvm::cast<mtf::TensorType>(xent.getLogits().getType());
-          high = logits.getDims()[*logits.getDimIndex(xent.getDim())].size;
-          break;
+          if (auto xent = llvm::dyn_cast<mtf::SoftmaxCrossEntropyOp>(user)) {
+            if (sourceOf(xent.getLabels()) != input.getResult())
+              continue;
+            auto logits =
+                llvm::cast<mtf::TensorType>(xent.getLogits().getType());
+            high = logits.getDims()[*logits.getDimIndex(xent.getDim())].size;
+            break;
+          }
+          if (auto oneHot = llvm::dyn_cast<mtf::OneHotOp>(user)) {
+            if (sourceOf(oneHot.getIndices()) != input.getResult())
+              continue;
+            auto hot = llvm::cast<mtf::TensorType>(oneHot.getType());
+            high = hot.getDims()[*hot.getDimIndex(oneHot.getDim())].size;
+            break;
+          }
         }
         entry["range"] = json::Array{0, high};
       }
@@ -545,8 +671,12 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
                        {"args", std::move(args)}};
       tensors.push_back(std::move(entry));
     } else if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
-      tensors.push_back(
-          tensorEntry("output", output.getName(), output.getValue()));
+      json::Object entry =
+          tensorEntry("output", output.getName(), output.getValue());
+      auto snapshot = snapshots.find(output);
+      if (snapshot != snapshots.end())
+        entry["buffer"] = snapshot->second;
+      tensors.push_back(std::move(entry));
     }
   }
 
@@ -571,16 +701,20 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
     source = loc.getFilename().str();
   if (stats)
     *stats = {arenaBytes, unplanned, static_cast<int64_t>(buffers.size())};
-  return json::Value(json::Object{{"format", "meshc-mprog"},
-                                  {"version", 1},
-                                  {"program", program.getSymName()},
-                                  {"source", source},
-                                  {"mesh", std::move(meshAxes)},
-                                  {"seed", static_cast<int64_t>(options.seed)},
-                                  {"arena_bytes", arenaBytes},
-                                  {"buffers", std::move(bufferList)},
-                                  {"tensors", std::move(tensors)},
-                                  {"steps", std::move(steps)}});
+  json::Object top{{"format", "meshc-mprog"},
+                   {"version", 1},
+                   {"program", program.getSymName()},
+                   {"source", source},
+                   {"mesh", std::move(meshAxes)},
+                   {"seed", static_cast<int64_t>(options.seed)},
+                   {"arena_bytes", arenaBytes},
+                   {"buffers", std::move(bufferList)},
+                   {"tensors", std::move(tensors)},
+                   {"steps", std::move(steps)}};
+  if (auto training = program->getAttrOfType<DictionaryAttr>(
+          mtf::MtfDialect::kTrainingAttrName))
+    top["training"] = trainingEntry(training);
+  return json::Value(std::move(top));
 }
 
 } // namespace

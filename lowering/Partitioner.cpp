@@ -12,6 +12,7 @@
 #include "compiler/passes/LayoutBridge.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include <algorithm>
 #include <cstring>
@@ -36,18 +37,47 @@ Partitioner::Partitioner(mtf::ProgramOp global, FlatSymbolRefAttr grid)
     : global(global), mesh(toMesh(global.getMeshAttr())), grid(grid),
       builder(global) {}
 
+std::vector<size_t> dataParallelAxes(mtf::ProgramOp program,
+                                     const layout::Mesh &mesh) {
+  std::set<size_t> axes;
+  for (auto input : program.getBodyBlock().getOps<mtf::InputOp>()) {
+    auto type = llvm::cast<mtf::TensorType>(input.getType());
+    auto attr =
+        input->getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
+    if (!attr || type.getRank() == 0)
+      continue;
+    for (StringAttr axis : attr.getAxesFor(type.getDims()[0].name.getValue()))
+      if (std::optional<size_t> index = mesh.axisIndex(axis.getValue().str()))
+        axes.insert(*index);
+  }
+  return std::vector<size_t>(axes.begin(), axes.end());
+}
+
+void Partitioner::PhaseListener::notifyOperationInserted(
+    Operation *op, OpBuilder::InsertPoint) {
+  if (phase && !op->hasAttr(mtf::MtfDialect::kPhaseAttrName))
+    op->setAttr(mtf::MtfDialect::kPhaseAttrName, phase);
+}
+
 mtf::ProgramOp Partitioner::run() {
   auto local =
       mtf::ProgramOp::create(builder, global.getLoc(), global.getSymName());
   local.setMeshAttr(global.getMeshAttr());
   local.setLocal(true);
+  if (Attribute training = global->getAttr(mtf::MtfDialect::kTrainingAttrName))
+    local->setAttr(mtf::MtfDialect::kTrainingAttrName, training);
+  dataAxes = dataParallelAxes(global, mesh);
   builder.setInsertionPointToStart(&local.getBodyBlock());
+  builder.setListener(&phaseListener);
   for (Operation &op : global.getBodyBlock()) {
+    phaseListener.phase =
+        op.getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName);
     if (failed(partition(op))) {
       local.erase();
       return {};
     }
   }
+  builder.setListener(nullptr);
   return local;
 }
 
@@ -56,7 +86,10 @@ mtf::ProgramOp Partitioner::run() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult Partitioner::partition(Operation &op) {
-  if (llvm::isa<mtf::InputOp, mtf::ParamOp, mtf::ConstantOp>(op)) {
+  if (auto param = llvm::dyn_cast<mtf::ParamOp>(op))
+    params[param.getName()] = param.getResult();
+  if (llvm::isa<mtf::InputOp, mtf::ParamOp, mtf::ConstantOp,
+                mtf::DropoutMaskOp>(op)) {
     Operation *clone = builder.clone(op);
     Layout layout = resultLayout(&op);
     auto type = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
@@ -84,14 +117,18 @@ LogicalResult Partitioner::partition(Operation &op) {
     builder.clone(op, mapping);
     return success();
   }
-  if (llvm::isa<mtf::TrainOp>(op)) {
-    if (!warnedTrain)
-      op.emitWarning() << "training is not partitioned yet (autodiff comes "
-                          "with a later stage); compiling the forward pass "
-                          "only";
-    warnedTrain = true;
-    return success();
-  }
+  if (llvm::isa<mtf::TrainOp>(op))
+    return op.emitOpError() << "must be turned into the backward pass and "
+                               "the update by mtf-autodiff before "
+                               "partitioning";
+  if (auto oneHot = llvm::dyn_cast<mtf::OneHotOp>(op))
+    return partitionOneHot(oneHot);
+  if (auto argmax = llvm::dyn_cast<mtf::ArgmaxOp>(op))
+    return partitionArgmax(argmax);
+  if (auto assign = llvm::dyn_cast<mtf::AssignOp>(op))
+    return partitionAssign(assign);
+  if (auto localGrad = llvm::dyn_cast<mtf::LocalGradOp>(op))
+    return partitionLocalGrad(localGrad);
   if (op.getNumResults() == 1 &&
       llvm::isa<mtf::TensorType>(op.getResult(0).getType()) &&
       op.getDialect() == global->getDialect())
@@ -164,6 +201,13 @@ void Partitioner::materialize(Value value) {
   auto [local, index] = locals.lookup(value);
   Layout layout = layouts[index];
   OpBuilder::InsertionGuard guard(builder);
+  // The reduction belongs to the phase of the op that made the partial sums.
+  StringAttr phase = phaseListener.phase;
+  phaseListener.phase = local.getDefiningOp()
+                            ? local.getDefiningOp()->getAttrOfType<StringAttr>(
+                                  mtf::MtfDialect::kPhaseAttrName)
+                            : StringAttr();
+  auto restore = llvm::make_scope_exit([&] { phaseListener.phase = phase; });
   // Reduce right after the partial sums are computed: the total is then
   // ready for every later use.
   if (Operation *def = local.getDefiningOp())
@@ -376,6 +420,97 @@ LogicalResult Partitioner::partitionRename(mtf::RenameOp op) {
               "'" + op.getTo().str() + "' is laid out unlike '" +
                   op.getFrom().str() + "'");
   define(op.getResult(), result, outLayout);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// One-hot, argmax, assign, local gradients
+//===----------------------------------------------------------------------===//
+
+/// One-hot vectors are built whole along `dim` (each device holds all the
+/// indices of its block), then sliced if the result's layout splits `dim`.
+LogicalResult Partitioner::partitionOneHot(mtf::OneHotOp op) {
+  auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
+  Layout outLayout = resultLayout(op);
+  AxisMap axes = axesByName(type, outLayout);
+  axes[op.getDim().str()].clear();
+  Layout whole = layoutFor(type, axes);
+  auto indicesType = llvm::cast<mtf::TensorType>(op.getIndices().getType());
+  IRMapping mapping;
+  mapping.map(op.getIndices(),
+              operandAs(op.getIndices(), layoutFor(indicesType, axes), op));
+  Operation *clone = cloneLocal(builder, *op, mapping);
+  clone->getResult(0).setType(localType(type, whole));
+  Value result =
+      reshard(clone->getResult(0), type, whole, outLayout, op.getLoc(),
+              "the one-hot result's layout splits '" + op.getDim().str() + "'");
+  define(op.getResult(), result, outLayout);
+  return success();
+}
+
+/// The arg-max runs along a whole `dim`; the other dims keep the result's
+/// layout.
+LogicalResult Partitioner::partitionArgmax(mtf::ArgmaxOp op) {
+  auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
+  auto inputType = llvm::cast<mtf::TensorType>(op.getInput().getType());
+  Layout outLayout = resultLayout(op);
+  AxisMap axes = axesByName(type, outLayout);
+  axes[op.getDim().str()].clear();
+  IRMapping mapping;
+  mapping.map(op.getInput(),
+              operandAs(op.getInput(), layoutFor(inputType, axes), op));
+  Operation *clone = cloneLocal(builder, *op, mapping);
+  clone->getResult(0).setType(localType(type, outLayout));
+  define(op.getResult(), clone->getResult(0), outLayout);
+  return success();
+}
+
+/// The new value takes its parameter's layout.
+LogicalResult Partitioner::partitionAssign(mtf::AssignOp op) {
+  Value param = params.lookup(op.getName());
+  Layout target = layouts[locals.lookup(param).second];
+  IRMapping mapping;
+  mapping.map(op.getValue(), operandAs(op.getValue(), target, op));
+  builder.clone(*op, mapping);
+  return success();
+}
+
+/// Local SGD: partial sums over the data-parallel axes stay per replica,
+/// scaled to the replica's own mean (the loss averages over the examples);
+/// partial sums over other axes are pieces of one gradient and are summed.
+LogicalResult Partitioner::partitionLocalGrad(mtf::LocalGradOp op) {
+  Value input = op.getInput();
+  auto type = llvm::cast<mtf::TensorType>(input.getType());
+  auto it = pending.find(input);
+  if (it == pending.end()) {
+    define(op.getResult(), locals.lookup(input).first,
+           layouts[locals.lookup(input).second]);
+    return success();
+  }
+  Pending sums = it->second;
+  pending.erase(it);
+  auto [local, index] = locals.lookup(input);
+  Layout layout = layouts[index];
+  std::vector<size_t> model, data;
+  for (size_t axis : sums.axes)
+    (llvm::is_contained(dataAxes, axis) ? data : model).push_back(axis);
+  if (!model.empty())
+    local = reduceOver(local, type, layout, model, std::nullopt, false,
+                       op.getLoc(), sums.why);
+  if (!data.empty()) {
+    int64_t replicas = layout::groupSize(data, mesh);
+    auto scalarType =
+        mtf::TensorType::get(builder.getContext(), {}, type.getElementType());
+    Value scale = mtf::ConstantOp::create(
+        builder, op.getLoc(), scalarType,
+        builder.getF64FloatAttr(static_cast<double>(replicas)));
+    scale.getDefiningOp()->setAttr(
+        mtf::MtfDialect::kLayoutAttrName,
+        mtf::LayoutAttr::get(builder.getContext(), {}));
+    local = mtf::MulOp::create(builder, op.getLoc(), localType(type, layout),
+                               local, scale);
+  }
+  define(op.getResult(), local, layout);
   return success();
 }
 

@@ -24,6 +24,12 @@
 
 namespace meshc {
 
+/// The mesh axes that split the first (example) dimension of some input of
+/// a laid-out program: the data-parallel axes, over which local SGD keeps
+/// per-replica gradients and averages parameters.
+std::vector<size_t> dataParallelAxes(mlir::mtf::ProgramOp program,
+                                     const layout::Mesh &mesh);
+
 /// Partitions one program. Usage: `Partitioner(program, grid).run()`.
 class Partitioner {
 public:
@@ -45,6 +51,10 @@ private:
   mlir::LogicalResult partitionContraction(mlir::Operation &op);
   mlir::LogicalResult partitionSoftmax(mlir::mtf::SoftmaxOp op);
   mlir::LogicalResult partitionRename(mlir::mtf::RenameOp op);
+  mlir::LogicalResult partitionOneHot(mlir::mtf::OneHotOp op);
+  mlir::LogicalResult partitionArgmax(mlir::mtf::ArgmaxOp op);
+  mlir::LogicalResult partitionAssign(mlir::mtf::AssignOp op);
+  mlir::LogicalResult partitionLocalGrad(mlir::mtf::LocalGradOp op);
   mlir::LogicalResult addPartialSums(mlir::Operation &op, const Layout &layout,
                                      const AxisMap &target);
   /// Emits the all-reduce of a pending partial sum (once), right after the
@@ -99,7 +109,17 @@ private:
     mlir::LocationAttr loc;
   };
   llvm::DenseMap<mlir::Value, Pending> pending;
-  bool warnedTrain = false;
+  /// Global parameters (and slots) by name, for mtf.assign.
+  llvm::StringMap<mlir::Value> params;
+  /// The data-parallel axes (dataParallelAxes()).
+  std::vector<size_t> dataAxes;
+  /// Tags every op the builder inserts with the training phase of the op
+  /// being partitioned (the collectives of a backward op are backward).
+  struct PhaseListener : public mlir::OpBuilder::Listener {
+    mlir::StringAttr phase;
+    void notifyOperationInserted(mlir::Operation *op,
+                                 mlir::OpBuilder::InsertPoint) override;
+  } phaseListener;
 };
 
 } // namespace meshc

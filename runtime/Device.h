@@ -22,6 +22,16 @@
 
 namespace meshc::runtime {
 
+/// What a step may depend on besides its operands: which run this is.
+struct RunContext {
+  /// The seed of the session (dropout masks).
+  uint64_t seed = 0;
+  /// The number of training runs before this one (the step counter).
+  uint64_t run = 0;
+  /// An eval run: dropout keeps every element.
+  bool eval = false;
+};
+
 /// One mesh device.
 class Device {
 public:
@@ -35,8 +45,14 @@ public:
   virtual void read(int64_t offset, void *dst, int64_t bytes) const = 0;
   /// Runs `step` (validated by the loader) on this device. `comm` is the
   /// device's communicator for the step's group when usesGroup(step.op),
-  /// else null. Throws RuntimeError for data errors (a label out of range).
-  virtual void run(const Step &step, Communicator *comm) = 0;
+  /// else null; `context` says which run this is. Throws RuntimeError for
+  /// data errors (a label out of range).
+  virtual void run(const Step &step, Communicator *comm,
+                   const RunContext &context) = 0;
+  /// Runs `step` as in the first training run with seed 0.
+  void run(const Step &step, Communicator *comm) {
+    run(step, comm, RunContext());
+  }
 };
 
 /// A kind of device with its collectives.

@@ -10,6 +10,7 @@
 #include "runtime/Error.h"
 #include "runtime/StepLoader.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -159,19 +160,8 @@ Tensor parseTensor(const JsonNode &node, const Program &program,
                std::to_string(buffer.id) + " is " + dtypeName(buffer.dtype));
 
   JsonNode dimsNode = node.member("dims");
-  std::vector<std::vector<std::string>> axes;
-  for (const JsonNode &dim : dimsNode.elements()) {
-    tensor.dims.push_back(
-        {dim.member("name").string(), dim.member("size").integer()});
-    std::optional<JsonNode> dimAxes = dim.optionalMember("axes");
-    axes.push_back(dimAxes ? dimAxes->strings() : std::vector<std::string>());
-  }
-  layout::Result<layout::TensorLayout> tensorLayout =
-      layout::TensorLayout::fromAxes(tensor.name, tensor.dims, axes,
-                                     program.mesh);
-  if (!tensorLayout)
-    dimsNode.fail(tensorLayout.error().message);
-  tensor.layout = *tensorLayout;
+  tensor.layout =
+      parseGlobalDims(dimsNode, tensor.name, program.mesh, tensor.dims);
   int64_t blockBytes = checkedProduct(
       dimsNode, tensor.layout.sliceShape(tensor.dims, program.mesh),
       dtypeBytes(tensor.dtype));
@@ -203,6 +193,124 @@ Tensor parseTensor(const JsonNode &node, const Program &program,
       tensor.range = {lo, hi};
     }
   return tensor;
+}
+
+/// "'a', 'b'" of the outputs of `program`.
+std::string outputNames(const Program &program) {
+  std::string names;
+  for (const Tensor &tensor : program.tensors)
+    if (tensor.role == Role::Output)
+      names += (names.empty() ? "'" : ", '") + tensor.name + "'";
+  return names.empty() ? "none" : names;
+}
+
+/// The mesh axes of "sync": known, distinct; returns the group size.
+int64_t parseSyncAxes(const JsonNode &node, const layout::Mesh &mesh,
+                      std::vector<std::string> &axes) {
+  int64_t size = 1;
+  for (const JsonNode &axis : node.elements()) {
+    std::string name = axis.string();
+    std::optional<size_t> index = mesh.axisIndex(name);
+    if (!index) {
+      std::string known;
+      for (const std::string &meshAxis : mesh.axisNames())
+        known += (known.empty() ? "'" : ", '") + meshAxis + "'";
+      axis.fail("'" + name + "' is not a mesh axis (mesh axes: " +
+                (known.empty() ? "none" : known) + ")");
+    }
+    if (std::find(axes.begin(), axes.end(), name) != axes.end())
+      axis.fail("mesh axis '" + name + "' is listed twice");
+    axes.push_back(name);
+    size *= mesh.axisSize(*index);
+  }
+  return size;
+}
+
+/// "sync": after every `every` training runs, average the listed param
+/// buffers over the groups of `axes`. Each buffer must hold a param that is
+/// replicated over those axes (averaging different blocks would mix them).
+SyncSpec parseSync(const JsonNode &node, Program &program,
+                   const std::map<int64_t, size_t> &bufferIndex) {
+  SyncSpec sync;
+  sync.every = node.member("every").integerAtLeast(1);
+  int64_t groupSize =
+      parseSyncAxes(node.member("axes"), program.mesh, sync.axes);
+  auto found =
+      std::find(program.groupAxes.begin(), program.groupAxes.end(), sync.axes);
+  size_t group = found - program.groupAxes.begin();
+  if (found == program.groupAxes.end())
+    program.groupAxes.push_back(sync.axes);
+  for (const JsonNode &ref : node.member("buffers").elements()) {
+    int64_t id = ref.integer();
+    auto buffer = bufferIndex.find(id);
+    std::string name = "buffer " + std::to_string(id);
+    if (buffer == bufferIndex.end())
+      ref.fail(name + " is not declared");
+    if (std::find(sync.buffers.begin(), sync.buffers.end(), buffer->second) !=
+        sync.buffers.end())
+      ref.fail(name + " is listed twice");
+    const Tensor *param = nullptr;
+    for (const Tensor &tensor : program.tensors)
+      if (tensor.role == Role::Param && tensor.buffer == buffer->second)
+        param = &tensor;
+    if (!param)
+      ref.fail(name + " holds no param; sync averages param buffers only");
+    for (size_t d = 0; d < param->dims.size(); ++d)
+      for (size_t axis : param->layout.axesOf(d))
+        if (std::find(sync.axes.begin(), sync.axes.end(),
+                      program.mesh.axisName(axis)) != sync.axes.end())
+          ref.fail("param '" + param->name + "' (" + name +
+                   ") is split over mesh axis '" + program.mesh.axisName(axis) +
+                   "' (dim '" + param->dims[d].name +
+                   "'); sync averages replicas, so its params must be "
+                   "replicated over the sync axes");
+    sync.buffers.push_back(buffer->second);
+
+    // all_reduce(sum) then scale by 1/G, as steps after the program's own.
+    Step reduce;
+    reduce.index = program.steps.size() + sync.steps.size();
+    reduce.op = OpKind::AllReduce;
+    reduce.phase = Phase::Update;
+    reduce.out.buffer = buffer->second;
+    reduce.out.shape.sizes = {
+        param->layout.numElementsPerDevice(param->dims, program.mesh)};
+    reduce.reduction = Reduction::Sum;
+    reduce.group = group;
+    Step scale = reduce;
+    scale.index = reduce.index + 1;
+    scale.op = OpKind::Unary;
+    scale.in = {reduce.out};
+    scale.unary = UnaryFn::Scale;
+    scale.value = 1.0 / static_cast<double>(groupSize);
+    sync.steps.push_back(reduce);
+    sync.steps.push_back(scale);
+  }
+  return sync;
+}
+
+TrainingSpec parseTraining(const JsonNode &node, Program &program,
+                           const std::map<int64_t, size_t> &bufferIndex) {
+  TrainingSpec training;
+  if (!node.json().is_object())
+    node.fail("expected an object, got " + describeJson(node.json()));
+  if (std::optional<JsonNode> optimizer = node.optionalMember("optimizer"))
+    training.optimizer = optimizer->string();
+  if (std::optional<JsonNode> hyperparams = node.optionalMember("hyperparams"))
+    for (const auto &[name, value] : hyperparams->members())
+      training.hyperparams.emplace_back(name, value.number());
+  if (std::optional<JsonNode> loss = node.optionalMember("loss")) {
+    training.loss = loss->string();
+    const Tensor *output = program.findTensor(Role::Output, training.loss);
+    if (!output)
+      loss->fail("'" + training.loss +
+                 "' is not an output (outputs: " + outputNames(program) + ")");
+    if (!output->dims.empty())
+      loss->fail("output '" + training.loss + "' is not a scalar; the loss " +
+                 "must have dims []");
+  }
+  if (std::optional<JsonNode> sync = node.optionalMember("sync"))
+    training.sync = parseSync(*sync, program, bufferIndex);
+  return training;
 }
 
 } // namespace
@@ -256,6 +364,8 @@ Program parseProgram(std::string_view text, const std::string &fileName) {
     program.scratchBytes =
         std::max(program.scratchBytes, program.steps.back().scratchBytes);
   }
+  if (std::optional<JsonNode> training = root.optionalMember("training"))
+    program.training = parseTraining(*training, program, bufferIndex);
   return program;
 }
 

@@ -1,8 +1,8 @@
 //===- Meshrun.cpp - The meshrun command line -----------------------------===//
 //
-// Flag parsing, the step loop with its report, and the JSON dump of the
-// outputs. Every RuntimeError ends here as one line on stderr and exit
-// code 1.
+// Flag parsing, and running the loop (MeshrunLoop.h) in one process or as
+// one rank of an MPI job. Every RuntimeError ends here as one line on stderr
+// and exit code 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,8 +10,7 @@
 
 #include "runtime/Error.h"
 #include "runtime/Loader.h"
-
-#include <nlohmann/json.hpp>
+#include "runtime/MeshrunLoop.h"
 
 #ifdef MESHC_HAVE_MPI
 #include "runtime/mpi/MpiCollectives.h"
@@ -28,6 +27,8 @@
 #include <optional>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace meshc::runtime {
 
 namespace {
@@ -35,7 +36,44 @@ namespace {
 constexpr const char *kUsage =
     "usage: meshrun MODEL.mprog [--backend cpu] [--devices N] [--steps S]\n"
     "               [--input NAME=FILE.npy]... [--seed K]\n"
-    "               [--dump-outputs FILE.json] [--quiet]\n";
+    "               [--dump-outputs FILE.json] [--quiet]\n"
+    "               [--eval-input NAME=FILE.npy]... [--eval-every K]\n"
+    "               [--no-shuffle] [--csv FILE.csv] [--plot FILE.svg]\n"
+    "               [--dump-params DIR] [--init-params DIR] [--verbose]\n"
+    "\n"
+    "  --backend cpu             the device backend (default cpu)\n"
+    "  --devices N               must equal the mesh's device count\n"
+    "  --steps S                 training runs (default 1; 0: only set up,\n"
+    "                            then evaluate and dump)\n"
+    "  --input NAME=FILE.npy     feed input NAME: the input's global shape,\n"
+    "                            or [N, ...] for a dataset of N examples\n"
+    "  --seed K                  seed of params, synthetic inputs, dropout\n"
+    "                            and shuffling (default: the program's)\n"
+    "  --dump-outputs FILE.json  write the outputs after the last run\n"
+    "  --eval-input NAME=FILE.npy  the eval set of input NAME ([N, ...])\n"
+    "  --eval-every K            evaluate every K steps (default: after the\n"
+    "                            last step only)\n"
+    "  --no-shuffle              read datasets in file order\n"
+    "  --csv FILE.csv            log every training run's scalar outputs\n"
+    "  --plot FILE.svg           draw the loss curve as SVG\n"
+    "  --dump-params DIR         write every param as DIR/<name>.npy at the\n"
+    "                            end ('/' in names becomes '__')\n"
+    "  --init-params DIR         read every param from DIR/<name>.npy\n"
+    "  --verbose                 print every step's outputs (default: up to\n"
+    "                            20 steps; a progress line above)\n"
+    "  --quiet                   print only the summary and eval lines\n";
+
+/// Adds NAME=FILE from `binding` (the value of `flag`) to `files`.
+void addBinding(const std::string &flag, const std::string &binding,
+                std::map<std::string, std::string> &files) {
+  size_t eq = binding.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == binding.size())
+    throw RuntimeError(flag + ": expected NAME=FILE.npy, got '" + binding +
+                       "'");
+  if (!files.emplace(binding.substr(0, eq), binding.substr(eq + 1)).second)
+    throw RuntimeError(flag + ": input '" + binding.substr(0, eq) +
+                       "' is given twice");
+}
 
 /// Parses `text`, the value of `flag`, as an integer in [min, max].
 uint64_t parseCount(const std::string &flag, const std::string &text,
@@ -52,104 +90,12 @@ uint64_t parseCount(const std::string &flag, const std::string &text,
   return value;
 }
 
-/// "%.7g" of `value`.
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.7g", value);
-  return text;
-}
-
-std::string milliseconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.3f ms", seconds * 1e3);
-  return text;
-}
-
-/// "  loss = 2.302585" or "  probs: f32[64, 10] first [0.1, ...] sum 64".
-std::string describeOutput(const std::string &name, const HostTensor &value) {
-  if (value.shape.empty())
-    return "  " + name + " = " + number(value.at(0)) + "\n";
-  std::string shape;
-  for (size_t d = 0; d < value.shape.size(); ++d)
-    shape += (d ? ", " : "") + std::to_string(value.shape[d]);
-  std::string first;
-  int64_t shown = std::min<int64_t>(value.elements(), 4);
-  for (int64_t i = 0; i < shown; ++i)
-    first += (i ? ", " : "") + number(value.at(i));
-  if (value.elements() > shown)
-    first += ", ...";
-  double sum = 0;
-  for (int64_t i = 0; i < value.elements(); ++i)
-    sum += value.at(i);
-  return "  " + name + ": " + dtypeName(value.dtype) + "[" + shape +
-         "] first [" + first + "] sum " + number(sum) + "\n";
-}
-
-/// Writes the outputs to `path`; under MPI every rank gathers, and only
-/// rank 0 (`write`) writes.
-void dumpOutputs(const std::string &path, const Program &program,
-                 const Session &session, bool write = true) {
-  nlohmann::json outputs = nlohmann::json::object();
-  for (const Tensor &tensor : program.tensors) {
-    if (tensor.role != Role::Output)
-      continue;
-    HostTensor value = session.gather(tensor);
-    if (!write)
-      continue;
-    nlohmann::json data = nlohmann::json::array();
-    for (int64_t i = 0; i < value.elements(); ++i)
-      data.push_back(value.at(i));
-    outputs[tensor.name] = {{"dims", value.dims},
-                            {"shape", value.shape},
-                            {"dtype", dtypeName(value.dtype)},
-                            {"data", data}};
-  }
-  if (!write)
-    return;
-  std::ofstream file(path);
-  file << nlohmann::json{{"outputs", outputs}}.dump() << "\n";
-  if (!file)
-    throw RuntimeError("cannot write '" + path + "'");
-}
-
-/// The step loop, its report and the dump. Under MPI every rank runs it (the
-/// gathers are collective) and `out` is a discarding stream off rank 0;
-/// `root` is false off rank 0.
-void runSteps(const MeshrunOptions &options, const Program &program,
-              Session &session, std::ostream &out, bool root = true) {
-  const ProcessGroup *processes = options.session.processes;
-  if (!options.quiet)
-    out << "meshrun: " << program.name
-        << (program.source.empty() ? "" : " (" + program.source + ")") << " on "
-        << session.numDevices() << " " << session.backendName() << " device"
-        << (session.numDevices() == 1 ? "" : "s")
-        << (processes ? " (one per " + processes->transport() + " rank)" : "")
-        << (program.mesh.rank() ? ", mesh " + program.mesh.str() : "")
-        << ", seed " << session.seed() << "\n";
-  double total = 0, fastest = 0;
-  for (int64_t step = 1; step <= options.steps; ++step) {
-    double seconds = session.runStep();
-    total += seconds;
-    fastest = step == 1 ? seconds : std::min(fastest, seconds);
-    if (options.quiet)
-      continue;
-    out << "step " << step << ": " << milliseconds(seconds) << "\n";
-    for (const Tensor &tensor : program.tensors)
-      if (tensor.role == Role::Output)
-        out << describeOutput(tensor.name, session.gather(tensor));
-  }
-  out << "summary: " << options.steps << " step"
-      << (options.steps == 1 ? "" : "s") << ", mean "
-      << milliseconds(total / options.steps) << ", min "
-      << milliseconds(fastest) << "\n";
-  if (!options.dumpOutputs.empty())
-    dumpOutputs(options.dumpOutputs, program, session, root);
-}
-
-void run(const MeshrunOptions &options, std::ostream &out) {
+/// Runs the loop of `options` on this process's devices.
+void run(const MeshrunOptions &options, std::ostream &out, std::ostream &err,
+         bool terminal) {
   Program program = loadProgram(options.programPath);
   Session session(program, options.session);
-  runSteps(options, program, session, out);
+  runMeshrunLoop(options, program, session, {out, err, true, terminal});
 }
 
 /// The number of processes of the MPI job this process was started in by
@@ -219,7 +165,7 @@ int meshrunMpi(int argc, const char *const *argv, std::ostream &out,
     return fail(agreed);
 
   try {
-    runSteps(options, *program, *session, rankOut, root);
+    runMeshrunLoop(options, *program, *session, {rankOut, err, root, false});
   } catch (const std::exception &e) {
     out.flush();
     say("rank " + std::to_string(world->rank()) + ": " + e.what());
@@ -260,22 +206,33 @@ MeshrunOptions parseMeshrunArgs(const std::vector<std::string> &args) {
     } else if (arg == "--devices") {
       options.session.devices = parseCount(arg, takeValue(), 1);
     } else if (arg == "--steps") {
-      options.steps = parseCount(arg, takeValue(), 1);
+      options.steps = parseCount(arg, takeValue(), 0);
     } else if (arg == "--seed") {
       options.session.seed = parseCount(arg, takeValue(), 0, UINT64_MAX);
     } else if (arg == "--dump-outputs") {
       options.dumpOutputs = takeValue();
     } else if (arg == "--input") {
-      std::string binding = takeValue();
-      size_t eq = binding.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == binding.size())
-        throw RuntimeError("--input: expected NAME=FILE.npy, got '" + binding +
-                           "'");
-      if (!options.session.inputFiles
-               .emplace(binding.substr(0, eq), binding.substr(eq + 1))
-               .second)
-        throw RuntimeError("--input: input '" + binding.substr(0, eq) +
-                           "' is given twice");
+      addBinding(arg, takeValue(), options.session.inputFiles);
+    } else if (arg == "--eval-input") {
+      addBinding(arg, takeValue(), options.session.evalInputFiles);
+    } else if (arg == "--eval-every") {
+      options.evalEvery = parseCount(arg, takeValue(), 1);
+    } else if (arg == "--no-shuffle") {
+      options.session.shuffle = false;
+    } else if (arg == "--verbose") {
+      options.verbose = true;
+    } else if (arg == "--csv") {
+      options.csvPath = takeValue();
+    } else if (arg == "--plot") {
+      options.plotPath = takeValue();
+      std::string path = options.plotPath;
+      if (path.size() < 4 || path.substr(path.size() - 4) != ".svg")
+        throw RuntimeError("--plot: '" + path +
+                           "' does not end in .svg; meshrun draws SVG only");
+    } else if (arg == "--dump-params") {
+      options.dumpParamsDir = takeValue();
+    } else if (arg == "--init-params") {
+      options.session.initParamsDir = takeValue();
     } else if (arg.size() > 1 && arg[0] == '-') {
       throw RuntimeError("unknown option '" + arg + "'");
     } else if (options.programPath.empty()) {
@@ -287,6 +244,9 @@ MeshrunOptions parseMeshrunArgs(const std::vector<std::string> &args) {
   }
   if (options.programPath.empty() && !options.help)
     throw RuntimeError("no .mprog file given");
+  if (options.evalEvery > 0 && options.session.evalInputFiles.empty())
+    throw RuntimeError("--eval-every needs an eval set (--eval-input "
+                       "NAME=FILE.npy)");
   return options;
 }
 
@@ -309,7 +269,7 @@ int meshrunMain(int argc, const char *const *argv, std::ostream &out,
       out << kUsage;
       return 0;
     }
-    run(options, out);
+    run(options, out, err, &err == &std::cerr && isatty(STDERR_FILENO));
     return 0;
   } catch (const std::exception &error) {
     err << "meshrun: error: " << error.what() << "\n";

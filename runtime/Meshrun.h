@@ -4,14 +4,19 @@
 //
 //   meshrun MODEL.mprog [--backend cpu] [--devices N] [--steps S]
 //           [--input NAME=FILE.npy]... [--seed K] [--dump-outputs FILE.json]
-//           [--quiet]
+//           [--eval-input NAME=FILE.npy]... [--eval-every K] [--no-shuffle]
+//           [--csv FILE.csv] [--plot FILE.svg] [--dump-params DIR]
+//           [--init-params DIR] [--verbose] [--quiet]
 //
-// It prints every output after every step (scalars as numbers, tensors as
-// shape, first values and sum) with the step's time, then the mean and
-// minimum step time. The library owns all of it; tools/meshrun.cpp is one
-// call to meshrunMain. docs/runtime.md describes the flags. Started by mpirun
-// with more than one rank, meshrunMain runs one mesh device per rank over MPI
-// (when built with MPI) and only rank 0 prints and dumps outputs.
+// With up to 20 steps (or --verbose) it prints every output after every step
+// (scalars as numbers, tensors as shape, first values and sum) with the
+// step's time; with more, a progress line on stderr. Then the mean and
+// minimum step time. Training programs add datasets, evaluations, a CSV log,
+// a loss chart and parameter files. The library owns all of it;
+// tools/meshrun.cpp is one call to meshrunMain. docs/runtime.md describes
+// the flags. Started by mpirun with more than one rank, meshrunMain runs one
+// mesh device per rank over MPI (when built with MPI) and only rank 0 prints
+// and writes files.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,12 +37,24 @@ struct MeshrunOptions {
   /// The .mprog file.
   std::string programPath;
   SessionOptions session;
-  /// How many times the program runs.
+  /// How many times the program runs (training runs; 0: only set up).
   int64_t steps = 1;
   /// Where to write the global outputs as JSON after the last step (empty:
   /// nowhere).
   std::string dumpOutputs;
-  /// Print only the summary line.
+  /// Evaluate after every this many training runs (0: only after the last);
+  /// needs an eval set (session.evalInputFiles).
+  int64_t evalEvery = 0;
+  /// Where to write the log of the training runs as CSV (empty: nowhere).
+  std::string csvPath;
+  /// Where to draw the loss curve as SVG (empty: nowhere).
+  std::string plotPath;
+  /// Where to write every param as DIR/<name>.npy after the last step
+  /// (empty: nowhere).
+  std::string dumpParamsDir;
+  /// Print the outputs of every step even when there are more than 20.
+  bool verbose = false;
+  /// Print only the summary (and eval) lines.
   bool quiet = false;
   /// --help was given.
   bool help = false;

@@ -25,6 +25,33 @@ std::string npyShapeStr(const std::vector<int64_t> &shape) {
   return text + (shape.size() == 1 ? ",)" : ")");
 }
 
+std::string npyBytes(DType dtype, const std::vector<int64_t> &shape,
+                     const char *data) {
+  std::string header =
+      std::string("{'descr': '") + (dtype == DType::F32 ? "<f4" : "<i4") +
+      "', 'fortran_order': False, 'shape': " + npyShapeStr(shape) + ", }";
+  // The data starts at a multiple of 64 bytes; the header ends with '\n'.
+  while ((10 + header.size() + 1) % 64 != 0)
+    header += ' ';
+  header += '\n';
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  int64_t elements = 1;
+  for (int64_t size : shape)
+    elements *= size;
+  bytes.append(data, static_cast<size_t>(elements * dtypeBytes(dtype)));
+  return bytes;
+}
+
+void writeNpy(const std::string &path, const NpyArray &array) {
+  std::ofstream file(path, std::ios::binary);
+  file << npyBytes(array.dtype, array.shape, array.data.data());
+  if (!file)
+    throw RuntimeError("cannot write '" + path + "'");
+}
+
 namespace {
 
 /// The text after key `key` and its colon in the header dict, or fails.

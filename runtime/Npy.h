@@ -3,7 +3,7 @@
 // meshrun --input name=file.npy feeds a global input tensor from a NumPy
 // array file: format versions 1.0-3.0, little-endian float32 ('<f4') or
 // int32 ('<i4'), C order. Anything else is an error naming the file and what
-// was found.
+// was found. meshrun --dump-params writes parameters in the same format.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +33,15 @@ NpyArray parseNpy(std::string_view bytes, const std::string &fileName);
 
 /// Reads the .npy file at `path`. Throws RuntimeError.
 NpyArray readNpy(const std::string &path);
+
+/// The bytes of a version 1.0 .npy file holding `data` (C order, 4 bytes an
+/// element) as little-endian `dtype` of shape `shape`.
+std::string npyBytes(DType dtype, const std::vector<int64_t> &shape,
+                     const char *data);
+
+/// Writes `array` to `path` as a .npy file. Throws RuntimeError naming the
+/// path when it cannot be written.
+void writeNpy(const std::string &path, const NpyArray &array);
 
 /// "(3, 4)", the way NumPy prints a shape.
 std::string npyShapeStr(const std::vector<int64_t> &shape);

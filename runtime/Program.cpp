@@ -86,6 +86,12 @@ const char *opName(OpKind op) {
     return "softmax";
   case OpKind::SoftmaxCrossEntropy:
     return "softmax_cross_entropy";
+  case OpKind::OneHot:
+    return "one_hot";
+  case OpKind::Argmax:
+    return "argmax";
+  case OpKind::Dropout:
+    return "dropout";
   case OpKind::AllReduce:
     return "all_reduce";
   case OpKind::AllGather:
@@ -96,6 +102,18 @@ const char *opName(OpKind op) {
     return "all_to_all";
   case OpKind::Slice:
     return "slice";
+  }
+  return "";
+}
+
+const char *phaseName(Phase phase) {
+  switch (phase) {
+  case Phase::Forward:
+    return "forward";
+  case Phase::Backward:
+    return "backward";
+  case Phase::Update:
+    return "update";
   }
   return "";
 }

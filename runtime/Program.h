@@ -100,6 +100,9 @@ enum class OpKind {
   Reduce,
   Softmax,
   SoftmaxCrossEntropy,
+  OneHot,
+  Argmax,
+  Dropout,
   AllReduce,
   AllGather,
   ReduceScatter,
@@ -112,10 +115,30 @@ const char *opName(OpKind op);
 /// needs the device's rank in its group).
 bool usesGroup(OpKind op);
 
-/// The functions of the unary step.
-enum class UnaryFn { Relu, Gelu, Exp, Log, Tanh, Sqrt, Rsqrt, Negate, Scale };
-/// The functions of the binary step.
-enum class BinaryFn { Add, Sub, Mul, Div, Max, Min };
+/// The functions of the unary step. Positive is the step function (1 where
+/// x > 0, else 0) and GeluGrad the derivative of Gelu: the pieces of their
+/// gradients.
+enum class UnaryFn {
+  Relu,
+  Gelu,
+  Exp,
+  Log,
+  Tanh,
+  Sqrt,
+  Rsqrt,
+  Negate,
+  Scale,
+  Positive,
+  GeluGrad
+};
+/// The functions of the binary step. Eq (1 where equal, else 0) also
+/// compares two i32 operands.
+enum class BinaryFn { Add, Sub, Mul, Div, Max, Min, Eq };
+/// Which part of a training program a step belongs to: an eval run executes
+/// only the forward steps, a training run all of them.
+enum class Phase { Forward, Backward, Update };
+/// "forward", "backward", "update".
+const char *phaseName(Phase phase);
 /// How reduce, all_reduce and reduce_scatter combine elements.
 enum class Reduction { Sum, Max };
 
@@ -170,6 +193,7 @@ struct Step {
   /// Position in the "steps" array.
   size_t index = 0;
   OpKind op = OpKind::Fill;
+  Phase phase = Phase::Forward;
   /// The operands read: einsum inputs; binary lhs, rhs;
   /// softmax_cross_entropy logits, labels; the single input of the others
   /// (none for fill).
@@ -181,8 +205,8 @@ struct Step {
   Reduction reduction = Reduction::Sum;
   /// fill: the value; unary scale: the factor.
   double value = 0;
-  /// softmax / softmax_cross_entropy: the class dim; all_gather,
-  /// reduce_scatter, slice: the dim; all_to_all: split_dim.
+  /// softmax / softmax_cross_entropy / one_hot / argmax: the class dim;
+  /// all_gather, reduce_scatter, slice: the dim; all_to_all: split_dim.
   std::string dim;
   /// all_to_all: concat_dim.
   std::string concatDim;
@@ -190,8 +214,38 @@ struct Step {
   size_t group = 0;
   /// einsum only.
   EinsumPlan einsum;
+  /// dropout only: the global shape the mask is drawn over, with its split
+  /// over the mesh (out is this device's block of it), the stream name and
+  /// the rate.
+  std::vector<layout::Dim> dropoutDims;
+  layout::TensorLayout dropoutLayout = layout::TensorLayout::replicated(0);
+  std::string dropoutName;
+  double dropoutRate = 0;
   /// Scratch this step needs on every device.
   int64_t scratchBytes = 0;
+};
+
+/// Local SGD: after every `every`-th training run, the param buffers are
+/// averaged over the mesh-axis groups of `axes`.
+struct SyncSpec {
+  int64_t every = 1;
+  std::vector<std::string> axes;
+  /// Indexes into Program::buffers, each a param's.
+  std::vector<size_t> buffers;
+  /// The steps that do it on every device: per buffer, an all_reduce (sum)
+  /// and a unary scale by 1/G. Their index is steps.size() + position.
+  std::vector<Step> steps;
+};
+
+/// The "training" member: what the compiler says about a training program.
+/// Only `sync` changes how the program runs.
+struct TrainingSpec {
+  /// Informational: the optimizer's name and hyperparameters.
+  std::string optimizer;
+  std::vector<std::pair<std::string, double>> hyperparams;
+  /// The scalar output that is the training loss (empty: not named).
+  std::string loss;
+  std::optional<SyncSpec> sync;
 };
 
 /// A loaded .mprog.
@@ -211,6 +265,8 @@ struct Program {
   std::vector<std::vector<std::string>> groupAxes;
   /// The largest scratch any step needs.
   int64_t scratchBytes = 0;
+  /// Present for training programs.
+  std::optional<TrainingSpec> training;
 
   /// The tensor of `role` called `name`, or null.
   const Tensor *findTensor(Role role, const std::string &name) const;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace meshc::runtime {
 
@@ -32,6 +33,12 @@ uint64_t fnv1a64(std::string_view text) {
 
 TensorRandom::TensorRandom(uint64_t seed, std::string_view tensorName)
     : streamKey(splitmix64(seed ^ fnv1a64(tensorName))) {}
+
+TensorRandom TensorRandom::withKey(uint64_t key) {
+  TensorRandom random;
+  random.streamKey = key;
+  return random;
+}
 
 uint64_t TensorRandom::bits(uint64_t index, unsigned j) const {
   return splitmix64(streamKey + (2 * index + j) * kGolden);
@@ -68,6 +75,34 @@ float TensorRandom::value(const InitSpec &spec, uint64_t index) const {
     return static_cast<float>(spec.a + (spec.b - spec.a) * uniform(index, 0));
   }
   return 0.0f;
+}
+
+uint64_t runKey(uint64_t seed, std::string_view name, uint64_t run) {
+  return splitmix64(TensorRandom(seed, name).key() + run);
+}
+
+DropoutMask::DropoutMask(uint64_t seed, std::string_view name, uint64_t run,
+                         double rate)
+    : random(TensorRandom::withKey(runKey(seed, name, run))), rate(rate),
+      keptScale(1.0 / (1.0 - rate)) {}
+
+double dropoutScale(uint64_t seed, std::string_view name, uint64_t run,
+                    uint64_t index, double rate) {
+  return DropoutMask(seed, name, run, rate).scale(index);
+}
+
+std::vector<int64_t> epochPermutation(uint64_t seed, uint64_t epoch,
+                                      int64_t n) {
+  std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (int64_t i = 0; i < n; ++i)
+    order[i] = i;
+  TensorRandom random = TensorRandom::withKey(runKey(seed, "shuffle", epoch));
+  for (int64_t i = n - 1; i > 0; --i) {
+    int64_t j = std::min(
+        static_cast<int64_t>(std::floor(random.uniform(i, 0) * (i + 1))), i);
+    std::swap(order[i], order[j]);
+  }
+  return order;
 }
 
 /// Calls `visit(blockIndex, globalIndex)` for every element of the block in

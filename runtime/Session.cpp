@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -33,38 +34,24 @@ int64_t product(const std::vector<int64_t> &shape) {
   return count;
 }
 
-/// Copies the block at `offset` of shape `blockShape` of a global row-major
-/// tensor of shape `globalShape` (4-byte elements) from `global` into
-/// `block`, or back when `intoBlock` is false.
-void copyBlock(const std::vector<int64_t> &globalShape,
-               const std::vector<int64_t> &offset,
-               const std::vector<int64_t> &blockShape, char *global,
-               char *block, bool intoBlock) {
-  size_t rank = blockShape.size();
-  int64_t elements = product(blockShape);
-  if (elements == 0)
-    return;
-  if (rank == 0) {
-    std::memcpy(intoBlock ? block : global, intoBlock ? global : block, 4);
-    return;
-  }
-  std::vector<int64_t> stride(rank, 1);
-  for (size_t d = rank - 1; d-- > 0;)
-    stride[d] = stride[d + 1] * globalShape[d + 1];
-  int64_t run = blockShape[rank - 1];
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t row = 0; row < elements / run; ++row) {
-    int64_t at = offset[rank - 1];
-    for (size_t d = 0; d + 1 < rank; ++d)
-      at += (offset[d] + index[d]) * stride[d];
-    char *g = global + at * 4, *b = block + row * run * 4;
-    std::memcpy(intoBlock ? b : g, intoBlock ? g : b, run * 4);
-    for (size_t d = rank - 1; d-- > 0;) {
-      if (++index[d] < blockShape[d])
-        break;
-      index[d] = 0;
-    }
-  }
+/// "'x', 'labels'", the inputs of `program`.
+std::string inputNames(const Program &program) {
+  std::string inputs;
+  for (const Tensor &tensor : program.tensors)
+    if (tensor.role == Role::Input)
+      inputs += (inputs.empty() ? "'" : ", '") + tensor.name + "'";
+  return inputs.empty() ? "none" : inputs;
+}
+
+/// Fails unless every name of `files` is an input of `program`.
+void checkInputNames(const Program &program,
+                     const std::map<std::string, std::string> &files,
+                     const std::string &flag) {
+  for (const auto &[name, path] : files)
+    if (!program.findTensor(Role::Input, name))
+      throw RuntimeError(flag + " " + name + "=" + path + ": " +
+                         program.fileName + " has no input '" + name +
+                         "' (inputs: " + inputNames(program) + ")");
 }
 
 std::string meshDescription(const layout::Mesh &mesh) {
@@ -127,92 +114,251 @@ Session::Session(const Program &program, const SessionOptions &options)
     communicators.push_back(
         collectives.split(partitionMesh(program.mesh, axes)));
 
-  for (const auto &[name, path] : options.inputFiles)
-    if (!program.findTensor(Role::Input, name)) {
-      std::string inputs;
-      for (const Tensor &tensor : program.tensors)
-        if (tensor.role == Role::Input)
-          inputs += (inputs.empty() ? "'" : ", '") + tensor.name + "'";
-      throw RuntimeError("--input " + name + "=" + path + ": " +
-                         program.fileName + " has no input '" + name +
-                         "' (inputs: " + (inputs.empty() ? "none" : inputs) +
-                         ")");
-    }
+  checkInputNames(program, options.inputFiles, "--input");
+  checkInputNames(program, options.evalInputFiles, "--eval-input");
   for (const Tensor &tensor : program.tensors) {
-    if (tensor.role == Role::Param)
-      initializeParam(tensor);
-    else if (tensor.role == Role::Input)
-      prepareInput(tensor, options);
+    if (tensor.role == Role::Param) {
+      initializeParam(tensor, options.initParamsDir);
+    } else if (tensor.role == Role::Input) {
+      auto file = options.inputFiles.find(tensor.name);
+      inputs.push_back(prepareInput(
+          tensor, file == options.inputFiles.end() ? "" : file->second, false));
+    }
   }
+  // All datasets read the same examples in each run: one N, one order.
+  const InputFeed *first = nullptr;
+  for (const InputFeed &feed : inputs) {
+    if (!feed.rows)
+      continue;
+    int64_t examples = feed.rows->shape[0];
+    if (first && examples != trainExamples)
+      throw RuntimeError("--input " + feed.tensor->name + "=" + feed.file +
+                         " has " + std::to_string(examples) +
+                         " examples but --input " + first->tensor->name + "=" +
+                         first->file + " has " + std::to_string(trainExamples) +
+                         "; dataset inputs need the same number of examples");
+    if (!first) {
+      first = &feed;
+      trainExamples = examples;
+      batch = feed.tensor->dims[0].size;
+    }
+  }
+  if (!first)
+    for (const InputFeed &feed : inputs)
+      if (!feed.tensor->dims.empty()) {
+        batch = feed.tensor->dims[0].size;
+        break;
+      }
+  if (first)
+    order.emplace(seedValue, trainExamples, options.shuffle);
+  checkEvalSet(options);
+
+  for (const Step &step : program.steps) {
+    trainSteps.push_back(&step);
+    if (step.phase == Phase::Forward)
+      evalSteps.push_back(&step);
+  }
+  trainSyncSteps = trainSteps;
+  if (program.training && program.training->sync)
+    for (const Step &step : program.training->sync->steps)
+      trainSyncSteps.push_back(&step);
+}
+
+std::string paramFileName(const std::string &name) {
+  std::string file;
+  for (char c : name)
+    file += c == '/' ? std::string("__") : std::string(1, c);
+  return file + ".npy";
 }
 
 Session::~Session() = default;
 
-void Session::initializeParam(const Tensor &tensor) {
+void Session::initializeParam(const Tensor &tensor,
+                              const std::string &initDir) {
   std::vector<int64_t> blockShape =
       tensor.layout.sliceShape(tensor.dims, program.mesh);
   std::vector<float> block(product(blockShape));
+  std::optional<NpyArray> values;
+  if (!initDir.empty()) {
+    std::string path =
+        (std::filesystem::path(initDir) / paramFileName(tensor.name)).string();
+    if (!std::filesystem::exists(path))
+      throw RuntimeError("--init-params: no file '" + path + "' for param '" +
+                         tensor.name + "'");
+    values = readNpy(path);
+    if (values->dtype != DType::F32)
+      throw RuntimeError(path + ": .npy dtype " + dtypeName(values->dtype) +
+                         " does not match param '" + tensor.name + "' (f32)");
+    if (values->shape != tensor.globalShape())
+      throw RuntimeError(path + ": .npy shape " + npyShapeStr(values->shape) +
+                         " does not match param '" + tensor.name + "' shape " +
+                         npyShapeStr(tensor.globalShape()));
+  }
   for (size_t i = 0; i < localIds.size(); ++i) {
-    fillBlock(tensor.init, seedValue, tensor.name, tensor.globalShape(),
-              tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[i]),
-              blockShape, block.data());
+    std::vector<int64_t> offset =
+        tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[i]);
+    if (values)
+      copyBlock(values->shape, offset, blockShape, values->data.data(),
+                reinterpret_cast<char *>(block.data()), true);
+    else
+      fillBlock(tensor.init, seedValue, tensor.name, tensor.globalShape(),
+                offset, blockShape, block.data());
     devices[i]->write(program.buffers[tensor.buffer].offset, block.data(),
                       block.size() * 4);
   }
 }
 
-void Session::prepareInput(const Tensor &tensor,
-                           const SessionOptions &options) {
+Session::InputFeed Session::prepareInput(const Tensor &tensor,
+                                         const std::string &file, bool eval) {
+  InputFeed feed;
+  feed.tensor = &tensor;
+  feed.file = file;
   std::vector<int64_t> globalShape = tensor.globalShape();
-  std::vector<int64_t> blockShape =
-      tensor.layout.sliceShape(tensor.dims, program.mesh);
-  std::vector<std::vector<char>> blocks(
-      localIds.size(), std::vector<char>(product(blockShape) * 4));
-  auto file = options.inputFiles.find(tensor.name);
-  if (file != options.inputFiles.end()) {
-    NpyArray array = readNpy(file->second);
+  feed.blockShape = tensor.layout.sliceShape(tensor.dims, program.mesh);
+  for (int64_t id : localIds)
+    feed.blockOffsets.push_back(
+        tensor.layout.sliceOffset(tensor.dims, program.mesh, id));
+  feed.blocks.assign(localIds.size(),
+                     std::vector<char>(product(feed.blockShape) * 4));
+  if (!file.empty()) {
+    NpyArray array = readNpy(file);
     if (array.dtype != tensor.dtype)
-      throw RuntimeError(file->second + ": .npy dtype " +
-                         dtypeName(array.dtype) + " does not match input '" +
-                         tensor.name + "' (" + dtypeName(tensor.dtype) + ")");
-    if (array.shape != globalShape)
-      throw RuntimeError(file->second + ": .npy shape " +
-                         npyShapeStr(array.shape) + " does not match input '" +
-                         tensor.name + "' shape " + npyShapeStr(globalShape));
+      throw RuntimeError(file + ": .npy dtype " + dtypeName(array.dtype) +
+                         " does not match input '" + tensor.name + "' (" +
+                         dtypeName(tensor.dtype) + ")");
+    // [N, rest...] for an input [B, rest...] is a set of N examples.
+    bool examples = !globalShape.empty() &&
+                    array.shape.size() == globalShape.size() &&
+                    !array.shape.empty() && array.shape[0] >= 1 &&
+                    std::equal(array.shape.begin() + 1, array.shape.end(),
+                               globalShape.begin() + 1);
+    if (eval || array.shape != globalShape) {
+      if (!examples)
+        throw RuntimeError(file + ": .npy shape " + npyShapeStr(array.shape) +
+                           " does not match input '" + tensor.name +
+                           "' shape " + npyShapeStr(globalShape));
+      feed.rows = std::move(array);
+      return feed;
+    }
     for (size_t d = 0; d < localIds.size(); ++d)
-      copyBlock(
-          globalShape,
-          tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
-          blockShape, array.data.data(), blocks[d].data(), true);
+      copyBlock(globalShape, feed.blockOffsets[d], feed.blockShape,
+                array.data.data(), feed.blocks[d].data(), true);
   } else if (tensor.dtype == DType::F32) {
     InitSpec standardNormal{InitSpec::Kind::Normal, 0.0, 1.0};
     for (size_t d = 0; d < localIds.size(); ++d)
-      fillBlock(
-          standardNormal, seedValue, tensor.name, globalShape,
-          tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
-          blockShape, reinterpret_cast<float *>(blocks[d].data()));
+      fillBlock(standardNormal, seedValue, tensor.name, globalShape,
+                feed.blockOffsets[d], feed.blockShape,
+                reinterpret_cast<float *>(feed.blocks[d].data()));
   } else {
     if (!tensor.range)
       throw RuntimeError("input '" + tensor.name + "' is i32 and has no " +
                          "\"range\" for synthetic values; give --input " +
                          tensor.name + "=FILE.npy");
     for (size_t d = 0; d < localIds.size(); ++d)
-      fillBlockInt(
-          tensor.range->first, tensor.range->second, seedValue, tensor.name,
-          globalShape,
-          tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
-          blockShape, reinterpret_cast<int32_t *>(blocks[d].data()));
+      fillBlockInt(tensor.range->first, tensor.range->second, seedValue,
+                   tensor.name, globalShape, feed.blockOffsets[d],
+                   feed.blockShape,
+                   reinterpret_cast<int32_t *>(feed.blocks[d].data()));
   }
-  inputBlocks.emplace_back(&tensor, std::move(blocks));
+  return feed;
 }
 
-double Session::runStep() {
-  for (const auto &[tensor, blocks] : inputBlocks)
-    for (size_t d = 0; d < localIds.size(); ++d)
-      devices[d]->write(program.buffers[tensor->buffer].offset,
-                        blocks[d].data(),
-                        static_cast<int64_t>(blocks[d].size()));
+void Session::checkEvalSet(const SessionOptions &options) {
+  if (options.evalInputFiles.empty())
+    return;
+  for (const InputFeed &feed : inputs)
+    if (!feed.file.empty() && !options.evalInputFiles.count(feed.tensor->name))
+      throw RuntimeError(
+          "--eval-input: input '" + feed.tensor->name + "' is read from " +
+          feed.file + " in training but has no eval file; give --eval-input " +
+          feed.tensor->name + "=FILE.npy");
+  const InputFeed *first = nullptr;
+  evalInputs.reserve(inputs.size()); // `first` points into it
+  for (const InputFeed &train : inputs) {
+    auto file = options.evalInputFiles.find(train.tensor->name);
+    if (file == options.evalInputFiles.end())
+      continue;
+    evalInputs.push_back(prepareInput(*train.tensor, file->second, true));
+    const InputFeed &feed = evalInputs.back();
+    int64_t examples = feed.rows->shape[0], rows = feed.tensor->dims[0].size;
+    if (first && examples != evalSetExamples)
+      throw RuntimeError("--eval-input " + feed.tensor->name + "=" + feed.file +
+                         " has " + std::to_string(examples) +
+                         " examples but --eval-input " + first->tensor->name +
+                         "=" + first->file + " has " +
+                         std::to_string(evalSetExamples) +
+                         "; eval inputs need the same number of examples");
+    if (examples < rows)
+      throw RuntimeError("--eval-input " + feed.tensor->name + "=" + feed.file +
+                         " has " + std::to_string(examples) +
+                         " examples, fewer than one batch of " +
+                         std::to_string(rows));
+    if (!first) {
+      first = &feed;
+      evalSetExamples = examples;
+    }
+  }
+}
 
+int64_t Session::evalBatches() const {
+  int64_t batches = 0;
+  for (const InputFeed &feed : evalInputs) {
+    int64_t count = evalSetExamples / feed.tensor->dims[0].size;
+    batches = batches == 0 ? count : std::min(batches, count);
+  }
+  return batches;
+}
+
+template <typename RowOf>
+void Session::writeFeed(InputFeed &feed, RowOf rowOf) {
+  for (size_t d = 0; d < localIds.size(); ++d) {
+    if (feed.rows)
+      copyBatchBlock(*feed.rows, rowOf, feed.blockOffsets[d], feed.blockShape,
+                     feed.blocks[d].data());
+    devices[d]->write(program.buffers[feed.tensor->buffer].offset,
+                      feed.blocks[d].data(),
+                      static_cast<int64_t>(feed.blocks[d].size()));
+  }
+}
+
+double Session::runStep(RunMode mode) {
+  for (InputFeed &feed : inputs) {
+    // Run s reads global examples s*B .. s*B+B-1 (only datasets use them).
+    uint64_t first = feed.rows ? runCount * feed.tensor->dims[0].size : 0;
+    writeFeed(feed, [&](int64_t row) { return order->row(first + row); });
+  }
+  RunContext context{seedValue, runCount, mode == RunMode::Eval};
+  if (mode == RunMode::Eval)
+    return runSteps(evalSteps, context);
+  ++runCount;
+  const SyncSpec *sync = program.training && program.training->sync
+                             ? &*program.training->sync
+                             : nullptr;
+  bool syncing = sync && runCount % static_cast<uint64_t>(sync->every) == 0;
+  return runSteps(syncing ? trainSyncSteps : trainSteps, context);
+}
+
+double Session::runEvalBatch(int64_t batchIndex) {
+  if (batchIndex < 0 || batchIndex >= evalBatches())
+    throw RuntimeError("eval batch " + std::to_string(batchIndex) +
+                       " is outside [0, " + std::to_string(evalBatches()) +
+                       ")");
+  for (InputFeed &feed : inputs) {
+    bool fromEvalSet = false;
+    for (const InputFeed &eval : evalInputs)
+      fromEvalSet = fromEvalSet || eval.tensor == feed.tensor;
+    if (!fromEvalSet)
+      writeFeed(feed, [](int64_t row) { return row; });
+  }
+  for (InputFeed &feed : evalInputs) {
+    int64_t first = batchIndex * feed.tensor->dims[0].size;
+    writeFeed(feed, [&](int64_t row) { return first + row; });
+  }
+  return runSteps(evalSteps, {seedValue, runCount, true});
+}
+
+double Session::runSteps(const std::vector<const Step *> &steps,
+                         const RunContext &context) {
   std::mutex errorMutex;
   std::string firstError;
   // `d` indexes the local devices; localIds[d] is the device id.
@@ -220,20 +366,24 @@ double Session::runStep() {
     const Step *current = nullptr;
     int64_t id = localIds[d];
     try {
-      for (const Step &step : program.steps) {
-        current = &step;
-        Communicator *comm =
-            usesGroup(step.op) ? communicators[step.group][id].get() : nullptr;
-        devices[d]->run(step, comm);
+      for (const Step *step : steps) {
+        current = step;
+        Communicator *comm = usesGroup(step->op)
+                                 ? communicators[step->group][id].get()
+                                 : nullptr;
+        devices[d]->run(*step, comm, context);
       }
     } catch (const CollectiveAborted &) {
       // Another device failed first; its error is the one reported.
     } catch (const std::exception &error) {
       std::lock_guard<std::mutex> lock(errorMutex);
-      if (firstError.empty())
-        firstError = "step " + std::to_string(current->index) + " (" +
-                     opName(current->op) + ") on device " + std::to_string(id) +
-                     ": " + error.what();
+      if (firstError.empty()) {
+        std::string where = current->index < program.steps.size()
+                                ? "step " + std::to_string(current->index)
+                                : std::string("training.sync");
+        firstError = where + " (" + opName(current->op) + ") on device " +
+                     std::to_string(id) + ": " + error.what();
+      }
       backend->collectives().abort();
     }
   };

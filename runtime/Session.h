@@ -4,15 +4,17 @@
 // device, allocates each arena and scratch once, creates the communicators
 // of every collective group, initialises the parameters (once) and prepares
 // each device's block of every input (from .npy files or the synthetic
-// generator). runStep() then executes the whole program once on all devices,
-// one thread per device, and gather() reassembles a global tensor from the
-// device blocks.
+// generator, or a dataset's rows for each run). runStep() then executes the
+// whole program once on all devices, one thread per device (a training run:
+// every step; an eval run: the forward ones), and gather() reassembles a
+// global tensor from the device blocks.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MESHC_RUNTIME_SESSION_H
 #define MESHC_RUNTIME_SESSION_H
 
+#include "runtime/Dataset.h"
 #include "runtime/Device.h"
 #include "runtime/ProcessGroup.h"
 #include "runtime/Program.h"
@@ -34,8 +36,18 @@ struct SessionOptions {
   int64_t devices = 0;
   /// Overrides the program's seed when set.
   std::optional<uint64_t> seed;
-  /// Input name to .npy file; inputs not listed are synthetic.
+  /// Input name to .npy file; inputs not listed are synthetic. A file of
+  /// shape [N, rest...] for an input of shape [B, rest...] (N != B) is a
+  /// dataset (Dataset.h).
   std::map<std::string, std::string> inputFiles;
+  /// Input name to .npy file of shape [N, rest...] (N >= B): the eval set.
+  /// When given, every input fed from a file in training needs one.
+  std::map<std::string, std::string> evalInputFiles;
+  /// Shuffle datasets in every epoch (false: read them in file order).
+  bool shuffle = true;
+  /// When not empty, every param is read from DIR/paramFileName(name)
+  /// instead of being initialised.
+  std::string initParamsDir;
   /// When set (meshrun under mpirun), this process runs only mesh device
   /// processes->rank(), the group's size must equal the mesh's device count,
   /// and the collectives are the group's (not the backend's). Not owned.
@@ -54,6 +66,19 @@ struct HostTensor {
   int64_t elements() const;
   /// Element `i` as a double.
   double at(int64_t i) const;
+};
+
+/// "w1__adam_m.npy" for param "w1/adam_m": the file of a param in the
+/// directories of --dump-params and --init-params ('/' becomes "__").
+std::string paramFileName(const std::string &name);
+
+/// What a run of the program executes.
+enum class RunMode {
+  /// Every step; advances the run counter, and after every sync.every-th
+  /// training run averages the sync buffers.
+  Train,
+  /// Only the forward steps, dropout keeping everything; changes no counter.
+  Eval,
 };
 
 /// A program set up on a mesh of devices.
@@ -76,11 +101,30 @@ public:
   /// The backend's name.
   std::string backendName() const { return backend->name(); }
 
-  /// Writes the inputs, then runs every step once on every device (one
-  /// thread each); returns the wall time of the steps in seconds. Throws
-  /// RuntimeError naming the step and device when a device fails; the
-  /// session is unusable afterwards.
-  double runStep();
+  /// Writes the inputs (of training run trainingRuns(), datasets included),
+  /// then runs the program once on every device (one thread each): all
+  /// steps in a training run, the forward ones in an eval run. Returns the
+  /// wall time of the steps in seconds. Throws RuntimeError naming the step
+  /// and device when a device fails; the session is unusable afterwards.
+  double runStep(RunMode mode = RunMode::Train);
+
+  /// An eval run on batch `batch` (< evalBatches()) of the eval set: rows
+  /// batch*B .. batch*B+B-1 in file order; inputs without an eval file get
+  /// their usual values. Returns the wall time in seconds.
+  double runEvalBatch(int64_t batch);
+
+  /// The number of training runs so far: the run counter dropout masks and
+  /// datasets use.
+  uint64_t trainingRuns() const { return runCount; }
+  /// The number of examples of the training datasets (0 without one).
+  int64_t datasetExamples() const { return trainExamples; }
+  /// The examples of one run: the first dim of the first dataset input, else
+  /// of the first input (0 without inputs of rank >= 1).
+  int64_t batchSize() const { return batch; }
+  /// The number of examples of the eval set (0 without one).
+  int64_t evalExamples() const { return evalSetExamples; }
+  /// The full batches of the eval set.
+  int64_t evalBatches() const;
 
   /// The global value of `tensor` assembled from the device blocks. Under a
   /// ProcessGroup every process must call it (it gathers to rank 0) and only
@@ -88,11 +132,35 @@ public:
   HostTensor gather(const Tensor &tensor) const;
 
 private:
-  /// Computes every device's block of input `tensor` (from its .npy file
-  /// or the generator) into inputBlocks.
-  void prepareInput(const Tensor &tensor, const SessionOptions &options);
-  /// Writes every device's block of parameter `tensor`.
-  void initializeParam(const Tensor &tensor);
+  /// Where one input's device blocks come from.
+  struct InputFeed {
+    const Tensor *tensor = nullptr;
+    /// The .npy file (empty: synthetic).
+    std::string file;
+    std::vector<int64_t> blockShape;
+    /// Per local device: the block's offset in the global tensor.
+    std::vector<std::vector<int64_t>> blockOffsets;
+    /// Per local device: the block (fixed, or the last batch's).
+    std::vector<std::vector<char>> blocks;
+    /// For a dataset or eval set: the whole file.
+    std::optional<NpyArray> rows;
+  };
+
+  /// The feed of input `tensor` from its .npy file `file` (empty: the
+  /// generator); `eval` for an eval set. Checks the file.
+  InputFeed prepareInput(const Tensor &tensor, const std::string &file,
+                         bool eval);
+  /// Writes every device's block of parameter `tensor`, initialised or read
+  /// from `initDir`.
+  void initializeParam(const Tensor &tensor, const std::string &initDir);
+  /// Checks the eval set against the training inputs.
+  void checkEvalSet(const SessionOptions &options);
+  /// Writes `feed`'s blocks for a batch whose global row g is file row
+  /// rowOf(g) (ignored for fixed feeds).
+  template <typename RowOf> void writeFeed(InputFeed &feed, RowOf rowOf);
+  /// Runs `steps` on every device with `context`; returns the wall time.
+  double runSteps(const std::vector<const Step *> &steps,
+                  const RunContext &context);
 
   const Program &program;
   uint64_t seedValue;
@@ -105,9 +173,19 @@ private:
   /// communicators[group][device id], group indexing Program::groupAxes
   /// (null for devices of other processes).
   std::vector<std::vector<std::unique_ptr<Communicator>>> communicators;
-  /// Per input: the tensor and each local device's block.
-  std::vector<std::pair<const Tensor *, std::vector<std::vector<char>>>>
-      inputBlocks;
+  /// Every input's feed in training runs.
+  std::vector<InputFeed> inputs;
+  /// The inputs read from the eval set in eval runs.
+  std::vector<InputFeed> evalInputs;
+  /// The order of the training datasets' rows.
+  std::optional<EpochOrder> order;
+  int64_t trainExamples = 0;
+  int64_t evalSetExamples = 0;
+  int64_t batch = 0;
+  uint64_t runCount = 0;
+  /// The steps of a training run, with and without the sync steps, and of
+  /// an eval run.
+  std::vector<const Step *> trainSteps, trainSyncSteps, evalSteps;
 };
 
 } // namespace meshc::runtime

@@ -43,6 +43,24 @@ int64_t checkedProduct(const JsonNode &node,
   return product;
 }
 
+layout::TensorLayout parseGlobalDims(const JsonNode &node,
+                                     const std::string &name,
+                                     const layout::Mesh &mesh,
+                                     std::vector<layout::Dim> &dims) {
+  std::vector<std::vector<std::string>> axes;
+  dims.clear();
+  for (const JsonNode &dim : node.elements()) {
+    dims.push_back({dim.member("name").string(), dim.member("size").integer()});
+    std::optional<JsonNode> dimAxes = dim.optionalMember("axes");
+    axes.push_back(dimAxes ? dimAxes->strings() : std::vector<std::string>());
+  }
+  layout::Result<layout::TensorLayout> layout =
+      layout::TensorLayout::fromAxes(name, dims, axes, mesh);
+  if (!layout)
+    node.fail(layout.error().message);
+  return *layout;
+}
+
 namespace {
 
 /// "'a', 'b'".
@@ -271,7 +289,17 @@ private:
   void parseElementwise();
   void parseEinsum();
   void parseBinaryLike();
+  void parseClassIndex();
+  void parseDropout();
   void parseCollective();
+
+  /// `operand` without dim `dim`.
+  static Operand without(Operand operand, const std::string &dim) {
+    int pos = operand.shape.position(dim);
+    operand.shape.sizes.erase(operand.shape.sizes.begin() + pos);
+    operand.shape.names.erase(operand.shape.names.begin() + pos);
+    return operand;
+  }
 
   const JsonNode &node;
   Program &program;
@@ -285,6 +313,11 @@ private:
 Step StepParser::parse(size_t index) {
   step.index = index;
   step.op = choose(node.member("op"), "op", allOps());
+  if (std::optional<JsonNode> phase = node.optionalMember("phase"))
+    step.phase = choose<Phase>(*phase, "phase",
+                               {{"forward", Phase::Forward},
+                                {"backward", Phase::Backward},
+                                {"update", Phase::Update}});
   switch (step.op) {
   case OpKind::Fill:
   case OpKind::Copy:
@@ -300,6 +333,13 @@ Step StepParser::parse(size_t index) {
   case OpKind::Softmax:
   case OpKind::SoftmaxCrossEntropy:
     parseBinaryLike();
+    break;
+  case OpKind::OneHot:
+  case OpKind::Argmax:
+    parseClassIndex();
+    break;
+  case OpKind::Dropout:
+    parseDropout();
     break;
   default:
     parseCollective();
@@ -354,7 +394,9 @@ void StepParser::parseElementwise() {
                                 {"sqrt", UnaryFn::Sqrt},
                                 {"rsqrt", UnaryFn::Rsqrt},
                                 {"negate", UnaryFn::Negate},
-                                {"scale", UnaryFn::Scale}});
+                                {"scale", UnaryFn::Scale},
+                                {"positive", UnaryFn::Positive},
+                                {"gelu_grad", UnaryFn::GeluGrad}});
   requireDType("in", in, DType::F32);
   requireDType("out", out, DType::F32);
   if (step.unary == UnaryFn::Scale)
@@ -398,11 +440,22 @@ void StepParser::parseBinaryLike() {
                                     {"mul", BinaryFn::Mul},
                                     {"div", BinaryFn::Div},
                                     {"max", BinaryFn::Max},
-                                    {"min", BinaryFn::Min}});
+                                    {"min", BinaryFn::Min},
+                                    {"eq", BinaryFn::Eq}});
     step.in = {operand("lhs"), operand("rhs")};
     out = operand("out");
-    requireDType("lhs", step.in[0], DType::F32);
-    requireDType("rhs", step.in[1], DType::F32);
+    if (step.binary == BinaryFn::Eq) {
+      // eq compares two f32 or two i32 operands.
+      DType lhs = bufferOf(step.in[0]).dtype, rhs = bufferOf(step.in[1]).dtype;
+      if (lhs != rhs)
+        node.member("rhs").fail(
+            "eq compares operands of one dtype but " + bufferName(step.in[0]) +
+            " is " + dtypeName(lhs) + " and " + bufferName(step.in[1]) +
+            " is " + dtypeName(rhs));
+    } else {
+      requireDType("lhs", step.in[0], DType::F32);
+      requireDType("rhs", step.in[1], DType::F32);
+    }
     requireSubset("lhs", step.in[0], "out", out);
     requireSubset("rhs", step.in[1], "out", out);
     requireNoOverlap(step.in[0], out, /*inPlace=*/true);
@@ -436,11 +489,7 @@ void StepParser::parseBinaryLike() {
     if (out.shape.has(step.dim))
       node.member("out").fail("out must not have the class dim '" + step.dim +
                               "'");
-    Operand rows = step.in[0];
-    rows.shape.sizes.erase(rows.shape.sizes.begin() +
-                           rows.shape.position(step.dim));
-    rows.shape.names.erase(rows.shape.names.begin() +
-                           rows.shape.position(step.dim));
+    Operand rows = without(step.in[0], step.dim);
     requireSameSet("labels", step.in[1], "logits without '" + step.dim + "'",
                    rows);
     requireSameSet("out", out, "logits without '" + step.dim + "'", rows);
@@ -450,6 +499,69 @@ void StepParser::parseBinaryLike() {
   }
   }
   requireDType("out", out, DType::F32);
+}
+
+void StepParser::parseClassIndex() {
+  readSizes();
+  step.in = {operand("in")};
+  step.out = operand("out");
+  const Operand &in = step.in[0];
+  const Operand &out = step.out;
+  if (step.op == OpKind::OneHot) {
+    requireDType("in", in, DType::I32);
+    requireDType("out", out, DType::F32);
+    step.dim = dimOf("dim", out, "out");
+    if (in.shape.has(step.dim))
+      node.member("in").fail("in must not have the class dim '" + step.dim +
+                             "'");
+    requireSameSet("in", in, "out without '" + step.dim + "'",
+                   without(out, step.dim));
+  } else {
+    requireDType("in", in, DType::F32);
+    requireDType("out", out, DType::I32);
+    step.dim = dimOf("dim", in, "in");
+    if (out.shape.has(step.dim))
+      node.member("out").fail("out must not have the class dim '" + step.dim +
+                              "'");
+    requireSameSet("out", out, "in without '" + step.dim + "'",
+                   without(in, step.dim));
+  }
+  requireNoOverlap(in, out);
+}
+
+void StepParser::parseDropout() {
+  readSizes();
+  step.out = operand("out");
+  const Operand &out = step.out;
+  requireDType("out", out, DType::F32);
+  JsonNode name = node.member("name");
+  step.dropoutName = name.string();
+  if (step.dropoutName.empty())
+    name.fail("dropout name is empty");
+  JsonNode rate = node.member("rate");
+  step.dropoutRate = rate.number();
+  if (!(step.dropoutRate >= 0 && step.dropoutRate < 1))
+    rate.fail("dropout rate " + rate.json().dump() + " is outside [0, 1)");
+  JsonNode dims = node.member("dims");
+  step.dropoutLayout =
+      parseGlobalDims(dims, step.dropoutName, program.mesh, step.dropoutDims);
+  std::vector<std::string> names;
+  for (const layout::Dim &dim : step.dropoutDims)
+    names.push_back(dim.name);
+  if (names != out.shape.names)
+    node.member("out").fail("dims [" + quoted(out.shape.names) +
+                            "] differ from the dropout dims [" + quoted(names) +
+                            "]; out is this device's block of them, in order");
+  std::vector<int64_t> block =
+      step.dropoutLayout.sliceShape(step.dropoutDims, program.mesh);
+  for (size_t d = 0; d < block.size(); ++d)
+    if (out.shape.sizes[d] != block[d])
+      sizesNode->member(names[d]).fail(
+          "size " + std::to_string(out.shape.sizes[d]) + " of dim '" +
+          names[d] + "' is not its block of the dropout dims (" +
+          std::to_string(step.dropoutDims[d].size) + " in " +
+          std::to_string(step.dropoutLayout.shardCount(d, program.mesh)) +
+          " blocks of " + std::to_string(block[d]) + ")");
 }
 
 void StepParser::parseCollective() {

@@ -27,6 +27,15 @@ DType parseDType(const JsonNode &node);
 int64_t checkedProduct(const JsonNode &node,
                        const std::vector<int64_t> &factors, int64_t scale);
 
+/// Parses a "dims" array of {"name", "size", "axes"} at `node` (global sizes
+/// and the mesh axes each dim is split over) into `dims`; returns the layout
+/// over `mesh`, failing at `node` with layout::TensorLayout's message for an
+/// invalid split. `name` names the tensor in those messages.
+layout::TensorLayout parseGlobalDims(const JsonNode &node,
+                                     const std::string &name,
+                                     const layout::Mesh &mesh,
+                                     std::vector<layout::Dim> &dims);
+
 /// Parses step `index` of `program`, whose mesh and buffers are loaded;
 /// `bufferIndex` maps buffer ids to positions in program.buffers. Adds the
 /// step's axes to program.groupAxes when they are new.

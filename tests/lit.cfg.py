@@ -32,3 +32,32 @@ if os.path.exists(os.path.join(config.meshc_tools_dir, "meshrun")):
     import shutil
     if config.meshc_runtime_mpi == "ON" and shutil.which("mpirun"):
         config.available_features.add("mpi")
+
+# The outside oracle (tests/oracle/, docs/testing.md): JAX in the venv that
+# scripts/setup_python.sh makes at .venv/. %jaxpython is its interpreter; the
+# feature `jax` says it has jax and jaxlib. (Looked up with find_spec, ~40 ms:
+# a full `import jax` takes ~1.5 s, and ctest starts lit once per test file.)
+jax_python = os.path.join(config.meshc_src_root, ".venv", "bin", "python")
+config.substitutions.append(("%jaxpython", jax_python))
+if os.path.exists(jax_python):
+    import subprocess
+    try:
+        has_jax = subprocess.run(
+            [jax_python, "-c",
+             "import importlib.util as u, sys; "
+             "sys.exit(not all(u.find_spec(m) for m in ('jax', 'jaxlib', 'numpy')))"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        has_jax = False
+    if has_jax:
+        config.available_features.add("jax")
+
+# The real data sets of scripts/fetch_data.sh (docs/data.md); %data is their
+# folder.
+data_dir = os.path.join(config.meshc_src_root, "data")
+config.substitutions.append(("%data", data_dir))
+if os.path.exists(os.path.join(data_dir, "digits", "train_x.npy")):
+    config.available_features.add("digits")
+if os.path.exists(os.path.join(data_dir, "fortunes", "train_tokens.npy")):
+    config.available_features.add("fortunes")

@@ -43,7 +43,7 @@ namespace cl = llvm::cl;
 namespace meshc {
 namespace {
 
-enum class EmitKind { Default, Mtf, Spmd, Mprog };
+enum class EmitKind { Default, Import, Mtf, Spmd, Mprog };
 
 /// meshc's own options; MLIR's printing/pass-manager options come on top.
 struct Options {
@@ -59,7 +59,10 @@ struct Options {
       cl::desc("what to emit (default: mprog, or nothing with --explain)"),
       cl::init(EmitKind::Default),
       cl::values(
-          clEnumValN(EmitKind::Mtf, "mtf", "the mtf IR, with layouts applied"),
+          clEnumValN(EmitKind::Import, "import",
+                     "the mtf IR as the frontend makes it, before any pass"),
+          clEnumValN(EmitKind::Mtf, "mtf",
+                     "the global mtf IR after autodiff, with layouts applied"),
           clEnumValN(EmitKind::Spmd, "spmd",
                      "the per-device SPMD IR with explicit collectives"),
           clEnumValN(EmitKind::Mprog, "mprog",
@@ -98,6 +101,11 @@ struct Options {
                "and write its outputs here (the format of meshrun "
                "--dump-outputs)"),
       cl::value_desc("file.json"), cl::cat(category)};
+  cl::opt<bool> outputGrads{
+      "output-grads",
+      cl::desc("when training, also output every parameter's gradient as "
+               "grad/NAME (for checking against an outside oracle)"),
+      cl::cat(category)};
   cl::opt<bool> verifyDiagnostics{
       "verify-diagnostics",
       cl::desc("check emitted diagnostics against expected-* comments in the "
@@ -261,6 +269,18 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     return failure();
 
   EmitKind emit = options.emit;
+  if (emit == EmitKind::Import) {
+    std::string error;
+    auto file = openOutputFile(options.output, &error);
+    if (!file) {
+      llvm::errs() << "meshc: error: " << error << "\n";
+      return failure();
+    }
+    module->print(file->os());
+    file->os() << "\n";
+    file->keep();
+    return success();
+  }
   if (emit == EmitKind::Default)
     emit = (options.explain || !options.showLayout.empty()) &&
                    !options.output.getNumOccurrences()
@@ -286,6 +306,21 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   PassManager pm(&context, ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
+  if (dumper)
+    pm.addInstrumentation(std::move(dumper));
+
+  // Training: the backward pass and the optimizer update become ordinary
+  // ops of the global program, before any layout is applied.
+  bool trains = false;
+  module->walk([&](mtf::TrainOp) { trains = true; });
+  if (trains || options.outputGrads) {
+    MtfAutodiffOptions autodiffOptions;
+    autodiffOptions.outputGrads = options.outputGrads;
+    pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(autodiffOptions));
+    if (failed(pm.run(*module)))
+      return failure();
+    pm.clear();
+  }
   if (!options.reference.empty() && failed(writeReference(options, *module)))
     return failure();
 
@@ -300,8 +335,6 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     layoutOptions.layout = rules.str();
     pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));
   }
-  if (dumper)
-    pm.addInstrumentation(std::move(dumper));
   if (failed(pm.run(*module)))
     return failure();
 

@@ -22,6 +22,14 @@ LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
   return pm.run(module);
 }
 
+LogicalResult differentiate(ModuleOp module, bool outputGrads) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  MtfAutodiffOptions options;
+  options.outputGrads = outputGrads;
+  pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(options));
+  return pm.run(module);
+}
+
 llvm::json::Value
 outputsToJson(const std::map<std::string, interp::Tensor> &outputs) {
   llvm::json::Object all;

@@ -1,6 +1,6 @@
 //===- Pipeline.h - the compiler pipeline as one call -----------*- C++ -*-===//
 //
-// mtf-apply-layout then mtf-partition on a module, for callers that compile
+// mtf-autodiff, and mtf-apply-layout then mtf-partition, on a module, for callers that compile
 // many layouts in-process (the layout sweep, benchmarks); the meshc driver
 // builds the same pipeline with its own instrumentation. Also the JSON form
 // of reference outputs that `meshc --reference` writes.
@@ -27,6 +27,12 @@ namespace meshc {
 mlir::LogicalResult layoutAndPartition(mlir::ModuleOp module,
                                        const layout::Mesh &mesh,
                                        const layout::LayoutRules &rules);
+
+/// Runs mtf-autodiff on every program of `module` that trains (a no-op for
+/// the others): the backward pass and the optimizer update become ordinary
+/// ops, before any layout. With `outputGrads`, every gradient is an output.
+mlir::LogicalResult differentiate(mlir::ModuleOp module,
+                                  bool outputGrads = false);
 
 /// Outputs in the format of `meshrun --dump-outputs`:
 /// {"outputs": {name: {"dims": [...], "shape": [...], "data": [...]}}}.

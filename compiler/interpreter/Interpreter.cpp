@@ -1,11 +1,15 @@
 //===- Interpreter.cpp - reference interpreter of mtf programs ------------===//
 //
-// One pass over the program's block in program order. Sources make tensors
-// (given inputs, runtime::fillBlock for parameters and synthetic inputs,
-// splats); every compute op is one walk over a named index space
-// (NamedIndex.h), computed in double; mtf.output collects results. Values
-// are kept until the end: the interpreter runs small test programs, so it
-// trades memory and speed for code a reader can check line by line.
+// A run is one pass over the program's block in program order. Sources make
+// tensors (given inputs, runtime::fillBlock for synthetic inputs, the
+// current parameter values, runtime::DropoutMask for dropout masks, splats);
+// every compute op is one walk over a named index space (NamedIndex.h),
+// computed in double; mtf.output collects results and mtf.assign the next
+// parameter values. interpretRuns keeps the parameters (initialised from
+// the given values or runtime::fillBlock) across runs and installs each
+// run's assigns after the run. Values are kept until the end: the
+// interpreter runs small test programs, so it trades memory and speed for
+// code a reader can check line by line.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,6 +82,80 @@ Tensor withoutDim(const Tensor &tensor, llvm::StringRef dim) {
   return rest;
 }
 
+/// gelu with the tanh approximation: x (1 + tanh(c (x + 0.044715 x^3))) / 2
+/// with c = sqrt(2 / pi).
+double gelu(double x) {
+  const double sqrtTwoOverPi = std::sqrt(2.0 / 3.141592653589793);
+  return 0.5 * x *
+         (1.0 + std::tanh(sqrtTwoOverPi * (x + 0.044715 * x * x * x)));
+}
+
+/// d/dx of gelu: with u = c (x + 0.044715 x^3) and t = tanh(u),
+/// gelu = x (1 + t) / 2, so gelu' = (1 + t) / 2 + x (1 - t^2) u' / 2 with
+/// u' = c (1 + 3 * 0.044715 x^2).
+double geluGrad(double x) {
+  const double sqrtTwoOverPi = std::sqrt(2.0 / 3.141592653589793);
+  double t = std::tanh(sqrtTwoOverPi * (x + 0.044715 * x * x * x));
+  double du = sqrtTwoOverPi * (1.0 + 3.0 * 0.044715 * x * x);
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du;
+}
+
+/// A zero-filled tensor of `type`, or an error at `op` when it is too big.
+FailureOr<Tensor> allocate(Operation *op, Type type) {
+  auto tensorType = llvm::cast<mtf::TensorType>(type);
+  Tensor tensor;
+  for (const mtf::NamedDim &dim : tensorType.getDims()) {
+    tensor.dims.push_back(dim.name.getValue().str());
+    tensor.shape.push_back(dim.size);
+  }
+  tensor.isInteger = tensorType.getElementType().isInteger(32);
+  uint64_t count = countElements(tensor.shape);
+  if (count > kMaxElements)
+    return op->emitOpError()
+           << "result has " << count
+           << " elements, more than the reference interpreter's limit of "
+           << kMaxElements;
+  tensor.data.assign(count, 0.0);
+  return tensor;
+}
+
+/// Contract: the given tensor has the dimensions of `op`'s result in order
+/// with their sizes, one value per element, and i32 values exactly when the
+/// result is i32. `what` ("input", "parameter") and `name` are for messages.
+FailureOr<Tensor> checkGiven(Operation *op, llvm::StringRef what,
+                             llvm::StringRef name, const Tensor &given) {
+  Type type = op->getResult(0).getType();
+  FailureOr<Tensor> expected = allocate(op, type);
+  if (failed(expected))
+    return failure();
+  if (given.dims != expected->dims || given.shape != expected->shape)
+    return op->emitOpError()
+           << "given " << what << " '" << name << "' has dimensions "
+           << (given.dims.size() == given.shape.size()
+                   ? formatNamed(given.dims, given.shape)
+                   : "of " + std::to_string(given.dims.size()) + " names and " +
+                         std::to_string(given.shape.size()) + " sizes")
+           << ", expected " << formatNamed(expected->dims, expected->shape);
+  if (given.data.size() != expected->data.size())
+    return op->emitOpError() << "given " << what << " '" << name << "' holds "
+                             << given.data.size() << " values, expected "
+                             << expected->data.size();
+  Type elementType = llvm::cast<mtf::TensorType>(type).getElementType();
+  if (given.isInteger != expected->isInteger)
+    return op->emitOpError()
+           << "given " << what << " '" << name << "' holds "
+           << (given.isInteger ? "integers" : "floating-point values")
+           << " but the " << what << " is " << elementType;
+  if (expected->isInteger)
+    if (std::optional<int64_t> bad =
+            findElement(given, [](double x) { return !isInt32(x); }))
+      return op->emitOpError()
+             << "given " << what << " '" << name << "' holds "
+             << formatNumber(given.data[*bad]) << " at " << whereIs(given, *bad)
+             << ", which is not an i32";
+  return given;
+}
+
 runtime::InitSpec initSpecOf(mtf::InitAttr init) {
   llvm::ArrayRef<double> args = init.getArgs().asArrayRef();
   runtime::InitSpec spec;
@@ -105,17 +183,28 @@ runtime::InitSpec initSpecOf(mtf::InitAttr init) {
   return spec;
 }
 
+/// The parameters and slots by name.
+using ParamValues = std::map<std::string, Tensor>;
+
 /// The state of one run: the value of every SSA value computed so far.
 class ProgramRun {
 public:
-  ProgramRun(mtf::ProgramOp program, const Options &options)
-      : program(program), options(options) {}
+  /// Run number `runIndex` (of the dropout masks) from parameter values
+  /// `params`.
+  ProgramRun(mtf::ProgramOp program, const Options &options, uint64_t runIndex,
+             const ParamValues &params)
+      : program(program), options(options), runIndex(runIndex), params(params) {
+  }
 
+  /// Runs the program; returns its outputs.
   FailureOr<std::map<std::string, Tensor>> run();
+  /// After run(): the values the run's mtf.assign ops give parameters.
+  ParamValues &assignedParams() { return assigned; }
 
 private:
-  LogicalResult checkGivenInputNames();
   void findLabelRanges();
+  bool skips(Operation *op) const;
+  LogicalResult checkOperandsEvaluated(Operation *op) const;
   LogicalResult evaluate(Operation *op);
 
   const Tensor &valueOf(Value value) const {
@@ -130,11 +219,9 @@ private:
     return success();
   }
 
-  FailureOr<Tensor> allocate(Operation *op, Type type);
   FailureOr<Tensor> input(mtf::InputOp op);
-  FailureOr<Tensor> givenInput(mtf::InputOp op, const Tensor &given);
-  FailureOr<Tensor> param(mtf::ParamOp op);
   FailureOr<Tensor> constant(mtf::ConstantOp op);
+  FailureOr<Tensor> dropoutMask(mtf::DropoutMaskOp op);
   FailureOr<Tensor> einsum(mtf::EinsumOp op);
   FailureOr<Tensor> rename(mtf::RenameOp op);
   FailureOr<Tensor> cast(mtf::CastOp op);
@@ -146,61 +233,95 @@ private:
   FailureOr<Tensor> reduceMean(mtf::ReduceMeanOp op);
   FailureOr<Tensor> softmax(mtf::SoftmaxOp op);
   FailureOr<Tensor> crossEntropy(mtf::SoftmaxCrossEntropyOp op);
+  FailureOr<Tensor> oneHot(mtf::OneHotOp op);
+  FailureOr<Tensor> argmax(mtf::ArgmaxOp op);
   LogicalResult checkInt32Result(Operation *op, const Tensor &result);
 
   mtf::ProgramOp program;
   const Options &options;
+  uint64_t runIndex;
+  /// The parameter values at the start of the run.
+  const ParamValues &params;
   llvm::DenseMap<Value, Tensor> values;
   /// Upper bound (exclusive) of each synthetic i32 input, by input name.
   llvm::StringMap<int64_t> labelRanges;
   std::map<std::string, Tensor> outputs;
+  ParamValues assigned;
 };
 
 FailureOr<std::map<std::string, Tensor>> ProgramRun::run() {
-  if (failed(checkGivenInputNames()))
-    return failure();
   findLabelRanges();
-  for (Operation &op : program.getBodyBlock())
-    if (failed(evaluate(&op)))
+  for (Operation &op : program.getBodyBlock()) {
+    if (skips(&op))
+      continue;
+    if (failed(checkOperandsEvaluated(&op)) || failed(evaluate(&op)))
       return failure();
+  }
   return std::move(outputs);
 }
 
-LogicalResult ProgramRun::checkGivenInputNames() {
-  llvm::StringSet<> names;
-  program.getBodyBlock().walk(
-      [&](mtf::InputOp op) { names.insert(op.getName()); });
-  for (const auto &entry : options.inputs)
-    if (!names.contains(entry.first))
-      return program.emitError() << "given input '" << entry.first
-                                 << "' is not an input of the program";
+/// An evaluation run executes forward ops only: it skips backward and update
+/// ops (those with mtf.phase) and assigns nothing.
+bool ProgramRun::skips(Operation *op) const {
+  return options.eval && (op->hasAttr(mtf::MtfDialect::kPhaseAttrName) ||
+                          llvm::isa<mtf::AssignOp>(op));
+}
+
+/// In an evaluation run, a forward op reading what a skipped op computes has
+/// no value to read.
+LogicalResult ProgramRun::checkOperandsEvaluated(Operation *op) const {
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (values.count(operand.get()))
+      continue;
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "operand #" << operand.getOperandNumber()
+                              << " is computed by ";
+    if (Operation *def = operand.get().getDefiningOp())
+      diag << "'" << def->getName() << "' with "
+           << mtf::MtfDialect::kPhaseAttrName << " = "
+           << def->getAttr(mtf::MtfDialect::kPhaseAttrName) << ", ";
+    else
+      diag << "an op ";
+    return diag << "which an evaluation run skips";
+  }
   return success();
 }
 
 /// Synthetic labels must be valid class indices: an i32 input used as the
-/// labels of a cross-entropy (directly or through layout constraints, which
-/// the partitioner turns into collectives) draws from [0, classes) of the
-/// first such cross-entropy in program order. The .mprog emitter writes the
-/// same range.
+/// labels of a cross-entropy or the indices of a one-hot (directly or through
+/// layout constraints, which the partitioner turns into collectives) draws
+/// from [0, size) of the class dimension of the first such use in program
+/// order. The .mprog emitter writes the same range.
 void ProgramRun::findLabelRanges() {
-  program.getBodyBlock().walk([&](mtf::SoftmaxCrossEntropyOp op) {
-    Value source = op.getLabels();
+  auto record = [&](Value source, mtf::TensorType type, StringRef dim) {
     while (auto constrain = source.getDefiningOp<mtf::ConstrainOp>())
       source = constrain.getInput();
     auto labels = source.getDefiningOp<mtf::InputOp>();
     if (!labels)
       return;
-    auto logits = llvm::cast<mtf::TensorType>(op.getLogits().getType());
-    int64_t classes = logits.getDims()[*logits.getDimIndex(op.getDim())].size;
+    int64_t classes = type.getDims()[*type.getDimIndex(dim)].size;
     labelRanges.try_emplace(labels.getName(), classes);
-  });
+  };
+  for (Operation &op : program.getBodyBlock()) {
+    if (auto xent = llvm::dyn_cast<mtf::SoftmaxCrossEntropyOp>(op))
+      record(xent.getLabels(),
+             llvm::cast<mtf::TensorType>(xent.getLogits().getType()),
+             xent.getDim());
+    else if (auto hot = llvm::dyn_cast<mtf::OneHotOp>(op))
+      record(hot.getIndices(), llvm::cast<mtf::TensorType>(hot.getType()),
+             hot.getDim());
+  }
 }
 
 LogicalResult ProgramRun::evaluate(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](mtf::InputOp op) { return define(op, input(op)); })
-      .Case([&](mtf::ParamOp op) { return define(op, param(op)); })
+      .Case([&](mtf::ParamOp op) {
+        // The value at the start of the run, whatever this run assigns.
+        return define(op, params.at(op.getName().str()));
+      })
       .Case([&](mtf::ConstantOp op) { return define(op, constant(op)); })
+      .Case([&](mtf::DropoutMaskOp op) { return define(op, dropoutMask(op)); })
       .Case([&](mtf::EinsumOp op) { return define(op, einsum(op)); })
       .Case([&](mtf::RenameOp op) { return define(op, rename(op)); })
       .Case([&](mtf::ConstrainOp op) {
@@ -210,14 +331,14 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
       .Case([&](mtf::ReluOp op) {
         return define(op, unary(op, [](double x) { return x > 0 ? x : 0.0; }));
       })
-      .Case([&](mtf::GeluOp op) {
-        return define(op, unary(op, [](double x) {
-                        const double sqrtTwoOverPi =
-                            std::sqrt(2.0 / 3.141592653589793);
-                        return 0.5 * x *
-                               (1.0 + std::tanh(sqrtTwoOverPi *
-                                                (x + 0.044715 * x * x * x)));
-                      }));
+      .Case([&](mtf::GeluOp op) { return define(op, unary(op, gelu)); })
+      .Case([&](mtf::GeluGradOp op) { return define(op, unary(op, geluGrad)); })
+      .Case([&](mtf::PositiveOp op) {
+        return define(op,
+                      unary(op, [](double x) { return x > 0 ? 1.0 : 0.0; }));
+      })
+      .Case([&](mtf::LocalGradOp op) {
+        return define(op, valueOf(op.getInput()));
       })
       .Case([&](mtf::ExpOp op) {
         return define(op, unary(op, [](double x) { return std::exp(x); }));
@@ -248,6 +369,13 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
         return define(op, binary(op, [](double a, double b) { return a * b; }));
       })
       .Case([&](mtf::DivOp op) { return define(op, divide(op)); })
+      .Case([&](mtf::EqualOp op) {
+        return define(op, binary(op, [](double a, double b) {
+                        return a == b ? 1.0 : 0.0;
+                      }));
+      })
+      .Case([&](mtf::OneHotOp op) { return define(op, oneHot(op)); })
+      .Case([&](mtf::ArgmaxOp op) { return define(op, argmax(op)); })
       .Case([&](mtf::MaxOp op) {
         return define(
             op, binary(op, [](double a, double b) { return a > b ? a : b; }));
@@ -274,7 +402,12 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
         outputs[op.getName().str()] = valueOf(op.getValue());
         return success();
       })
-      // Training is not interpreted yet: a run is one forward pass.
+      .Case([&](mtf::AssignOp op) {
+        assigned[op.getName().str()] = valueOf(op.getValue());
+        return success();
+      })
+      // mtf.train asks the autodiff pass for backward and update ops; on its
+      // own it computes nothing.
       .Case([&](mtf::TrainOp) { return success(); })
       .Default([&](Operation *op) {
         return op->emitOpError()
@@ -286,31 +419,13 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
 // Sources
 //===----------------------------------------------------------------------===//
 
-FailureOr<Tensor> ProgramRun::allocate(Operation *op, Type type) {
-  auto tensorType = llvm::cast<mtf::TensorType>(type);
-  Tensor tensor;
-  for (const mtf::NamedDim &dim : tensorType.getDims()) {
-    tensor.dims.push_back(dim.name.getValue().str());
-    tensor.shape.push_back(dim.size);
-  }
-  tensor.isInteger = tensorType.getElementType().isInteger(32);
-  uint64_t count = countElements(tensor.shape);
-  if (count > kMaxElements)
-    return op->emitOpError()
-           << "result has " << count
-           << " elements, more than the reference interpreter's limit of "
-           << kMaxElements;
-  tensor.data.assign(count, 0.0);
-  return tensor;
-}
-
 FailureOr<Tensor> ProgramRun::input(mtf::InputOp op) {
   FailureOr<Tensor> tensor = allocate(op, op.getType());
   if (failed(tensor))
     return failure();
   auto given = options.inputs.find(op.getName().str());
   if (given != options.inputs.end())
-    return givenInput(op, given->second);
+    return checkGiven(op, "input", op.getName(), given->second);
 
   std::vector<int64_t> origin(tensor->shape.size(), 0);
   if (tensor->isInteger) {
@@ -330,59 +445,29 @@ FailureOr<Tensor> ProgramRun::input(mtf::InputOp op) {
   return tensor;
 }
 
-/// Contract: the given tensor has the input's dimensions in order with their
-/// sizes, one value per element, and i32 values exactly when the input is
-/// i32.
-FailureOr<Tensor> ProgramRun::givenInput(mtf::InputOp op, const Tensor &given) {
-  FailureOr<Tensor> expected = allocate(op, op.getType());
-  if (failed(expected))
-    return failure();
-  if (given.dims != expected->dims || given.shape != expected->shape)
-    return op.emitOpError()
-           << "given input '" << op.getName() << "' has dimensions "
-           << (given.dims.size() == given.shape.size()
-                   ? formatNamed(given.dims, given.shape)
-                   : "of " + std::to_string(given.dims.size()) + " names and " +
-                         std::to_string(given.shape.size()) + " sizes")
-           << ", expected " << formatNamed(expected->dims, expected->shape);
-  if (given.data.size() != expected->data.size())
-    return op.emitOpError()
-           << "given input '" << op.getName() << "' holds " << given.data.size()
-           << " values, expected " << expected->data.size();
-  Type elementType = llvm::cast<mtf::TensorType>(op.getType()).getElementType();
-  if (given.isInteger != expected->isInteger)
-    return op.emitOpError()
-           << "given input '" << op.getName() << "' holds "
-           << (given.isInteger ? "integers" : "floating-point values")
-           << " but the input is " << elementType;
-  if (expected->isInteger)
-    if (std::optional<int64_t> bad =
-            findElement(given, [](double x) { return !isInt32(x); }))
-      return op.emitOpError()
-             << "given input '" << op.getName() << "' holds "
-             << formatNumber(given.data[*bad]) << " at " << whereIs(given, *bad)
-             << ", which is not an i32";
-  return given;
-}
-
-FailureOr<Tensor> ProgramRun::param(mtf::ParamOp op) {
-  FailureOr<Tensor> tensor = allocate(op, op.getType());
-  if (failed(tensor))
-    return failure();
-  std::vector<int64_t> origin(tensor->shape.size(), 0);
-  std::vector<float> values(tensor->data.size());
-  runtime::fillBlock(initSpecOf(op.getInit()), options.seed, op.getName(),
-                     tensor->shape, origin, tensor->shape, values.data());
-  tensor->data.assign(values.begin(), values.end());
-  return tensor;
-}
-
 FailureOr<Tensor> ProgramRun::constant(mtf::ConstantOp op) {
   FailureOr<Tensor> tensor = allocate(op, op.getType());
   if (failed(tensor))
     return failure();
   std::fill(tensor->data.begin(), tensor->data.end(),
             op.getValue().convertToDouble());
+  return tensor;
+}
+
+/// All ones in an evaluation run; else element i is what the runtime's
+/// DropoutMask gives in this run, rounded to f32.
+FailureOr<Tensor> ProgramRun::dropoutMask(mtf::DropoutMaskOp op) {
+  FailureOr<Tensor> tensor = allocate(op, op.getType());
+  if (failed(tensor))
+    return failure();
+  if (options.eval) {
+    std::fill(tensor->data.begin(), tensor->data.end(), 1.0);
+    return tensor;
+  }
+  runtime::DropoutMask mask(options.seed, op.getName(), runIndex,
+                            op.getRate().convertToDouble());
+  for (size_t i = 0; i < tensor->data.size(); ++i)
+    tensor->data[i] = static_cast<float>(mask.scale(i));
   return tensor;
 }
 
@@ -622,17 +707,149 @@ FailureOr<Tensor> ProgramRun::crossEntropy(mtf::SoftmaxCrossEntropyOp op) {
   return result;
 }
 
+/// 1 where the result's `dim` coordinate equals the index, 0 elsewhere;
+/// every index must lie in [0, size of `dim`).
+FailureOr<Tensor> ProgramRun::oneHot(mtf::OneHotOp op) {
+  const Tensor &indices = valueOf(op.getIndices());
+  auto type = llvm::cast<mtf::TensorType>(op.getType());
+  int64_t size = type.getDims()[*type.getDimIndex(op.getDim())].size;
+  if (std::optional<int64_t> bad = findElement(indices, [&](double index) {
+        return index < 0 || index >= static_cast<double>(size);
+      }))
+    return op.emitOpError()
+           << "index " << formatNumber(indices.data[*bad]) << " at "
+           << whereIs(indices, *bad) << " is outside [0, " << size
+           << ") of dimension '" << op.getDim() << "'";
+
+  FailureOr<Tensor> result = allocate(op, op.getType());
+  if (failed(result))
+    return failure();
+  size_t pos = llvm::find(result->dims, op.getDim()) - result->dims.begin();
+  std::vector<int64_t> indexStrides = stridesAlong(indices, result->dims);
+  std::vector<int64_t> resultStrides = stridesAlong(*result, result->dims);
+  forEachIndex(result->shape, [&](const std::vector<int64_t> &index) {
+    double wanted = indices.data[offsetAt(index, indexStrides)];
+    result->data[offsetAt(index, resultStrides)] =
+        static_cast<double>(index[pos]) == wanted ? 1.0 : 0.0;
+  });
+  return result;
+}
+
+/// The coordinate along `dim` of the first maximum of each row, ignoring
+/// NaN (never greater than anything); 0 for a row of NaNs only. The walk is
+/// row-major, so each row is visited in increasing coordinate order.
+FailureOr<Tensor> ProgramRun::argmax(mtf::ArgmaxOp op) {
+  const Tensor &input = valueOf(op.getInput());
+  FailureOr<Tensor> result = allocate(op, op.getType());
+  if (failed(result))
+    return failure();
+  size_t pos = llvm::find(input.dims, op.getDim()) - input.dims.begin();
+  std::vector<double> top(result->data.size(), 0.0);
+  std::vector<bool> found(result->data.size(), false);
+  std::vector<int64_t> strides = stridesAlong(input, input.dims);
+  std::vector<int64_t> rowStrides = stridesAlong(*result, input.dims);
+  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
+    double x = input.data[offsetAt(index, strides)];
+    int64_t row = offsetAt(index, rowStrides);
+    if (std::isnan(x) || (found[row] && !(x > top[row])))
+      return;
+    found[row] = true;
+    top[row] = x;
+    result->data[row] = static_cast<double>(index[pos]);
+  });
+  return result;
+}
+
+LogicalResult checkGivenNames(mtf::ProgramOp program, const Options &options) {
+  llvm::StringSet<> inputs, params;
+  for (Operation &op : program.getBodyBlock()) {
+    if (auto input = llvm::dyn_cast<mtf::InputOp>(op))
+      inputs.insert(input.getName());
+    else if (auto param = llvm::dyn_cast<mtf::ParamOp>(op))
+      params.insert(param.getName());
+  }
+  for (const auto &entry : options.inputs)
+    if (!inputs.contains(entry.first))
+      return program.emitError() << "given input '" << entry.first
+                                 << "' is not an input of the program";
+  for (const auto &entry : options.params)
+    if (!params.contains(entry.first))
+      return program.emitError()
+             << "given parameter '" << entry.first
+             << "' is not a parameter or slot of the program";
+  return success();
+}
+
+/// Every parameter and slot: its given value, else its initializer's.
+FailureOr<ParamValues> initialParams(mtf::ProgramOp program,
+                                     const Options &options) {
+  ParamValues params;
+  for (Operation &op : program.getBodyBlock()) {
+    auto param = llvm::dyn_cast<mtf::ParamOp>(op);
+    if (!param)
+      continue;
+    std::string name = param.getName().str();
+    auto given = options.params.find(name);
+    FailureOr<Tensor> tensor =
+        given != options.params.end()
+            ? checkGiven(param, "parameter", name, given->second)
+            : allocate(param, param.getType());
+    if (failed(tensor))
+      return failure();
+    if (given == options.params.end()) {
+      std::vector<int64_t> origin(tensor->shape.size(), 0);
+      std::vector<float> values(tensor->data.size());
+      runtime::fillBlock(initSpecOf(param.getInit()), options.seed, name,
+                         tensor->shape, origin, tensor->shape, values.data());
+      tensor->data.assign(values.begin(), values.end());
+    }
+    params.emplace(name, std::move(*tensor));
+  }
+  return params;
+}
+
 } // namespace
 
-FailureOr<std::map<std::string, Tensor>> interpret(mtf::ProgramOp program,
-                                                   const Options &options) {
+FailureOr<Result> interpretRuns(mtf::ProgramOp program,
+                                const Options &options) {
   if (program.getLocal())
     return program.emitOpError()
            << "is local (one device's part of an SPMD program); the reference "
               "interpreter runs global programs";
   if (failed(mlir::verify(program)))
     return failure();
-  return ProgramRun(program, options).run();
+  if (options.steps < 1)
+    return program.emitOpError()
+           << "needs at least one run, got steps = " << options.steps;
+  if (failed(checkGivenNames(program, options)))
+    return failure();
+  FailureOr<ParamValues> params = initialParams(program, options);
+  if (failed(params))
+    return failure();
+
+  Result result;
+  result.params = std::move(*params);
+  for (int64_t step = 0; step < options.steps; ++step) {
+    ProgramRun run(program, options,
+                   options.firstRun + static_cast<uint64_t>(step),
+                   result.params);
+    FailureOr<std::map<std::string, Tensor>> outputs = run.run();
+    if (failed(outputs))
+      return failure();
+    result.outputs = std::move(*outputs);
+    // Only now: every read in the run saw the values from its start.
+    for (auto &entry : run.assignedParams())
+      result.params[entry.first] = std::move(entry.second);
+  }
+  return result;
+}
+
+FailureOr<std::map<std::string, Tensor>> interpret(mtf::ProgramOp program,
+                                                   const Options &options) {
+  FailureOr<Result> result = interpretRuns(program, options);
+  if (failed(result))
+    return failure();
+  return std::move(result->outputs);
 }
 
 } // namespace meshc::interp

@@ -47,4 +47,24 @@ def MtfApplyLayout : Pass<"mtf-apply-layout", "::mlir::mtf::ProgramOp"> {
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }
 
+def MtfAutodiff : Pass<"mtf-autodiff", "::mlir::mtf::ProgramOp"> {
+  let summary = "turns mtf.train into the backward pass and the optimizer update";
+  let description = [{
+    Reverse-mode differentiation of the trained loss with respect to every
+    parameter (not `slot`s), as ordinary mtf ops tagged
+    `mtf.phase = "backward"`, then the optimizer's update tagged
+    `mtf.phase = "update"`: learning-rate schedule, clipping by global norm,
+    SGD, momentum, Adam or AdamW, with optimizer state in `slot` parameters
+    and `mtf.assign` for every new value. With `sync_every` (local SGD) each
+    gradient goes through `mtf.local_grad`. The program gets an
+    `mtf.training` attribute (optimizer, hyper-parameters, loss output).
+    Programs without `mtf.train` are left alone.
+  }];
+  let options = [
+    Option<"outputGrads", "output-grads", "bool", /*default=*/"false",
+           "also output every parameter's gradient as grad/NAME">,
+  ];
+  let dependentDialects = ["::mlir::mtf::MtfDialect"];
+}
+
 #endif // MESHC_COMPILER_PASSES_TD

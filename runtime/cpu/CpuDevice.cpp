@@ -18,6 +18,14 @@
 
 namespace meshc::runtime {
 
+CpuDevice::CpuDevice(const Program &program, int64_t deviceId)
+    : program(program), dropoutOffsets(program.steps.size()) {
+  for (const Step &step : program.steps)
+    if (step.op == OpKind::Dropout)
+      dropoutOffsets[step.index] = step.dropoutLayout.sliceOffset(
+          step.dropoutDims, program.mesh, deviceId);
+}
+
 void CpuDevice::HostMemory::allocate(int64_t bytes) {
   std::free(raw);
   raw = std::calloc(static_cast<size_t>(bytes) + 64, 1);
@@ -56,8 +64,22 @@ int64_t CpuDevice::elementBytes(const Operand &operand) const {
 }
 
 static float *f32(char *bytes) { return reinterpret_cast<float *>(bytes); }
+static int32_t *i32(char *bytes) { return reinterpret_cast<int32_t *>(bytes); }
 
-void CpuDevice::run(const Step &step, Communicator *comm) {
+void CpuDevice::runDropout(const Step &step, const RunContext &context) {
+  float *out = f32(at(step.out));
+  if (context.eval) {
+    std::fill_n(out, step.out.shape.elements(), 1.0f);
+    return;
+  }
+  DropoutMask mask(context.seed, step.dropoutName, context.run,
+                   step.dropoutRate);
+  dropoutKernel(mask, step.dropoutDims, dropoutOffsets[step.index], out,
+                step.out.shape);
+}
+
+void CpuDevice::run(const Step &step, Communicator *comm,
+                    const RunContext &context) {
   const Operand &out = step.out;
   switch (step.op) {
   case OpKind::Fill: {
@@ -94,9 +116,13 @@ void CpuDevice::run(const Step &step, Communicator *comm) {
                out.shape.elements());
     return;
   case OpKind::Binary:
-    binaryKernel(step.binary, f32(at(step.in[0])), step.in[0].shape,
-                 f32(at(step.in[1])), step.in[1].shape, f32(at(out)),
-                 out.shape);
+    if (program.buffers[step.in[0].buffer].dtype == DType::I32)
+      equalKernel(i32(at(step.in[0])), step.in[0].shape, i32(at(step.in[1])),
+                  step.in[1].shape, f32(at(out)), out.shape);
+    else
+      binaryKernel(step.binary, f32(at(step.in[0])), step.in[0].shape,
+                   f32(at(step.in[1])), step.in[1].shape, f32(at(out)),
+                   out.shape);
     return;
   case OpKind::Reduce:
     reducePermute(step.reduction, f32(at(step.in[0])), step.in[0].shape,
@@ -108,8 +134,19 @@ void CpuDevice::run(const Step &step, Communicator *comm) {
     return;
   case OpKind::SoftmaxCrossEntropy:
     crossEntropyKernel(f32(at(step.in[0])), step.in[0].shape,
-                       reinterpret_cast<const int32_t *>(at(step.in[1])),
-                       step.in[1].shape, f32(at(out)), out.shape, step.dim);
+                       i32(at(step.in[1])), step.in[1].shape, f32(at(out)),
+                       out.shape, step.dim);
+    return;
+  case OpKind::OneHot:
+    oneHotKernel(i32(at(step.in[0])), step.in[0].shape, f32(at(out)), out.shape,
+                 step.dim);
+    return;
+  case OpKind::Argmax:
+    argmaxKernel(f32(at(step.in[0])), step.in[0].shape, i32(at(out)), out.shape,
+                 step.dim);
+    return;
+  case OpKind::Dropout:
+    runDropout(step, context);
     return;
   case OpKind::AllReduce:
   case OpKind::AllGather:
@@ -178,8 +215,8 @@ void CpuDevice::runCollective(const Step &step, Communicator &comm) {
 CpuBackend::CpuBackend() { openblas_set_num_threads(1); }
 
 std::unique_ptr<Device> CpuBackend::createDevice(const Program &program,
-                                                 int64_t) {
-  return std::make_unique<CpuDevice>(program);
+                                                 int64_t deviceId) {
+  return std::make_unique<CpuDevice>(program, deviceId);
 }
 
 } // namespace meshc::runtime

@@ -16,19 +16,22 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 namespace meshc::runtime {
 
 /// One mesh device on the host.
 class CpuDevice : public Device {
 public:
-  /// A device of `program`, which must outlive it.
-  explicit CpuDevice(const Program &program) : program(program) {}
+  /// Device `deviceId` of `program`, which must outlive it.
+  CpuDevice(const Program &program, int64_t deviceId);
 
   void allocate(int64_t arenaBytes, int64_t scratchBytes) override;
   void write(int64_t offset, const void *src, int64_t bytes) override;
   void read(int64_t offset, void *dst, int64_t bytes) const override;
-  void run(const Step &step, Communicator *comm) override;
+  using Device::run;
+  void run(const Step &step, Communicator *comm,
+           const RunContext &context) override;
 
 private:
   /// Zeroed host memory aligned to 64 bytes. It comes from calloc, so the
@@ -59,7 +62,13 @@ private:
   /// Runs a step for which usesGroup() holds.
   void runCollective(const Step &step, Communicator &comm);
 
+  /// Fills a dropout step's output with its mask for this device's block.
+  void runDropout(const Step &step, const RunContext &context);
+
   const Program &program;
+  /// Per step index: where this device's block of a dropout step's global
+  /// shape starts (empty for other steps), computed once.
+  std::vector<std::vector<int64_t>> dropoutOffsets;
   HostMemory arena;
   HostMemory scratch;
 };

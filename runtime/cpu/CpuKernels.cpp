@@ -89,9 +89,9 @@ int64_t strideOf(const NamedShape &shape, const int64_t *strides,
   return pos < 0 ? 0 : strides[pos];
 }
 
-template <typename Op>
-void binaryWith(Op op, const float *lhs, const NamedShape &lhsShape,
-                const float *rhs, const NamedShape &rhsShape, float *out,
+template <typename Op, typename T>
+void binaryWith(Op op, const T *lhs, const NamedShape &lhsShape, const T *rhs,
+                const NamedShape &rhsShape, float *out,
                 const NamedShape &outShape) {
   if (lhsShape.names == outShape.names && rhsShape.names == outShape.names) {
     int64_t count = outShape.elements();
@@ -119,10 +119,43 @@ void unaryWith(Op op, const float *in, float *out, int64_t count) {
     out[i] = op(in[i]);
 }
 
+const float kSqrtTwoOverPi = 0.7978845608028654f;
+
 float gelu(float x) {
-  const float sqrtTwoOverPi = 0.7978845608028654f;
   return 0.5f * x *
-         (1.0f + std::tanh(sqrtTwoOverPi * (x + 0.044715f * x * x * x)));
+         (1.0f + std::tanh(kSqrtTwoOverPi * (x + 0.044715f * x * x * x)));
+}
+
+/// d/dx gelu(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3a x^2) with
+/// t = tanh(c (x + a x^3)), c = sqrt(2/pi), a = 0.044715.
+float geluGrad(float x) {
+  float t = std::tanh(kSqrtTwoOverPi * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrtTwoOverPi *
+                                 (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/// Rows of `shape` along `dim`: a walk over the other dims of `shape`
+/// carrying the offset into `shape`'s data and into `other`'s (whose dims
+/// are those others, in any order), and the stride of `dim`.
+struct Rows {
+  Walk<2> walk;
+  int64_t length = 0;
+  int64_t step = 0;
+};
+Rows rowsAlong(const NamedShape &shape, const NamedShape &other,
+               const std::string &dim) {
+  int64_t strides[kMaxRank], otherStrides[kMaxRank];
+  contiguousStrides(shape, strides);
+  contiguousStrides(other, otherStrides);
+  Rows rows;
+  for (size_t d = 0; d < shape.names.size(); ++d)
+    if (shape.names[d] != dim)
+      rows.walk.addDim(
+          shape.sizes[d],
+          {strides[d], strideOf(other, otherStrides, shape.names[d])});
+  rows.length = shape.sizes[shape.position(dim)];
+  rows.step = strideOf(shape, strides, dim);
+  return rows;
 }
 
 } // namespace
@@ -194,6 +227,11 @@ void unaryKernel(UnaryFn fn, double value, const float *in, float *out,
     float factor = static_cast<float>(value);
     return unaryWith([factor](float x) { return x * factor; }, in, out, count);
   }
+  case UnaryFn::Positive:
+    return unaryWith([](float x) { return x > 0.0f ? 1.0f : 0.0f; }, in, out,
+                     count);
+  case UnaryFn::GeluGrad:
+    return unaryWith(geluGrad, in, out, count);
   }
 }
 
@@ -216,7 +254,73 @@ void binaryKernel(BinaryFn fn, const float *lhs, const NamedShape &lhsShape,
     return apply([](float x, float y) { return std::max(x, y); });
   case BinaryFn::Min:
     return apply([](float x, float y) { return std::min(x, y); });
+  case BinaryFn::Eq:
+    return apply([](float x, float y) { return x == y ? 1.0f : 0.0f; });
   }
+}
+
+void equalKernel(const int32_t *lhs, const NamedShape &lhsShape,
+                 const int32_t *rhs, const NamedShape &rhsShape, float *out,
+                 const NamedShape &outShape) {
+  binaryWith([](int32_t x, int32_t y) { return x == y ? 1.0f : 0.0f; }, lhs,
+             lhsShape, rhs, rhsShape, out, outShape);
+}
+
+void oneHotKernel(const int32_t *in, const NamedShape &inShape, float *out,
+                  const NamedShape &outShape, const std::string &dim) {
+  Rows rows = rowsAlong(outShape, inShape, dim);
+  rows.walk.run([&](const int64_t *o) {
+    float *y = out + o[0];
+    int32_t index = in[o[1]];
+    if (index < 0 || index >= rows.length)
+      throw RuntimeError("index " + std::to_string(index) + " (in element " +
+                         std::to_string(o[1]) + ") is outside [0, " +
+                         std::to_string(rows.length) + ")");
+    for (int64_t c = 0; c < rows.length; ++c)
+      y[c * rows.step] = c == index ? 1.0f : 0.0f;
+  });
+}
+
+void argmaxKernel(const float *in, const NamedShape &inShape, int32_t *out,
+                  const NamedShape &outShape, const std::string &dim) {
+  Rows rows = rowsAlong(inShape, outShape, dim);
+  rows.walk.run([&](const int64_t *o) {
+    const float *x = in + o[0];
+    int64_t best = -1;
+    float top = 0.0f;
+    for (int64_t c = 0; c < rows.length; ++c) {
+      float v = x[c * rows.step];
+      if (!std::isnan(v) && (best < 0 || v > top)) {
+        best = c;
+        top = v;
+      }
+    }
+    out[o[1]] = static_cast<int32_t>(best < 0 ? 0 : best);
+  });
+}
+
+void dropoutKernel(const DropoutMask &mask,
+                   const std::vector<layout::Dim> &globalDims,
+                   const std::vector<int64_t> &blockOffset, float *out,
+                   const NamedShape &outShape) {
+  size_t rank = globalDims.size();
+  int64_t globalStrides[kMaxRank], outStrides[kMaxRank];
+  int64_t stride = 1;
+  for (size_t d = rank; d-- > 0;) {
+    globalStrides[d] = stride;
+    stride *= globalDims[d].size;
+  }
+  contiguousStrides(outShape, outStrides);
+  int64_t first = 0;
+  for (size_t d = 0; d < rank; ++d)
+    first += blockOffset[d] * globalStrides[d];
+  Walk<2> walk;
+  for (size_t d = 0; d < rank; ++d)
+    walk.addDim(outShape.sizes[d], {globalStrides[d], outStrides[d]});
+  walk.run([&](const int64_t *o) {
+    out[o[1]] =
+        static_cast<float>(mask.scale(static_cast<uint64_t>(first + o[0])));
+  });
 }
 
 void softmaxKernel(const float *in, const NamedShape &inShape, float *out,

@@ -37,6 +37,32 @@ void binaryKernel(BinaryFn fn, const float *lhs, const NamedShape &lhsShape,
                   const float *rhs, const NamedShape &rhsShape, float *out,
                   const NamedShape &outShape);
 
+/// out = (lhs == rhs ? 1 : 0) for i32 operands, broadcasting as
+/// binaryKernel does.
+void equalKernel(const int32_t *lhs, const NamedShape &lhsShape,
+                 const int32_t *rhs, const NamedShape &rhsShape, float *out,
+                 const NamedShape &outShape);
+
+/// out[..., c, ...] = (in[...] == c ? 1 : 0) for c < size of `dim`; out has
+/// the dims of in plus `dim`, in any order. Throws RuntimeError for an index
+/// outside [0, size of dim).
+void oneHotKernel(const int32_t *in, const NamedShape &inShape, float *out,
+                  const NamedShape &outShape, const std::string &dim);
+
+/// out = the index of the first maximum of in along `dim`; out has the dims
+/// of in without `dim`, in any order. NaNs are never the maximum; a row of
+/// NaNs (or an empty dim) gives 0.
+void argmaxKernel(const float *in, const NamedShape &inShape, int32_t *out,
+                  const NamedShape &outShape, const std::string &dim);
+
+/// Fills `out`, this device's block (at `blockOffset`, shape outShape.sizes)
+/// of a tensor with global dims `globalDims`, with mask.scale(i) for each
+/// element's global row-major index i.
+void dropoutKernel(const DropoutMask &mask,
+                   const std::vector<layout::Dim> &globalDims,
+                   const std::vector<int64_t> &blockOffset, float *out,
+                   const NamedShape &outShape);
+
 /// out = softmax of in along `dim` (numerically stable); out has the same
 /// dims as in, in any order.
 void softmaxKernel(const float *in, const NamedShape &inShape, float *out,

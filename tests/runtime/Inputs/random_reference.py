@@ -38,3 +38,22 @@ def uniform_int(seed, name, count, lo, hi):
     k = key(seed, name)
     return [min(lo + math.floor(uniform(k, i, 0) * (hi - lo)), hi - 1)
             for i in range(count)]
+
+
+def run_key(seed, name, run):
+    return splitmix64((key(seed, name) + run) & MASK)
+
+
+def dropout_scale(seed, name, run, count, rate):
+    k = run_key(seed, name, run)
+    return [1.0 / (1.0 - rate) if uniform(k, i, 0) >= rate else 0.0
+            for i in range(count)]
+
+
+def epoch_permutation(seed, epoch, n):
+    k = run_key(seed, "shuffle", epoch)
+    order = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = min(math.floor(uniform(k, i, 0) * (i + 1)), i)
+        order[i], order[j] = order[j], order[i]
+    return order

@@ -93,6 +93,36 @@ protected:
     return diagnostics[0];
   }
 
+  /// Runs `source` with interpretRuns; the runs must succeed.
+  Result runAll(llvm::StringRef source, const Options &options = {}) {
+    mlir::mtf::ProgramOp program = parse(source);
+    if (!program)
+      return {};
+    mlir::FailureOr<Result> result = interpretRuns(program, options);
+    if (mlir::failed(result)) {
+      ADD_FAILURE() << "interpretRuns failed: "
+                    << (diagnostics.empty() ? "" : diagnostics[0].message);
+      return {};
+    }
+    return *result;
+  }
+
+  /// Runs `source` with interpretRuns; the runs must fail with exactly one
+  /// error, which is returned.
+  Reported runAllError(llvm::StringRef source, const Options &options = {}) {
+    mlir::mtf::ProgramOp program = parse(source);
+    if (!program)
+      return {};
+    diagnostics.clear();
+    if (mlir::succeeded(interpretRuns(program, options)))
+      ADD_FAILURE() << "interpretRuns succeeded";
+    if (diagnostics.size() != 1) {
+      ADD_FAILURE() << "expected one diagnostic, got " << diagnostics.size();
+      return {};
+    }
+    return diagnostics[0];
+  }
+
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::unique_ptr<mlir::ScopedDiagnosticHandler> handler;

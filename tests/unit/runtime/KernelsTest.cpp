@@ -85,10 +85,37 @@ INSTANTIATE_TEST_SUITE_P(
         UnaryCase{"sqrt", [](double x) { return std::sqrt(x); }},
         UnaryCase{"rsqrt", [](double x) { return 1 / std::sqrt(x); }},
         UnaryCase{"negate", [](double x) { return -x; }},
-        UnaryCase{"scale", [](double x) { return 2.5 * x; }}),
+        UnaryCase{"scale", [](double x) { return 2.5 * x; }},
+        UnaryCase{"positive", [](double x) { return x > 0 ? 1.0 : 0.0; }},
+        // The derivative by central differences of gelu in double.
+        UnaryCase{"gelu_grad",
+                  [](double x) {
+                    auto gelu = [](double v) {
+                      return 0.5 * v *
+                             (1 + std::tanh(std::sqrt(2 / kPi) *
+                                            (v + 0.044715 * v * v * v)));
+                    };
+                    const double h = 1e-5;
+                    return (gelu(x + h) - gelu(x - h)) / (2 * h);
+                  }}),
     [](const ::testing::TestParamInfo<UnaryCase> &info) {
       return std::string(info.param.fn);
     });
+
+TEST(KernelsTest, PositiveAndGeluGradAtEdges) {
+  StepHarness harness;
+  std::vector<float> x = {NAN, 0.0f, -0.0f, 1e-30f, -5.0f, 30.0f, -30.0f};
+  int64_t in = harness.f32(x), pos = harness.f32(std::vector<float>(7)),
+          grad = harness.f32(std::vector<float>(7));
+  harness.run({{"op", "unary"}, {"fn", "positive"}, {"in", in}, {"out", pos}});
+  EXPECT_EQ(harness.readF32(pos), (std::vector<float>{0, 0, 0, 1, 0, 1, 0}));
+  harness.run(
+      {{"op", "unary"}, {"fn", "gelu_grad"}, {"in", in}, {"out", grad}});
+  std::vector<float> g = harness.readF32(grad);
+  EXPECT_FLOAT_EQ(g[1], 0.5f); // gelu'(0) = 1/2
+  EXPECT_FLOAT_EQ(g[5], 1.0f); // gelu(x) ~ x for large x
+  EXPECT_FLOAT_EQ(g[6], 0.0f); // and ~ 0 for very negative x
+}
 
 TEST(KernelsTest, UnaryInPlace) {
   StepHarness harness;
@@ -173,6 +200,107 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BinaryCase> &info) {
       return std::string(info.param.fn);
     });
+
+TEST(KernelsTest, EqComparesF32AndI32WithBroadcasting) {
+  // out[a, b] = (lhs[b] == rhs[a]).
+  json sizes = {{"a", 2}, {"b", 3}};
+  StepHarness floats;
+  int64_t l = floats.f32({1.0f, 2.0f, NAN}), r = floats.f32({2.0f, NAN}),
+          out = floats.f32(std::vector<float>(6));
+  json step = {{"op", "binary"},
+               {"fn", "eq"},
+               {"lhs", operand(l, {"b"})},
+               {"rhs", operand(r, {"a"})},
+               {"out", operand(out, {"a", "b"})},
+               {"sizes", sizes}};
+  floats.run(step);
+  EXPECT_EQ(floats.readF32(out), (std::vector<float>{0, 1, 0, 0, 0, 0}));
+  StepHarness ints;
+  l = ints.i32({7, -1, 3});
+  r = ints.i32({3, 7});
+  out = ints.f32(std::vector<float>(6));
+  ints.run(step);
+  EXPECT_EQ(ints.readF32(out), (std::vector<float>{0, 0, 1, 1, 0, 0}));
+}
+
+TEST(KernelsTest, OneHotIntoPermutedOut) {
+  // out[classes, batch] = (in[batch] == classes).
+  StepHarness harness;
+  int64_t in = harness.i32({2, 0, 3}),
+          out = harness.f32(std::vector<float>(12));
+  harness.run({{"op", "one_hot"},
+               {"in", operand(in, {"batch"})},
+               {"out", operand(out, {"classes", "batch"})},
+               {"dim", "classes"},
+               {"sizes", {{"batch", 3}, {"classes", 4}}}});
+  EXPECT_EQ(harness.readF32(out), (std::vector<float>{0, 1, 0, //
+                                                      0, 0, 0, //
+                                                      1, 0, 0, //
+                                                      0, 0, 1}));
+}
+
+TEST(KernelsTest, OneHotRejectsIndexOutOfRange) {
+  for (int32_t bad : {4, -1}) {
+    StepHarness harness;
+    int64_t in = harness.i32({1, bad}),
+            out = harness.f32(std::vector<float>(8));
+    try {
+      harness.run({{"op", "one_hot"},
+                   {"in", operand(in, {"batch"})},
+                   {"out", operand(out, {"batch", "classes"})},
+                   {"dim", "classes"},
+                   {"sizes", {{"batch", 2}, {"classes", 4}}}});
+      FAIL() << "expected a RuntimeError";
+    } catch (const RuntimeError &error) {
+      EXPECT_EQ(error.what(), "index " + std::to_string(bad) +
+                                  " (in element 1) is outside [0, 4)");
+    }
+  }
+}
+
+TEST(KernelsTest, ArgmaxTakesTheFirstMaximumAndSkipsNaN) {
+  // in[classes, batch]; out[batch].
+  StepHarness harness;
+  std::vector<float> x = {1, NAN, NAN, 5, //
+                          3, 2,   NAN, 5, //
+                          3, 7,   NAN, 1};
+  int64_t in = harness.f32(x), out = harness.i32(std::vector<int32_t>(4, -9));
+  harness.run({{"op", "argmax"},
+               {"in", operand(in, {"classes", "batch"})},
+               {"out", operand(out, {"batch"})},
+               {"dim", "classes"},
+               {"sizes", {{"batch", 4}, {"classes", 3}}}});
+  EXPECT_EQ(harness.readI32(out), (std::vector<int32_t>{1, 2, 0, 0}));
+}
+
+TEST(KernelsTest, DropoutMatchesTheGeneratorAndKeepsAllInEval) {
+  const int64_t A = 5, C = 40;
+  const double rate = 0.25;
+  StepHarness harness;
+  int64_t out = harness.f32(std::vector<float>(A * C));
+  json step = {
+      {"op", "dropout"},
+      {"out", operand(out, {"a", "c"})},
+      {"sizes", {{"a", A}, {"c", C}}},
+      {"name", "drop0"},
+      {"rate", rate},
+      {"dims", {{{"name", "a"}, {"size", A}}, {{"name", "c"}, {"size", C}}}}};
+  harness.run(step, {7, 3, false});
+  std::vector<float> got = harness.readF32(out);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < A * C; ++i) {
+    float expected = static_cast<float>(dropoutScale(7, "drop0", 3, i, rate));
+    ASSERT_EQ(got[i], expected) << "element " << i;
+    ASSERT_TRUE(got[i] == 0.0f || got[i] == static_cast<float>(1 / 0.75));
+    dropped += got[i] == 0.0f;
+  }
+  EXPECT_GT(dropped, 20);
+  EXPECT_LT(dropped, 80);
+  harness.run(step, {7, 4, false});
+  EXPECT_NE(harness.readF32(out), got) << "the mask must change per run";
+  harness.run(step, {7, 3, true});
+  EXPECT_EQ(harness.readF32(out), std::vector<float>(A * C, 1.0f));
+}
 
 TEST(KernelsTest, BinaryBothOperandsBroadcastAndInPlace) {
   // out[a, b] = lhs[b] + rhs[a]; then x[a, b] *= x[a, b] in place.

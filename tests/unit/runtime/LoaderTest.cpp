@@ -186,8 +186,8 @@ TEST(LoaderTest, StepErrors) {
   EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["op"] = "conv"; }),
             "p.mprog: steps[0].op: unknown op \"conv\" (known: fill, copy, "
             "einsum, unary, cast, binary, reduce, softmax, "
-            "softmax_cross_entropy, all_reduce, all_gather, reduce_scatter, "
-            "all_to_all, slice)");
+            "softmax_cross_entropy, one_hot, argmax, dropout, all_reduce, "
+            "all_gather, reduce_scatter, all_to_all, slice)");
   EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["sizes"]["io"] = 8; }),
             "p.mprog: steps[0].in[0]: operand [batch=2, io=8] needs 64 bytes "
             "but buffer 0 has 32");
@@ -250,7 +250,8 @@ TEST(LoaderTest, ElementwiseErrors) {
   };
   EXPECT_EQ(errorAfter(unary),
             "p.mprog: steps[2].fn: unknown unary fn \"swish\" (known: relu, "
-            "gelu, exp, log, tanh, sqrt, rsqrt, negate, scale)");
+            "gelu, exp, log, tanh, sqrt, rsqrt, negate, scale, positive, "
+            "gelu_grad)");
   EXPECT_EQ(errorAfter([](json &p) {
               p["steps"].push_back(
                   {{"op", "unary"}, {"fn", "scale"}, {"in", 2}, {"out", 2}});
@@ -281,6 +282,193 @@ TEST(LoaderTest, ElementwiseErrors) {
             }),
             "p.mprog: steps[2].rhs: dim 'io' is not a dim of out [batch=2, "
             "hidden=4]");
+}
+
+TEST(LoaderTest, TrainingOpErrors) {
+  auto push = [](json step) {
+    return [step](json &p) { p["steps"].push_back(step); };
+  };
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["phase"] = "bwd"; }),
+            "p.mprog: steps[0].phase: unknown phase \"bwd\" (known: forward, "
+            "backward, update)");
+  json eqMixed = {{"op", "binary"},
+                  {"fn", "eq"},
+                  {"lhs", {{"buf", 2}, {"dims", {"n"}}}},
+                  {"rhs", {{"buf", 4}, {"dims", {"n"}}}},
+                  {"out", {{"buf", 3}, {"dims", {"n"}}}},
+                  {"sizes", {{"n", 4}}}};
+  auto withInts = [](json &p) {
+    p["buffers"].push_back({{"id", 4},
+                            {"dtype", "i32"},
+                            {"shape", {4}},
+                            {"offset", 96},
+                            {"bytes", 16}});
+  };
+  EXPECT_EQ(errorAfter([&](json &p) {
+              withInts(p);
+              push(eqMixed)(p);
+            }),
+            "p.mprog: steps[2].rhs: eq compares operands of one dtype but "
+            "buffer 2 is f32 and buffer 4 is i32");
+  json addInts = eqMixed;
+  addInts["fn"] = "add";
+  addInts["lhs"]["buf"] = 4;
+  EXPECT_EQ(errorAfter([&](json &p) {
+              withInts(p);
+              push(addInts)(p);
+            }),
+            "p.mprog: steps[2].lhs: binary needs f32 here but buffer 4 is i32");
+  json oneHot = {{"op", "one_hot"},
+                 {"in", {{"buf", 4}, {"dims", {"n"}}}},
+                 {"out", {{"buf", 3}, {"dims", {"n", "k"}}}},
+                 {"dim", "k"},
+                 {"sizes", {{"n", 4}, {"k", 2}}}};
+  json oneHotWithClassDim = oneHot;
+  oneHotWithClassDim["in"]["dims"] = {"k"};
+  oneHotWithClassDim["sizes"] = {{"n", 4}, {"k", 2}};
+  EXPECT_EQ(errorAfter([&](json &p) {
+              withInts(p);
+              push(oneHotWithClassDim)(p);
+            }),
+            "p.mprog: steps[2].in: in must not have the class dim 'k'");
+  json oneHotF32 = oneHot;
+  oneHotF32["in"]["buf"] = 2;
+  EXPECT_EQ(errorAfter(push(oneHotF32)),
+            "p.mprog: steps[2].in: one_hot needs i32 here but buffer 2 is f32");
+  json argmax = {{"op", "argmax"},
+                 {"in", {{"buf", 3}, {"dims", {"n", "k"}}}},
+                 {"out", {{"buf", 4}, {"dims", {"k"}}}},
+                 {"dim", "k"},
+                 {"sizes", {{"n", 4}, {"k", 2}}}};
+  EXPECT_EQ(errorAfter([&](json &p) {
+              withInts(p);
+              push(argmax)(p);
+            }),
+            "p.mprog: steps[2].out: out must not have the class dim 'k'");
+  argmax["out"] = {{"buf", 2}, {"dims", {"n"}}};
+  EXPECT_EQ(errorAfter(push(argmax)),
+            "p.mprog: steps[2].out: argmax needs i32 here but buffer 2 is f32");
+}
+
+TEST(LoaderTest, DropoutErrors) {
+  // x's buffer seen as a dropout mask of dims [batch/b, io] (block [2, 4]).
+  json dropout = {{"op", "dropout"},
+                  {"out", {{"buf", 3}, {"dims", {"batch", "io"}}}},
+                  {"sizes", {{"batch", 2}, {"io", 4}}},
+                  {"name", "drop0"},
+                  {"rate", 0.5},
+                  {"dims",
+                   {{{"name", "batch"}, {"size", 4}, {"axes", {"b"}}},
+                    {{"name", "io"}, {"size", 4}}}}};
+  auto with = [&](auto edit) {
+    return errorAfter([&](json &p) {
+      json step = dropout;
+      edit(step);
+      p["steps"].push_back(step);
+    });
+  };
+  EXPECT_EQ(with([](json &) {}), "");
+  EXPECT_EQ(with([](json &s) { s["rate"] = 1; }),
+            "p.mprog: steps[2].rate: dropout rate 1 is outside [0, 1)");
+  EXPECT_EQ(with([](json &s) { s["rate"] = -0.5; }),
+            "p.mprog: steps[2].rate: dropout rate -0.5 is outside [0, 1)");
+  EXPECT_EQ(with([](json &s) { s["name"] = ""; }),
+            "p.mprog: steps[2].name: dropout name is empty");
+  EXPECT_EQ(with([](json &s) {
+              s["out"]["dims"] = {"io", "batch"};
+            }),
+            "p.mprog: steps[2].out: dims ['io', 'batch'] differ from the "
+            "dropout dims ['batch', 'io']; out is this device's block of "
+            "them, in order");
+  EXPECT_EQ(with([](json &s) { s["sizes"]["batch"] = 1; }),
+            "p.mprog: steps[2].sizes.batch: size 1 of dim 'batch' is not its "
+            "block of the dropout dims (4 in 2 blocks of 2)");
+  EXPECT_EQ(with([](json &s) { s["dims"][0]["axes"] = {"q"}; }),
+            "p.mprog: steps[2].dims: tensor 'drop0' dimension 'batch' is "
+            "split over mesh axis 'q', which is not in the mesh (axes: 'b', "
+            "'m')");
+}
+
+/// validProgram() with a "training" member.
+json trainingProgram() {
+  json program = validProgram();
+  program["tensors"].push_back({{"role", "output"},
+                                {"name", "loss"},
+                                {"buffer", 2},
+                                {"dtype", "f32"},
+                                {"dims", json::array()}});
+  program["training"] = {
+      {"optimizer", "adam"},
+      {"hyperparams", {{"lr", 0.001}, {"beta1", 0.9}}},
+      {"loss", "loss"},
+      {"sync", {{"every", 4}, {"axes", {"b"}}, {"buffers", {1}}}}};
+  return program;
+}
+
+TEST(LoaderTest, TrainingLoads) {
+  Program program = parseProgram(trainingProgram().dump(), "p.mprog");
+  ASSERT_TRUE(program.training);
+  EXPECT_EQ(program.training->optimizer, "adam");
+  EXPECT_EQ(program.training->hyperparams,
+            (std::vector<std::pair<std::string, double>>{{"beta1", 0.9},
+                                                         {"lr", 0.001}}));
+  EXPECT_EQ(program.training->loss, "loss");
+  ASSERT_TRUE(program.training->sync);
+  const SyncSpec &sync = *program.training->sync;
+  EXPECT_EQ(sync.every, 4);
+  EXPECT_EQ(sync.buffers, (std::vector<size_t>{1}));
+  // One all_reduce and one scale by 1/2 (w is 4x2 per device).
+  ASSERT_EQ(sync.steps.size(), 2u);
+  EXPECT_EQ(sync.steps[0].op, OpKind::AllReduce);
+  EXPECT_EQ(sync.steps[0].out.shape.elements(), 8);
+  EXPECT_EQ(program.groupAxes[sync.steps[0].group],
+            (std::vector<std::string>{"b"}));
+  EXPECT_EQ(sync.steps[1].op, OpKind::Unary);
+  EXPECT_EQ(sync.steps[1].value, 0.5);
+  EXPECT_EQ(program.steps[0].phase, Phase::Forward);
+}
+
+TEST(LoaderTest, TrainingErrors) {
+  auto error = [](auto edit) {
+    json program = trainingProgram();
+    edit(program["training"], program);
+    return errorOf(program.dump());
+  };
+  EXPECT_EQ(error([](json &t, json &) { t = 3; }),
+            "p.mprog: training: expected an object, got the number 3");
+  EXPECT_EQ(error([](json &t, json &) { t["loss"] = "hg"; }),
+            "p.mprog: training.loss: output 'hg' is not a scalar; the loss "
+            "must have dims []");
+  EXPECT_EQ(error([](json &t, json &) { t["loss"] = "x"; }),
+            "p.mprog: training.loss: 'x' is not an output (outputs: 'hg', "
+            "'loss')");
+  EXPECT_EQ(error([](json &t, json &) { t["hyperparams"]["lr"] = "fast"; }),
+            "p.mprog: training.hyperparams.lr: expected a number, got the "
+            "string \"fast\"");
+  EXPECT_EQ(error([](json &t, json &) { t["sync"]["every"] = 0; }),
+            "p.mprog: training.sync.every: expected an integer >= 1, got 0");
+  EXPECT_EQ(error([](json &t, json &) { t["sync"]["axes"] = {"q"}; }),
+            "p.mprog: training.sync.axes[0]: 'q' is not a mesh axis (mesh "
+            "axes: 'b', 'm')");
+  EXPECT_EQ(error([](json &t, json &) {
+              t["sync"]["axes"] = {"b", "b"};
+            }),
+            "p.mprog: training.sync.axes[1]: mesh axis 'b' is listed twice");
+  EXPECT_EQ(error([](json &t, json &) { t["sync"]["buffers"] = {9}; }),
+            "p.mprog: training.sync.buffers[0]: buffer 9 is not declared");
+  EXPECT_EQ(error([](json &t, json &) {
+              t["sync"]["buffers"] = {1, 1};
+            }),
+            "p.mprog: training.sync.buffers[1]: buffer 1 is listed twice");
+  EXPECT_EQ(error([](json &t, json &) { t["sync"]["buffers"] = {0}; }),
+            "p.mprog: training.sync.buffers[0]: buffer 0 holds no param; "
+            "sync averages param buffers only");
+  EXPECT_EQ(error([](json &t, json &) { t["sync"]["axes"] = {"m"}; }),
+            "p.mprog: training.sync.buffers[0]: param 'w' (buffer 1) is "
+            "split over mesh axis 'm' (dim 'hidden'); sync averages "
+            "replicas, so its params must be replicated over the sync axes");
+  EXPECT_EQ(error([](json &t, json &) { t["sync"].erase("every"); }),
+            "p.mprog: training.sync: missing member \"every\"");
 }
 
 } // namespace

@@ -43,14 +43,47 @@ TEST(MeshrunTest, ParsesFlags) {
   EXPECT_TRUE(options.quiet);
 }
 
+TEST(MeshrunTest, ParsesTrainingFlags) {
+  MeshrunOptions options = parseMeshrunArgs(
+      {"m.mprog", "--steps", "0", "--eval-input", "x=ex.npy", "--eval-every",
+       "5", "--no-shuffle", "--csv", "log.csv", "--plot=loss.svg",
+       "--dump-params", "out", "--init-params", "in", "--verbose"});
+  EXPECT_EQ(options.steps, 0);
+  EXPECT_EQ(options.session.evalInputFiles,
+            (std::map<std::string, std::string>{{"x", "ex.npy"}}));
+  EXPECT_EQ(options.evalEvery, 5);
+  EXPECT_FALSE(options.session.shuffle);
+  EXPECT_EQ(options.csvPath, "log.csv");
+  EXPECT_EQ(options.plotPath, "loss.svg");
+  EXPECT_EQ(options.dumpParamsDir, "out");
+  EXPECT_EQ(options.session.initParamsDir, "in");
+  EXPECT_TRUE(options.verbose);
+}
+
+TEST(MeshrunTest, TrainingFlagErrors) {
+  EXPECT_EQ(argsError({"a.mprog", "--plot", "loss.png"}),
+            "--plot: 'loss.png' does not end in .svg; meshrun draws SVG only");
+  EXPECT_EQ(argsError({"a.mprog", "--eval-every", "3"}),
+            "--eval-every needs an eval set (--eval-input NAME=FILE.npy)");
+  EXPECT_EQ(
+      argsError({"a.mprog", "--eval-input", "x=a.npy", "--eval-every", "0"}),
+      "--eval-every: expected an integer >= 1, got '0'");
+  EXPECT_EQ(argsError({"a.mprog", "--eval-input", "x"}),
+            "--eval-input: expected NAME=FILE.npy, got 'x'");
+  EXPECT_EQ(argsError({"a.mprog", "--eval-input", "x=a.npy", "--eval-input",
+                       "x=b.npy"}),
+            "--eval-input: input 'x' is given twice");
+  EXPECT_EQ(argsError({"a.mprog", "--csv"}), "--csv needs a value");
+}
+
 TEST(MeshrunTest, FlagErrors) {
   EXPECT_EQ(argsError({}), "no .mprog file given");
   EXPECT_EQ(argsError({"a.mprog", "b.mprog"}),
             "more than one .mprog file: 'a.mprog' and 'b.mprog'");
   EXPECT_EQ(argsError({"a.mprog", "--fast"}), "unknown option '--fast'");
   EXPECT_EQ(argsError({"a.mprog", "--steps"}), "--steps needs a value");
-  EXPECT_EQ(argsError({"a.mprog", "--steps", "0"}),
-            "--steps: expected an integer >= 1, got '0'");
+  EXPECT_EQ(argsError({"a.mprog", "--steps", "-1"}),
+            "--steps: expected an integer >= 0, got '-1'");
   EXPECT_EQ(argsError({"a.mprog", "--devices", "two"}),
             "--devices: expected an integer >= 1, got 'two'");
   EXPECT_EQ(argsError({"a.mprog", "--devices", "99999999999999999999"}),

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace meshc;
@@ -126,6 +127,43 @@ TEST(RandomTest, IntegerBlocksAreLayoutIndependent) {
   fillBlockInt(0, 10, 4, "labels", shape, {3}, {3}, right.data());
   left.insert(left.end(), right.begin(), right.end());
   EXPECT_EQ(left, whole);
+}
+
+TEST(RandomTest, DropoutMatchesThePythonTranscription) {
+  EXPECT_EQ(runKey(1234, "drop0", 3), 0xcdbab8a1b6f19181ULL);
+  std::vector<double> mask;
+  for (uint64_t i = 0; i < 12; ++i)
+    mask.push_back(dropoutScale(1234, "drop0", 3, i, 0.5));
+  EXPECT_EQ(mask, (std::vector<double>{0, 0, 0, 0, 2, 0, 2, 0, 2, 0, 2, 0}));
+  // Rate 0 keeps everything at scale 1.
+  for (uint64_t i = 0; i < 100; ++i)
+    ASSERT_EQ(dropoutScale(1, "d", 0, i, 0.0), 1.0);
+}
+
+TEST(RandomTest, DropoutKeepsAboutOneMinusRate) {
+  DropoutMask mask(9, "drop1", 17, 0.3);
+  int64_t kept = 0;
+  for (uint64_t i = 0; i < 100000; ++i)
+    kept += mask.scale(i) != 0.0;
+  EXPECT_NEAR(kept / 100000.0, 0.7, 0.01);
+  EXPECT_DOUBLE_EQ(mask.scale(0) + mask.scale(1) + mask.scale(2) +
+                       mask.scale(3),
+                   (mask.scale(0) != 0) / 0.7 + (mask.scale(1) != 0) / 0.7 +
+                       (mask.scale(2) != 0) / 0.7 + (mask.scale(3) != 0) / 0.7);
+}
+
+TEST(RandomTest, EpochPermutationsMatchThePythonTranscription) {
+  EXPECT_EQ(epochPermutation(1234, 0, 10),
+            (std::vector<int64_t>{5, 8, 1, 2, 9, 6, 4, 7, 3, 0}));
+  EXPECT_EQ(epochPermutation(1234, 1, 10),
+            (std::vector<int64_t>{7, 0, 2, 9, 8, 6, 1, 4, 3, 5}));
+  EXPECT_EQ(epochPermutation(5, 3, 1), (std::vector<int64_t>{0}));
+  EXPECT_TRUE(epochPermutation(5, 3, 0).empty());
+  std::vector<int64_t> order = epochPermutation(77, 2, 1000);
+  std::vector<int64_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 1000; ++i)
+    ASSERT_EQ(sorted[i], i);
 }
 
 } // namespace

@@ -58,8 +58,9 @@ public:
     return static_cast<int64_t>(entries.size()) - 1;
   }
 
-  /// Loads a program made of `step` alone and runs it.
-  void run(const nlohmann::json &step) {
+  /// Loads a program made of `step` alone and runs it in the run `context`
+  /// describes.
+  void run(const nlohmann::json &step, const RunContext &context = {}) {
     Program program = load(step);
     std::unique_ptr<Backend> backend = createBackend(backendName);
     std::unique_ptr<Device> device = backend->createDevice(program, 0);
@@ -68,7 +69,7 @@ public:
       if (entry.aliasOf < 0)
         device->write(entry.offset, entry.data.data(),
                       static_cast<int64_t>(entry.data.size()));
-    device->run(program.steps[0], nullptr);
+    device->run(program.steps[0], nullptr, context);
     for (Entry &entry : entries)
       device->read(entry.offset, entry.data.data(),
                    static_cast<int64_t>(entry.data.size()));

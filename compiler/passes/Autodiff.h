@@ -1,0 +1,31 @@
+//===- Autodiff.h - reverse-mode differentiation of mtf programs -*- C++
+//-*-===//
+//
+// The gradient of a scalar loss with respect to every trainable parameter
+// (mtf.param without `slot`), as ordinary mtf ops appended to the program
+// and tagged `mtf.phase = "backward"`. The gradient of an einsum is an
+// einsum, of a rename a rename, of a constrain the same constrain, so the
+// backward pass goes through layout and SPMD partitioning like the forward
+// one. docs/training.md lists the rule of every op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_COMPILER_PASSES_AUTODIFF_H
+#define MESHC_COMPILER_PASSES_AUTODIFF_H
+
+#include "compiler/passes/OpEmitter.h"
+
+#include "llvm/ADT/MapVector.h"
+
+namespace meshc {
+
+/// dLoss/dParam for every trainable parameter of `program`, in program
+/// order. A parameter the loss does not depend on gets a zero gradient and
+/// a warning. Fails (with an error at the op) on an op on the path from a
+/// parameter to the loss that has no gradient.
+mlir::FailureOr<llvm::MapVector<mlir::Operation *, mlir::Value>>
+differentiate(mlir::mtf::ProgramOp program, mlir::Value loss, OpEmitter &emit);
+
+} // namespace meshc
+
+#endif // MESHC_COMPILER_PASSES_AUTODIFF_H

@@ -1,0 +1,110 @@
+//===- OpEmitter.cpp - building mtf ops for autodiff and optimizers -------===//
+
+#include "compiler/passes/OpEmitter.h"
+
+using namespace mlir;
+
+namespace meshc {
+
+OpEmitter::OpEmitter(Block &block, StringRef phase)
+    : b(OpBuilder::atBlockEnd(&block)), phase(b.getStringAttr(phase)),
+      loc_(b.getUnknownLoc()) {}
+
+Operation *OpEmitter::tag(Operation *op) {
+  op->setAttr(mtf::MtfDialect::kPhaseAttrName, phase);
+  return op;
+}
+
+Value OpEmitter::scalar(double value, Type elementType) {
+  return constant(value, mtf::TensorType::get(context(), {}, elementType));
+}
+
+Value OpEmitter::constant(double value, mtf::TensorType type) {
+  return tag(mtf::ConstantOp::create(b, loc_, type, b.getF64FloatAttr(value)))
+      ->getResult(0);
+}
+
+mtf::TensorType OpEmitter::unionType(mtf::TensorType lhs, mtf::TensorType rhs) {
+  SmallVector<mtf::NamedDim> dims(lhs.getDims());
+  for (const mtf::NamedDim &dim : rhs.getDims())
+    if (!lhs.hasDim(dim.name.getValue()))
+      dims.push_back(dim);
+  return mtf::TensorType::get(lhs.getContext(), dims, lhs.getElementType());
+}
+
+template <typename Op> Value OpEmitter::binary(Value lhs, Value rhs) {
+  mtf::TensorType type = unionType(tensorType(lhs), tensorType(rhs));
+  return tag(Op::create(b, loc_, type, lhs, rhs))->getResult(0);
+}
+
+Value OpEmitter::add(Value lhs, Value rhs) {
+  return binary<mtf::AddOp>(lhs, rhs);
+}
+Value OpEmitter::sub(Value lhs, Value rhs) {
+  return binary<mtf::SubOp>(lhs, rhs);
+}
+Value OpEmitter::mul(Value lhs, Value rhs) {
+  return binary<mtf::MulOp>(lhs, rhs);
+}
+Value OpEmitter::div(Value lhs, Value rhs) {
+  return binary<mtf::DivOp>(lhs, rhs);
+}
+Value OpEmitter::max(Value lhs, Value rhs) {
+  return binary<mtf::MaxOp>(lhs, rhs);
+}
+Value OpEmitter::min(Value lhs, Value rhs) {
+  return binary<mtf::MinOp>(lhs, rhs);
+}
+
+Value OpEmitter::scale(Value value, double factor) {
+  if (factor == 1.0)
+    return value;
+  return mul(value, scalar(factor, tensorType(value).getElementType()));
+}
+
+Value OpEmitter::sumTo(Value value, mtf::TensorType type) {
+  mtf::TensorType from = tensorType(value);
+  if (from.getDims() == type.getDims())
+    return value;
+  auto result =
+      mtf::TensorType::get(context(), type.getDims(), from.getElementType());
+  return tag(mtf::EinsumOp::create(b, loc_, result, ValueRange{value}))
+      ->getResult(0);
+}
+
+Value OpEmitter::broadcastTo(Value value, mtf::TensorType type) {
+  mtf::TensorType from = tensorType(value);
+  if (from.getDims() == type.getDims())
+    return value;
+  auto result =
+      mtf::TensorType::get(context(), type.getDims(), from.getElementType());
+  bool subset = llvm::all_of(from.getDims(), [&](const mtf::NamedDim &dim) {
+    return type.hasDim(dim.name.getValue());
+  });
+  assert(subset && "broadcastTo needs a subset of the target dims");
+  (void)subset;
+  if (from.getRank() == type.getRank()) // a transpose
+    return sumTo(value, result);
+  // value * ones: the ones carry the missing dims; the binary op orders the
+  // result as asked.
+  SmallVector<mtf::NamedDim> missing;
+  for (const mtf::NamedDim &dim : type.getDims())
+    if (!from.hasDim(dim.name.getValue()))
+      missing.push_back(dim);
+  Value ones = constant(
+      1.0, mtf::TensorType::get(context(), missing, from.getElementType()));
+  return tag(mtf::MulOp::create(b, loc_, result, value, ones))->getResult(0);
+}
+
+Value OpEmitter::sumAll(Value value) {
+  mtf::TensorType from = tensorType(value);
+  if (from.getRank() == 0)
+    return value;
+  return tag(mtf::ReduceSumOp::create(
+                 b, loc_,
+                 mtf::TensorType::get(context(), {}, from.getElementType()),
+                 value))
+      ->getResult(0);
+}
+
+} // namespace meshc

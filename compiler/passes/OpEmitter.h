@@ -1,0 +1,80 @@
+//===- OpEmitter.h - building mtf ops for autodiff and optimizers -*- C++
+//-*-===//
+//
+// A small builder of mtf ops that infers result types by dimension name
+// (broadcasting like the binary ops do), tags every op it makes with a
+// training phase (`mtf.phase`) and gives it a location. Autodiff and the
+// optimizer update write their math with it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_COMPILER_PASSES_OPEMITTER_H
+#define MESHC_COMPILER_PASSES_OPEMITTER_H
+
+#include "dialect/MtfDialect.h"
+
+namespace meshc {
+
+class OpEmitter {
+public:
+  /// Builds at the end of `block` with phase `phase` ("backward", "update").
+  OpEmitter(mlir::Block &block, llvm::StringRef phase);
+
+  /// The location of the ops built from now on.
+  void setLoc(mlir::Location loc) { loc_ = loc; }
+  mlir::Location getLoc() const { return loc_; }
+  mlir::OpBuilder &builder() { return b; }
+  mlir::MLIRContext *context() { return b.getContext(); }
+
+  /// Tags `op` with the phase and returns it.
+  mlir::Operation *tag(mlir::Operation *op);
+
+  /// A scalar constant of element type `elementType`.
+  mlir::Value scalar(double value, mlir::Type elementType);
+  /// A constant of type `type`.
+  mlir::Value constant(double value, mlir::mtf::TensorType type);
+
+  // Elementwise binary ops; the result has the union of the operands' dims
+  // (lhs dims first) and the lhs element type.
+  mlir::Value add(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value sub(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value mul(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value div(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value max(mlir::Value lhs, mlir::Value rhs);
+  mlir::Value min(mlir::Value lhs, mlir::Value rhs);
+  /// `value * factor` for a compile-time factor.
+  mlir::Value scale(mlir::Value value, double factor);
+
+  /// An elementwise unary op `Op` of `value`.
+  template <typename Op> mlir::Value unary(mlir::Value value) {
+    return tag(Op::create(b, loc_, value.getType(), value))->getResult(0);
+  }
+
+  /// Sums `value` over the dims `type` lacks and orders its dims like
+  /// `type`'s (one single-operand einsum, or nothing when already equal).
+  mlir::Value sumTo(mlir::Value value, mlir::mtf::TensorType type);
+  /// Repeats `value` along the dims of `type` it lacks, in `type`'s order.
+  /// `value`'s dims must be a subset of `type`'s.
+  mlir::Value broadcastTo(mlir::Value value, mlir::mtf::TensorType type);
+  /// Sums `value` to a scalar.
+  mlir::Value sumAll(mlir::Value value);
+
+  /// The type with the dims of `lhs` then those of `rhs` it lacks.
+  static mlir::mtf::TensorType unionType(mlir::mtf::TensorType lhs,
+                                         mlir::mtf::TensorType rhs);
+
+private:
+  template <typename Op> mlir::Value binary(mlir::Value lhs, mlir::Value rhs);
+
+  mlir::OpBuilder b;
+  mlir::StringAttr phase;
+  mlir::Location loc_;
+};
+
+inline mlir::mtf::TensorType tensorType(mlir::Value value) {
+  return llvm::cast<mlir::mtf::TensorType>(value.getType());
+}
+
+} // namespace meshc
+
+#endif // MESHC_COMPILER_PASSES_OPEMITTER_H
