@@ -77,7 +77,12 @@ def load_params(model, folder):
                              f"expected rank {len(dims)} (dims {list(dims)})")
         params[name] = array
     known = {param_file(n) for n in model.params}
-    extra = sorted(f for f in os.listdir(folder) if f.endswith(".npy") and f not in known)
+    # Optimizer slots (w1/adam_m -> w1__adam_m.npy, opt/step) are not
+    # parameters of the forward model.
+    slots = ("__adam_m.npy", "__adam_v.npy", "__momentum.npy")
+    extra = sorted(f for f in os.listdir(folder)
+                   if f.endswith(".npy") and f not in known
+                   and f != "opt__step.npy" and not f.endswith(slots))
     if extra:
         raise InputError(f"{folder} holds parameters model {model.name} does not have: "
                          f"{', '.join(extra)} (a different model?)")
