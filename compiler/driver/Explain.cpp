@@ -59,10 +59,14 @@ std::string typeString(mtf::TensorType type) {
 std::string kindOf(Operation *op) {
   if (llvm::isa<mtf::InputOp>(op))
     return "input";
-  if (llvm::isa<mtf::ParamOp>(op))
-    return "param";
+  if (auto param = llvm::dyn_cast<mtf::ParamOp>(op))
+    return param.getSlot() ? "slot" : "param";
   if (llvm::isa<mtf::ConstantOp>(op))
     return "const";
+  // Intermediates of the backward pass and the optimizer update.
+  if (auto phase =
+          op->getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName))
+    return phase.getValue().str();
   return "activation";
 }
 
@@ -181,7 +185,7 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
      << ")\n\n";
 
   std::vector<Row> rows;
-  int64_t paramBytes = 0, inputBytes = 0, activationBytes = 0;
+  int64_t paramBytes = 0, slotBytes = 0, inputBytes = 0, activationBytes = 0;
   int64_t paramCount = 0;
   std::vector<std::string> outputs;
   for (Operation &op : program.getBodyBlock()) {
@@ -221,6 +225,8 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
     if (row.kind == "param") {
       paramBytes += row.bytes;
       paramCount += type.getNumElements();
+    } else if (row.kind == "slot") {
+      slotBytes += row.bytes;
     } else if (row.kind == "input") {
       inputBytes += row.bytes;
     } else {
@@ -233,11 +239,15 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
   os << "\nper-device memory:\n";
   os << "  parameters   " << formatBytes(paramBytes) << " (" << paramCount
      << " parameters in the model)\n";
+  if (slotBytes)
+    os << "  optimizer    " << formatBytes(slotBytes)
+       << " (slots: moments, step counter)\n";
   os << "  inputs       " << formatBytes(inputBytes) << "\n";
   os << "  activations  " << formatBytes(activationBytes)
      << " (every global intermediate at once)\n";
   os << "  total        "
-     << formatBytes(paramBytes + inputBytes + activationBytes) << "\n";
+     << formatBytes(paramBytes + slotBytes + inputBytes + activationBytes)
+     << "\n";
   if (plan)
     os << "  planned arena " << formatBytes(plan->arenaBytes) << " ("
        << plan->buffers << " buffers, " << formatBytes(plan->unplannedBytes)
