@@ -207,7 +207,7 @@ void Partitioner::materialize(Value value) {
                             ? local.getDefiningOp()->getAttrOfType<StringAttr>(
                                   mtf::MtfDialect::kPhaseAttrName)
                             : StringAttr();
-  auto restore = llvm::make_scope_exit([&] { phaseListener.phase = phase; });
+  llvm::scope_exit restore([&] { phaseListener.phase = phase; });
   // Reduce right after the partial sums are computed: the total is then
   // ready for every later use.
   if (Operation *def = local.getDefiningOp())
