@@ -269,15 +269,16 @@ LogicalResult CastOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// Contract:
-///  - operands and result share the element type;
+///  - operands and result share the element type (operands only, when
+///    `resultKeepsType` is false: mtf.equal);
 ///  - a dimension name has one size across operands and result;
 ///  - the result has exactly the union of the operands' dimensions.
-static LogicalResult verifyBinary(Operation *op) {
+static LogicalResult verifyBinary(Operation *op, bool resultKeepsType = true) {
   TensorType lhs = tensorOf(op->getOperand(0));
   TensorType rhs = tensorOf(op->getOperand(1));
   TensorType result = tensorOf(op->getResult(0));
   if (lhs.getElementType() != rhs.getElementType() ||
-      lhs.getElementType() != result.getElementType())
+      (resultKeepsType && lhs.getElementType() != result.getElementType()))
     return op->emitOpError()
            << "element types must match, got " << lhs.getElementType()
            << " and " << rhs.getElementType() << " -> "
@@ -405,31 +406,10 @@ LogicalResult DropoutMaskOp::verify() {
   return success();
 }
 
-/// Contract: operands share an element type; dimensions as for the other
-/// binary ops.
+/// Contract: as for the other binary ops, except that the result is float
+/// whatever the operands' element type.
 LogicalResult EqualOp::verify() {
-  TensorType lhs = tensorOf(getLhs());
-  TensorType rhs = tensorOf(getRhs());
-  TensorType result = tensorOf(getResult());
-  if (lhs.getElementType() != rhs.getElementType())
-    return emitOpError() << "operand element types must match, got "
-                         << lhs.getElementType() << " and "
-                         << rhs.getElementType();
-  llvm::StringMap<std::pair<int64_t, std::string>> sizes;
-  if (failed(recordDims(*this, lhs, "lhs", sizes)) ||
-      failed(recordDims(*this, rhs, "rhs", sizes)) ||
-      failed(recordDims(*this, result, "the result", sizes)))
-    return failure();
-  for (const NamedDim &dim : result.getDims())
-    if (!lhs.hasDim(dim.name.getValue()) && !rhs.hasDim(dim.name.getValue()))
-      return emitOpError() << "result dimension '" << dim.name.getValue()
-                           << "' is in neither operand";
-  for (TensorType operand : {lhs, rhs})
-    for (const NamedDim &dim : operand.getDims())
-      if (!result.hasDim(dim.name.getValue()))
-        return emitOpError() << "result lacks operand dimension '"
-                             << dim.name.getValue() << "'";
-  return success();
+  return verifyBinary(*this, /*resultKeepsType=*/false);
 }
 
 /// Contract: the result has the indices' dimensions (same sizes) plus `dim`,

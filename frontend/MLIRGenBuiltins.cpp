@@ -36,16 +36,18 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
   Operand result;
   result.loc = call.getLoc();
   std::string user = ("'" + call.name + "'").str();
-  if (call.builtin == Builtin::Maximum || call.builtin == Builtin::Minimum) {
+  if (call.builtin == Builtin::Maximum || call.builtin == Builtin::Minimum ||
+      call.builtin == Builtin::Equal) {
     FailureOr<Operand> lhs = genExpr(*call.operands[0], scope);
     if (failed(lhs))
       return failure();
     FailureOr<Operand> rhs = genExpr(*call.operands[1], scope);
     if (failed(rhs))
       return failure();
-    return genBinary(call.builtin == Builtin::Maximum ? BinaryKind::Max
-                                                      : BinaryKind::Min,
-                     call.getLoc(), *lhs, *rhs);
+    BinaryKind kind = call.builtin == Builtin::Maximum   ? BinaryKind::Max
+                      : call.builtin == Builtin::Minimum ? BinaryKind::Min
+                                                         : BinaryKind::Equal;
+    return genBinary(kind, call.getLoc(), *lhs, *rhs);
   }
 
   // dropout(x, rate): the rate is a number, not a tensor.
@@ -164,34 +166,6 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
                 .getResult();
     break;
   }
-  case Builtin::Equal: {
-    mtf::TensorType lhs = tensorType(operands[0]);
-    mtf::TensorType rhs = tensorType(operands[1]);
-    if (lhs.getElementType() != rhs.getElementType())
-      return error(call.getLoc())
-             << "operands of 'equal' have different element types, "
-             << formatType(lhs) << " and " << formatType(rhs);
-    llvm::SmallVector<mtf::NamedDim> dims(lhs.getDims());
-    for (const mtf::NamedDim &dim : rhs.getDims()) {
-      std::optional<unsigned> index = lhs.getDimIndex(dim.name.getValue());
-      if (!index) {
-        dims.push_back(dim);
-        continue;
-      }
-      if (lhs.getDims()[*index].size != dim.size)
-        return error(call.getLoc())
-               << "dimension '" << dim.name.getValue() << "' has size "
-               << lhs.getDims()[*index].size << " in " << formatType(lhs)
-               << " but " << dim.size << " in " << formatType(rhs);
-    }
-    FailureOr<mtf::TensorType> equalType =
-        makeTensorType(dims, mlir::Float32Type::get(context), call.getLoc());
-    if (failed(equalType))
-      return failure();
-    value = create<mtf::EqualOp>(loc, *equalType, operands[0], operands[1])
-                .getResult();
-    break;
-  }
   case Builtin::Dropout: {
     if (failed(requireFloat(input, user, call.getLoc())))
       return failure();
@@ -206,6 +180,7 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
   }
   case Builtin::Maximum:
   case Builtin::Minimum:
+  case Builtin::Equal:
     llvm_unreachable("handled above");
   }
   if (failed(value))

@@ -165,7 +165,7 @@ FailureOr<mlir::Value> MLIRGen::genTensor(const Expr &expr, Scope &scope) {
 FailureOr<MLIRGen::Operand> MLIRGen::genBinary(BinaryKind kind, Loc loc,
                                                Operand lhs, Operand rhs) {
   static constexpr llvm::StringLiteral kSpellings[] = {
-      "'+'", "'-'", "'*'", "'/'", "'maximum'", "'minimum'"};
+      "'+'", "'-'", "'*'", "'/'", "'maximum'", "'minimum'", "'equal'"};
   llvm::StringRef spelling = kSpellings[static_cast<int>(kind)];
   Operand result;
   result.loc = loc;
@@ -189,6 +189,9 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBinary(BinaryKind kind, Loc loc,
       break;
     case BinaryKind::Min:
       result.number = std::min(a, b);
+      break;
+    case BinaryKind::Equal:
+      result.number = a == b ? 1.0 : 0.0;
       break;
     }
     if (!std::isfinite(result.number))
@@ -217,8 +220,12 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBinary(BinaryKind kind, Loc loc,
   for (const mtf::NamedDim &dim : rhsType.getDims())
     if (!lhsType.hasDim(dim.name.getValue()))
       resultDims.push_back(dim);
+  // equal compares any element type and gives 1.0 or 0.0 in f32.
+  mlir::Type elementType = kind == BinaryKind::Equal
+                               ? mlir::Float32Type::get(context)
+                               : lhsType.getElementType();
   FailureOr<mtf::TensorType> type =
-      makeTensorType(resultDims, lhsType.getElementType(), loc);
+      makeTensorType(resultDims, elementType, loc);
   if (failed(type))
     return failure();
 
@@ -241,6 +248,9 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBinary(BinaryKind kind, Loc loc,
     break;
   case BinaryKind::Min:
     result.value = create<mtf::MinOp>(opLoc, *type, lhs.value, rhs.value);
+    break;
+  case BinaryKind::Equal:
+    result.value = create<mtf::EqualOp>(opLoc, *type, lhs.value, rhs.value);
     break;
   }
   return result;

@@ -360,16 +360,8 @@ LogicalResult Partitioner::partitionContraction(Operation &op) {
     for (const mtf::NamedDim &dim : inputType.getDims())
       if (!resultType.hasDim(dim.name.getValue()))
         count *= dim.size;
-    auto scalarType = mtf::TensorType::get(builder.getContext(), {},
-                                           resultType.getElementType());
-    Value scale = mtf::ConstantOp::create(
-        builder, op.getLoc(), scalarType,
-        builder.getF64FloatAttr(1.0 / static_cast<double>(count)));
-    scale.getDefiningOp()->setAttr(
-        mtf::MtfDialect::kLayoutAttrName,
-        mtf::LayoutAttr::get(builder.getContext(), {}));
-    local = mtf::MulOp::create(builder, op.getLoc(),
-                               localType(resultType, current), local, scale);
+    local = scaleLocal(local, localType(resultType, current),
+                       1.0 / static_cast<double>(count), op.getLoc());
   }
   define(op.getResult(0), local, current);
   return success();
@@ -499,16 +491,8 @@ LogicalResult Partitioner::partitionLocalGrad(mtf::LocalGradOp op) {
                        op.getLoc(), sums.why);
   if (!data.empty()) {
     int64_t replicas = layout::groupSize(data, mesh);
-    auto scalarType =
-        mtf::TensorType::get(builder.getContext(), {}, type.getElementType());
-    Value scale = mtf::ConstantOp::create(
-        builder, op.getLoc(), scalarType,
-        builder.getF64FloatAttr(static_cast<double>(replicas)));
-    scale.getDefiningOp()->setAttr(
-        mtf::MtfDialect::kLayoutAttrName,
-        mtf::LayoutAttr::get(builder.getContext(), {}));
-    local = mtf::MulOp::create(builder, op.getLoc(), localType(type, layout),
-                               local, scale);
+    local = scaleLocal(local, localType(type, layout),
+                       static_cast<double>(replicas), op.getLoc());
   }
   define(op.getResult(), local, layout);
   return success();
@@ -611,6 +595,18 @@ Value Partitioner::reduceOver(Value value, mtf::TensorType type,
 //===----------------------------------------------------------------------===//
 // Layout helpers
 //===----------------------------------------------------------------------===//
+
+Value Partitioner::scaleLocal(Value local, mtf::TensorType type, double factor,
+                              Location loc) {
+  auto scalarType =
+      mtf::TensorType::get(builder.getContext(), {}, type.getElementType());
+  Value scale = mtf::ConstantOp::create(builder, loc, scalarType,
+                                        builder.getF64FloatAttr(factor));
+  scale.getDefiningOp()->setAttr(
+      mtf::MtfDialect::kLayoutAttrName,
+      mtf::LayoutAttr::get(builder.getContext(), {}));
+  return mtf::MulOp::create(builder, loc, type, local, scale);
+}
 
 void Partitioner::define(Value value, Value local, const Layout &layout,
                          bool partial) {

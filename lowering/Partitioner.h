@@ -77,6 +77,9 @@ private:
                          std::optional<size_t> scatterDim, bool isMax,
                          mlir::Location loc, llvm::StringRef why);
 
+  /// `local` (a block of local type `type`) times a replicated constant.
+  mlir::Value scaleLocal(mlir::Value local, mlir::mtf::TensorType type,
+                         double factor, mlir::Location loc);
   /// Records that global `value` is now `local` with `layout`; a `partial`
   /// local holds per-device partial sums (see `pending`).
   void define(mlir::Value value, mlir::Value local, const Layout &layout,

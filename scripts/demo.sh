@@ -38,5 +38,5 @@ echo "== meshrun mlp.mprog --devices 8 --steps 800 on the digits (1,437 train / 
 "$bin/meshrun" "$work/mlp.mprog" --backend cpu --devices 8 --steps 800 \
   --input x="$digits/train_x.npy" --input labels="$digits/train_labels.npy" \
   --eval-input x="$digits/test_x.npy" --eval-input labels="$digits/test_labels.npy" \
-  --eval-every 200 --csv "$work/loss.csv" --plot "$root/build/mlp-loss.svg"
-echo "(loss curve: build/mlp-loss.svg)"
+  --eval-every 200 --csv "$work/loss.csv" --plot "$build/mlp-loss.svg"
+echo "(loss curve: $build/mlp-loss.svg)"
