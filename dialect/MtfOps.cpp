@@ -412,6 +412,28 @@ LogicalResult EqualOp::verify() {
   return verifyBinary(*this, /*resultKeepsType=*/false);
 }
 
+/// Contract: as for mtf.equal.
+LogicalResult LessOp::verify() {
+  return verifyBinary(*this, /*resultKeepsType=*/false);
+}
+
+/// Contract: the result has exactly one dimension.
+LogicalResult RangeOp::verify() {
+  TensorType result = tensorOf(getResult());
+  if (result.getRank() != 1)
+    return emitOpError() << "result must have exactly one dimension, got "
+                         << result;
+  return success();
+}
+
+/// Contract: `dim` is a dimension of the operand.
+LogicalResult CumsumOp::verify() {
+  if (!tensorOf(getInput()).hasDim(getDim()))
+    return emitOpError() << "operand has no dimension '" << getDim()
+                         << "' (type " << getInput().getType() << ")";
+  return success();
+}
+
 /// Contract: the result has the indices' dimensions (same sizes) plus `dim`,
 /// which the indices lack.
 LogicalResult OneHotOp::verify() {

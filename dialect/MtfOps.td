@@ -311,6 +311,58 @@ def Mtf_EqualOp : Mtf_Op<"equal", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Mtf_LessOp : Mtf_Op<"less", [Pure]> {
+  let summary = "elementwise lhs < rhs as 1.0 or 0.0, with broadcasting by name";
+  let description = [{
+    Like `mtf.equal`: operands share an element type (float or integer); the
+    result is float and has every dimension of either operand. With
+    `mtf.range` it builds masks: `less(range(seq), range(memory))` is 1 where
+    a key lies in a query's future.
+
+    ```mlir
+    %c = mtf.less %a, %b : !mtf.tensor<[seq=4], f32>, !mtf.tensor<[memory=4], f32> -> !mtf.tensor<[seq=4, memory=4], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_AnyTensor:$lhs, Mtf_AnyTensor:$rhs);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_RangeOp : Mtf_Op<"range", [Pure]> {
+  let summary = "the positions 0, 1, ..., n-1 along the result's one dimension";
+  let description = [{
+    The result has exactly one dimension; element `i` is `i` (float or
+    integer). Every layout gives each device the positions of its block.
+
+    ```mlir
+    %r = mtf.range : !mtf.tensor<[seq=16], f32>
+    ```
+  }];
+  let results = (outs Mtf_AnyTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mtf_CumsumOp : Mtf_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+  let summary = "inclusive running sum along one named dimension";
+  let description = [{
+    Element `i` along `dim` is the sum of elements `0..i` (with `reverse`:
+    of elements `i..n-1`, which is the gradient of the forward sum).
+    Mixture-of-experts routing uses it to number the tokens sent to each
+    expert.
+
+    ```mlir
+    %c = mtf.cumsum %x over "tokens" : !mtf.tensor<[tokens=8, experts=4], f32>
+    %r = mtf.cumsum %x over "tokens" reverse : !mtf.tensor<[tokens=8, experts=4], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$input, StrAttr:$dim, UnitAttr:$reverse);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$input `over` $dim (`reverse` $reverse^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Mtf_OneHotOp : Mtf_Op<"one_hot", [Pure]> {
   let summary = "1.0 at each index along a new dimension, 0.0 elsewhere";
   let description = [{

@@ -64,6 +64,9 @@ enum class Builtin {
   Argmax,
   Equal,
   Dropout,
+  Less,
+  Range,
+  Cumsum,
 };
 
 //===----------------------------------------------------------------------===//

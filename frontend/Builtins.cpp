@@ -14,6 +14,7 @@ constexpr ArgForm kTensorTensor[] = {ArgForm::Tensor, ArgForm::Tensor};
 constexpr ArgForm kCast[] = {ArgForm::Tensor, ArgForm::ElementType};
 constexpr ArgForm kReduce[] = {ArgForm::Tensor, ArgForm::DimList};
 constexpr ArgForm kSoftmax[] = {ArgForm::Tensor, ArgForm::DimName};
+constexpr ArgForm kDim[] = {ArgForm::DimName};
 constexpr ArgForm kCrossEntropy[] = {ArgForm::Tensor, ArgForm::Tensor,
                                      ArgForm::DimName};
 constexpr ArgForm kRename[] = {ArgForm::Tensor, ArgForm::DimName,
@@ -49,6 +50,9 @@ const BuiltinInfo kBuiltins[] = {
     {Builtin::Equal, "equal", kTensorTensor, 2, 2, false, "equal(a, b)"},
     {Builtin::Dropout, "dropout", kTensorTensor, 2, 2, false,
      "dropout(x, 0.1)"},
+    {Builtin::Less, "less", kTensorTensor, 2, 2, false, "less(a, b)"},
+    {Builtin::Range, "range", kDim, 1, 1, false, "range(dim)"},
+    {Builtin::Cumsum, "cumsum", kSoftmax, 2, 2, false, "cumsum(x, dim)"},
 };
 } // namespace
 

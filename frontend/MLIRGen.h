@@ -158,7 +158,7 @@ private:
   /// Like genExpr, but the result must be a tensor.
   llvm::FailureOr<mlir::Value> genTensor(const Expr &expr, Scope &scope);
   /// The elementwise binary operations.
-  enum class BinaryKind { Add, Sub, Mul, Div, Max, Min, Equal };
+  enum class BinaryKind { Add, Sub, Mul, Div, Max, Min, Equal, Less };
   llvm::FailureOr<Operand> genBinary(BinaryKind kind, Loc loc, Operand lhs,
                                      Operand rhs);
   llvm::FailureOr<Operand> genBuiltin(const BuiltinExpr &call, Scope &scope);

@@ -37,7 +37,7 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
   result.loc = call.getLoc();
   std::string user = ("'" + call.name + "'").str();
   if (call.builtin == Builtin::Maximum || call.builtin == Builtin::Minimum ||
-      call.builtin == Builtin::Equal) {
+      call.builtin == Builtin::Equal || call.builtin == Builtin::Less) {
     FailureOr<Operand> lhs = genExpr(*call.operands[0], scope);
     if (failed(lhs))
       return failure();
@@ -46,8 +46,24 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
       return failure();
     BinaryKind kind = call.builtin == Builtin::Maximum   ? BinaryKind::Max
                       : call.builtin == Builtin::Minimum ? BinaryKind::Min
-                                                         : BinaryKind::Equal;
+                      : call.builtin == Builtin::Equal   ? BinaryKind::Equal
+                                                         : BinaryKind::Less;
     return genBinary(kind, call.getLoc(), *lhs, *rhs);
+  }
+
+  // range(d): no tensor operand.
+  if (call.builtin == Builtin::Range) {
+    const DimInfo *info = lookupDim(call.dims[0]);
+    if (!info)
+      return failure();
+    FailureOr<mtf::TensorType> type =
+        makeTensorType({{stringAttr(call.dims[0].name), info->size}},
+                       mlir::Float32Type::get(context), call.getLoc());
+    if (failed(type))
+      return failure();
+    result.value =
+        create<mtf::RangeOp>(location(call.getLoc()), *type).getResult();
+    return result;
   }
 
   // dropout(x, rate): the rate is a number, not a tensor.
@@ -110,6 +126,14 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
     value =
         create<mtf::SoftmaxOp>(loc, type, input, stringAttr(call.dims[0].name))
             .getResult();
+    break;
+  case Builtin::Cumsum:
+    if (failed(requireFloat(input, user, call.getLoc())) ||
+        failed(requireDim(input, call.dims[0], "take the running sum over")))
+      return failure();
+    value = create<mtf::CumsumOp>(loc, type, input,
+                                  stringAttr(call.dims[0].name), false)
+                .getResult();
     break;
   case Builtin::Einsum:
     value = genEinsum(call, operands);
@@ -181,6 +205,8 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
   case Builtin::Maximum:
   case Builtin::Minimum:
   case Builtin::Equal:
+  case Builtin::Less:
+  case Builtin::Range:
     llvm_unreachable("handled above");
   }
   if (failed(value))

@@ -165,7 +165,8 @@ FailureOr<mlir::Value> MLIRGen::genTensor(const Expr &expr, Scope &scope) {
 FailureOr<MLIRGen::Operand> MLIRGen::genBinary(BinaryKind kind, Loc loc,
                                                Operand lhs, Operand rhs) {
   static constexpr llvm::StringLiteral kSpellings[] = {
-      "'+'", "'-'", "'*'", "'/'", "'maximum'", "'minimum'", "'equal'"};
+      "'+'",       "'-'",       "'*'",     "'/'",
+      "'maximum'", "'minimum'", "'equal'", "'less'"};
   llvm::StringRef spelling = kSpellings[static_cast<int>(kind)];
   Operand result;
   result.loc = loc;
@@ -192,6 +193,9 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBinary(BinaryKind kind, Loc loc,
       break;
     case BinaryKind::Equal:
       result.number = a == b ? 1.0 : 0.0;
+      break;
+    case BinaryKind::Less:
+      result.number = a < b ? 1.0 : 0.0;
       break;
     }
     if (!std::isfinite(result.number))
@@ -220,8 +224,8 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBinary(BinaryKind kind, Loc loc,
   for (const mtf::NamedDim &dim : rhsType.getDims())
     if (!lhsType.hasDim(dim.name.getValue()))
       resultDims.push_back(dim);
-  // equal compares any element type and gives 1.0 or 0.0 in f32.
-  mlir::Type elementType = kind == BinaryKind::Equal
+  // equal and less compare any element type and give 1.0 or 0.0 in f32.
+  mlir::Type elementType = kind == BinaryKind::Equal || kind == BinaryKind::Less
                                ? mlir::Float32Type::get(context)
                                : lhsType.getElementType();
   FailureOr<mtf::TensorType> type =
@@ -251,6 +255,9 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBinary(BinaryKind kind, Loc loc,
     break;
   case BinaryKind::Equal:
     result.value = create<mtf::EqualOp>(opLoc, *type, lhs.value, rhs.value);
+    break;
+  case BinaryKind::Less:
+    result.value = create<mtf::LessOp>(opLoc, *type, lhs.value, rhs.value);
     break;
   }
   return result;

@@ -398,6 +398,7 @@ std::optional<StringRef> binaryName(Operation &op) {
       .Case([](mtf::MaxOp) { return StringRef("max"); })
       .Case([](mtf::MinOp) { return StringRef("min"); })
       .Case([](mtf::EqualOp) { return StringRef("eq"); })
+      .Case([](mtf::LessOp) { return StringRef("lt"); })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -442,7 +443,7 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
   }
   if (std::optional<StringRef> fn = binaryName(op)) {
     if (!elementOf(op.getOperand(0).getType()).isF32() &&
-        !llvm::isa<mtf::EqualOp>(op))
+        !llvm::isa<mtf::EqualOp, mtf::LessOp>(op))
       return op.emitError()
              << "the runtime has no i32 elementwise arithmetic yet ('"
              << op.getName() << "'); cast the operands to f32 first";
@@ -472,6 +473,21 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
                      {"out", operand(result())},
                      {"dim", oneHot.getDim()},
                      {"sizes", sizesOf({oneHot.getIndices(), result()})}});
+    return success();
+  }
+  if (llvm::isa<mtf::RangeOp>(op)) {
+    steps.push_back(json::Object{{"op", "range"},
+                                 {"out", operand(result())},
+                                 {"sizes", sizesOf({result()})}});
+    return success();
+  }
+  if (auto cumsum = llvm::dyn_cast<mtf::CumsumOp>(op)) {
+    steps.push_back(json::Object{{"op", "cumsum"},
+                                 {"in", operand(cumsum.getInput())},
+                                 {"out", operand(result())},
+                                 {"dim", cumsum.getDim()},
+                                 {"reverse", cumsum.getReverse()},
+                                 {"sizes", sizesOf({cumsum.getInput()})}});
     return success();
   }
   if (auto argmax = llvm::dyn_cast<mtf::ArgmaxOp>(op)) {

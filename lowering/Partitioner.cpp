@@ -101,7 +101,11 @@ LogicalResult Partitioner::partition(Operation &op) {
                 mtf::ReduceMaxOp>(op))
     return partitionContraction(op);
   if (auto softmax = llvm::dyn_cast<mtf::SoftmaxOp>(op))
-    return partitionSoftmax(softmax);
+    return partitionAlongDim(op, softmax.getDim(), "softmax");
+  if (auto cumsum = llvm::dyn_cast<mtf::CumsumOp>(op))
+    return partitionAlongDim(op, cumsum.getDim(), "running-sum");
+  if (auto range = llvm::dyn_cast<mtf::RangeOp>(op))
+    return partitionRange(range);
   if (auto rename = llvm::dyn_cast<mtf::RenameOp>(op))
     return partitionRename(rename);
   if (auto constrain = llvm::dyn_cast<mtf::ConstrainOp>(op)) {
@@ -371,21 +375,41 @@ LogicalResult Partitioner::partitionContraction(Operation &op) {
 // Softmax and rename
 //===----------------------------------------------------------------------===//
 
-/// Softmax normalises along `dim`, so that dimension is gathered whole;
-/// the result is sliced again if its layout splits it.
-LogicalResult Partitioner::partitionSoftmax(mtf::SoftmaxOp op) {
+/// Softmax normalises along `dim` and a running sum accumulates along it, so
+/// that dimension is gathered whole; the result is sliced again if its layout
+/// splits it.
+LogicalResult Partitioner::partitionAlongDim(Operation &op, StringRef dim,
+                                             StringRef what) {
+  auto type = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
+  Layout outLayout = resultLayout(&op);
+  AxisMap axes = axesByName(type, outLayout);
+  axes[dim.str()].clear();
+  Layout whole = layoutFor(type, axes);
+  IRMapping mapping;
+  mapping.map(op.getOperand(0), operandAs(op.getOperand(0), whole, &op));
+  Operation *clone = cloneLocal(builder, op, mapping);
+  clone->getResult(0).setType(localType(type, whole));
+  Value result = reshard(
+      clone->getResult(0), type, whole, outLayout, op.getLoc(),
+      "the " + what.str() + " result's layout splits '" + dim.str() + "'");
+  define(op.getResult(0), result, outLayout);
+  return success();
+}
+
+/// Every device builds the whole range (one dimension, small), then keeps
+/// its block.
+LogicalResult Partitioner::partitionRange(mtf::RangeOp op) {
   auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
   Layout outLayout = resultLayout(op);
   AxisMap axes = axesByName(type, outLayout);
-  axes[op.getDim().str()].clear();
+  for (auto &entry : axes)
+    entry.second.clear();
   Layout whole = layoutFor(type, axes);
-  IRMapping mapping;
-  mapping.map(op.getInput(), operandAs(op.getInput(), whole, op));
-  Operation *clone = cloneLocal(builder, *op, mapping);
+  IRMapping none;
+  Operation *clone = cloneLocal(builder, *op, none);
   clone->getResult(0).setType(localType(type, whole));
-  Value result =
-      reshard(clone->getResult(0), type, whole, outLayout, op.getLoc(),
-              "the softmax result's layout splits '" + op.getDim().str() + "'");
+  Value result = reshard(clone->getResult(0), type, whole, outLayout,
+                         op.getLoc(), "the range's layout splits it");
   define(op.getResult(), result, outLayout);
   return success();
 }

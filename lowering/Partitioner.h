@@ -49,7 +49,10 @@ private:
   mlir::LogicalResult partition(mlir::Operation &op);
   mlir::LogicalResult partitionByTarget(mlir::Operation &op);
   mlir::LogicalResult partitionContraction(mlir::Operation &op);
-  mlir::LogicalResult partitionSoftmax(mlir::mtf::SoftmaxOp op);
+  mlir::LogicalResult partitionAlongDim(mlir::Operation &op,
+                                        llvm::StringRef dim,
+                                        llvm::StringRef what);
+  mlir::LogicalResult partitionRange(mlir::mtf::RangeOp op);
   mlir::LogicalResult partitionRename(mlir::mtf::RenameOp op);
   mlir::LogicalResult partitionOneHot(mlir::mtf::OneHotOp op);
   mlir::LogicalResult partitionArgmax(mlir::mtf::ArgmaxOp op);

@@ -104,6 +104,12 @@ double JsonNode::number() const {
   return value->get<double>();
 }
 
+bool JsonNode::boolean() const {
+  if (!value->is_boolean())
+    expected("true or false");
+  return value->get<bool>();
+}
+
 std::vector<std::string> JsonNode::strings() const {
   std::vector<std::string> result;
   for (const JsonNode &element : elements())

@@ -55,6 +55,8 @@ public:
   int64_t integerAtLeast(int64_t min) const;
   /// This number (integer or floating point).
   double number() const;
+  /// This boolean.
+  bool boolean() const;
   /// This array of strings.
   std::vector<std::string> strings() const;
 

@@ -92,6 +92,10 @@ const char *opName(OpKind op) {
     return "argmax";
   case OpKind::Dropout:
     return "dropout";
+  case OpKind::Range:
+    return "range";
+  case OpKind::Cumsum:
+    return "cumsum";
   case OpKind::AllReduce:
     return "all_reduce";
   case OpKind::AllGather:

@@ -103,6 +103,8 @@ enum class OpKind {
   OneHot,
   Argmax,
   Dropout,
+  Range,
+  Cumsum,
   AllReduce,
   AllGather,
   ReduceScatter,
@@ -131,9 +133,9 @@ enum class UnaryFn {
   Positive,
   GeluGrad
 };
-/// The functions of the binary step. Eq (1 where equal, else 0) also
-/// compares two i32 operands.
-enum class BinaryFn { Add, Sub, Mul, Div, Max, Min, Eq };
+/// The functions of the binary step. Eq (1 where equal, else 0) and Lt (1
+/// where lhs < rhs, else 0) also compare two i32 operands.
+enum class BinaryFn { Add, Sub, Mul, Div, Max, Min, Eq, Lt };
 /// Which part of a training program a step belongs to: an eval run executes
 /// only the forward steps, a training run all of them.
 enum class Phase { Forward, Backward, Update };
@@ -205,7 +207,9 @@ struct Step {
   Reduction reduction = Reduction::Sum;
   /// fill: the value; unary scale: the factor.
   double value = 0;
-  /// softmax / softmax_cross_entropy / one_hot / argmax: the class dim;
+  /// cumsum: run from the last coordinate down.
+  bool reverse = false;
+  /// softmax / softmax_cross_entropy / one_hot / argmax / cumsum: the dim;
   /// all_gather, reduce_scatter, slice: the dim; all_to_all: split_dim.
   std::string dim;
   /// all_to_all: concat_dim.

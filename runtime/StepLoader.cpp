@@ -331,6 +331,7 @@ Step StepParser::parse(size_t index) {
   case OpKind::Binary:
   case OpKind::Reduce:
   case OpKind::Softmax:
+  case OpKind::Cumsum:
   case OpKind::SoftmaxCrossEntropy:
     parseBinaryLike();
     break;
@@ -340,6 +341,13 @@ Step StepParser::parse(size_t index) {
     break;
   case OpKind::Dropout:
     parseDropout();
+    break;
+  case OpKind::Range:
+    readSizes();
+    step.out = operand("out");
+    if (step.out.shape.names.size() != 1)
+      node.member("out").fail("range needs a one-dim out, got " +
+                              step.out.shape.str());
     break;
   default:
     parseCollective();
@@ -441,15 +449,17 @@ void StepParser::parseBinaryLike() {
                                     {"div", BinaryFn::Div},
                                     {"max", BinaryFn::Max},
                                     {"min", BinaryFn::Min},
-                                    {"eq", BinaryFn::Eq}});
+                                    {"eq", BinaryFn::Eq},
+                                    {"lt", BinaryFn::Lt}});
     step.in = {operand("lhs"), operand("rhs")};
     out = operand("out");
-    if (step.binary == BinaryFn::Eq) {
-      // eq compares two f32 or two i32 operands.
+    if (step.binary == BinaryFn::Eq || step.binary == BinaryFn::Lt) {
+      // eq and lt compare two f32 or two i32 operands.
       DType lhs = bufferOf(step.in[0]).dtype, rhs = bufferOf(step.in[1]).dtype;
       if (lhs != rhs)
         node.member("rhs").fail(
-            "eq compares operands of one dtype but " + bufferName(step.in[0]) +
+            std::string(step.binary == BinaryFn::Eq ? "eq" : "lt") +
+            " compares operands of one dtype but " + bufferName(step.in[0]) +
             " is " + dtypeName(lhs) + " and " + bufferName(step.in[1]) +
             " is " + dtypeName(rhs));
     } else {
@@ -470,12 +480,16 @@ void StepParser::parseBinaryLike() {
     requireNoOverlap(step.in[0], out);
     break;
   case OpKind::Softmax:
+  case OpKind::Cumsum:
     step.in = {operand("in")};
     out = operand("out");
     requireDType("in", step.in[0], DType::F32);
     step.dim = dimOf("dim", step.in[0], "in");
     requireSameSet("in", step.in[0], "out", out);
-    requireNoOverlap(step.in[0], out, /*inPlace=*/true);
+    requireNoOverlap(step.in[0], out, /*inPlace=*/step.op == OpKind::Softmax);
+    if (step.op == OpKind::Cumsum)
+      if (std::optional<JsonNode> reverse = node.optionalMember("reverse"))
+        step.reverse = reverse->boolean();
     break;
   default: {
     step.in = {operand("logits"), operand("labels")};

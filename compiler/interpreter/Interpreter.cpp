@@ -235,6 +235,8 @@ private:
   FailureOr<Tensor> crossEntropy(mtf::SoftmaxCrossEntropyOp op);
   FailureOr<Tensor> oneHot(mtf::OneHotOp op);
   FailureOr<Tensor> argmax(mtf::ArgmaxOp op);
+  FailureOr<Tensor> range(mtf::RangeOp op);
+  FailureOr<Tensor> cumsum(mtf::CumsumOp op);
   LogicalResult checkInt32Result(Operation *op, const Tensor &result);
 
   mtf::ProgramOp program;
@@ -374,6 +376,13 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
                         return a == b ? 1.0 : 0.0;
                       }));
       })
+      .Case([&](mtf::LessOp op) {
+        return define(op, binary(op, [](double a, double b) {
+                        return a < b ? 1.0 : 0.0;
+                      }));
+      })
+      .Case([&](mtf::RangeOp op) { return define(op, range(op)); })
+      .Case([&](mtf::CumsumOp op) { return define(op, cumsum(op)); })
       .Case([&](mtf::OneHotOp op) { return define(op, oneHot(op)); })
       .Case([&](mtf::ArgmaxOp op) { return define(op, argmax(op)); })
       .Case([&](mtf::MaxOp op) {
@@ -756,6 +765,37 @@ FailureOr<Tensor> ProgramRun::argmax(mtf::ArgmaxOp op) {
     found[row] = true;
     top[row] = x;
     result->data[row] = static_cast<double>(index[pos]);
+  });
+  return result;
+}
+
+/// Element i is i.
+FailureOr<Tensor> ProgramRun::range(mtf::RangeOp op) {
+  FailureOr<Tensor> result = allocate(op, op.getType());
+  if (failed(result))
+    return failure();
+  for (size_t i = 0; i < result->data.size(); ++i)
+    result->data[i] = static_cast<double>(i);
+  return result;
+}
+
+/// The running sum along `dim`, from coordinate 0 up (or, with `reverse`,
+/// from the last coordinate down).
+FailureOr<Tensor> ProgramRun::cumsum(mtf::CumsumOp op) {
+  const Tensor &input = valueOf(op.getInput());
+  Tensor result = input;
+  Tensor running = withoutDim(input, op.getDim());
+  size_t pos = llvm::find(input.dims, op.getDim()) - input.dims.begin();
+  int64_t size = input.shape[pos];
+  std::vector<int64_t> strides = stridesAlong(input, input.dims);
+  std::vector<int64_t> rowStrides = stridesAlong(running, input.dims);
+  forEachIndex(input.shape, [&](const std::vector<int64_t> &visited) {
+    std::vector<int64_t> index = visited;
+    if (op.getReverse())
+      index[pos] = size - 1 - index[pos];
+    double &sum = running.data[offsetAt(index, rowStrides)];
+    sum += input.data[offsetAt(index, strides)];
+    result.data[offsetAt(index, strides)] = sum;
   });
   return result;
 }

@@ -235,6 +235,14 @@ LogicalResult Differentiator::backprop(Operation *op, Value g) {
         accumulate(softmax.getInput(), emit.mul(y, emit.sub(g, sum)));
         return success();
       })
+      .Case([&](mtf::CumsumOp cumsum) { // the running sum the other way
+        accumulate(cumsum.getInput(),
+                   emit.tag(mtf::CumsumOp::create(
+                                emit.builder(), emit.getLoc(), tensorType(y), g,
+                                cumsum.getDim(), !cumsum.getReverse()))
+                       ->getResult(0));
+        return success();
+      })
       .Case([&](mtf::SoftmaxCrossEntropyOp sce) {
         // g * (softmax(logits) - one_hot(labels))
         Value logits = sce.getLogits();
@@ -267,8 +275,8 @@ void markActive(mtf::ProgramOp program, llvm::DenseSet<Value> &active) {
       continue;
     }
     // Piecewise-constant ops stop gradients.
-    if (llvm::isa<mtf::PositiveOp, mtf::EqualOp, mtf::ArgmaxOp, mtf::OneHotOp>(
-            op))
+    if (llvm::isa<mtf::PositiveOp, mtf::EqualOp, mtf::LessOp, mtf::ArgmaxOp,
+                  mtf::OneHotOp>(op))
       continue;
     bool anyActive = llvm::any_of(op.getOperands(),
                                   [&](Value v) { return active.contains(v); });

@@ -117,8 +117,9 @@ void CpuDevice::run(const Step &step, Communicator *comm,
     return;
   case OpKind::Binary:
     if (program.buffers[step.in[0].buffer].dtype == DType::I32)
-      equalKernel(i32(at(step.in[0])), step.in[0].shape, i32(at(step.in[1])),
-                  step.in[1].shape, f32(at(out)), out.shape);
+      compareKernel(step.binary, i32(at(step.in[0])), step.in[0].shape,
+                    i32(at(step.in[1])), step.in[1].shape, f32(at(out)),
+                    out.shape);
     else
       binaryKernel(step.binary, f32(at(step.in[0])), step.in[0].shape,
                    f32(at(step.in[1])), step.in[1].shape, f32(at(out)),
@@ -147,6 +148,14 @@ void CpuDevice::run(const Step &step, Communicator *comm,
     return;
   case OpKind::Dropout:
     runDropout(step, context);
+    return;
+  case OpKind::Range:
+    rangeKernel(program.buffers[out.buffer].dtype, at(out),
+                out.shape.elements());
+    return;
+  case OpKind::Cumsum:
+    cumsumKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)), out.shape,
+                 step.dim, step.reverse);
     return;
   case OpKind::AllReduce:
   case OpKind::AllGather:

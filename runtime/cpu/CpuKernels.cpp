@@ -256,14 +256,56 @@ void binaryKernel(BinaryFn fn, const float *lhs, const NamedShape &lhsShape,
     return apply([](float x, float y) { return std::min(x, y); });
   case BinaryFn::Eq:
     return apply([](float x, float y) { return x == y ? 1.0f : 0.0f; });
+  case BinaryFn::Lt:
+    return apply([](float x, float y) { return x < y ? 1.0f : 0.0f; });
   }
 }
 
-void equalKernel(const int32_t *lhs, const NamedShape &lhsShape,
-                 const int32_t *rhs, const NamedShape &rhsShape, float *out,
-                 const NamedShape &outShape) {
-  binaryWith([](int32_t x, int32_t y) { return x == y ? 1.0f : 0.0f; }, lhs,
-             lhsShape, rhs, rhsShape, out, outShape);
+void compareKernel(BinaryFn fn, const int32_t *lhs, const NamedShape &lhsShape,
+                   const int32_t *rhs, const NamedShape &rhsShape, float *out,
+                   const NamedShape &outShape) {
+  if (fn == BinaryFn::Lt)
+    binaryWith([](int32_t x, int32_t y) { return x < y ? 1.0f : 0.0f; }, lhs,
+               lhsShape, rhs, rhsShape, out, outShape);
+  else
+    binaryWith([](int32_t x, int32_t y) { return x == y ? 1.0f : 0.0f; }, lhs,
+               lhsShape, rhs, rhsShape, out, outShape);
+}
+
+void rangeKernel(DType dtype, void *out, int64_t elements) {
+  for (int64_t i = 0; i < elements; ++i) {
+    if (dtype == DType::I32)
+      static_cast<int32_t *>(out)[i] = static_cast<int32_t>(i);
+    else
+      static_cast<float *>(out)[i] = static_cast<float>(i);
+  }
+}
+
+void cumsumKernel(const float *in, const NamedShape &inShape, float *out,
+                  const NamedShape &outShape, const std::string &dim,
+                  bool reverse) {
+  int64_t inStrides[kMaxRank], outStrides[kMaxRank];
+  contiguousStrides(inShape, inStrides);
+  contiguousStrides(outShape, outStrides);
+  Walk<2> rows;
+  for (size_t d = 0; d < inShape.names.size(); ++d)
+    if (inShape.names[d] != dim)
+      rows.addDim(
+          inShape.sizes[d],
+          {inStrides[d], strideOf(outShape, outStrides, inShape.names[d])});
+  int64_t n = inShape.sizes[inShape.position(dim)];
+  int64_t inStep = strideOf(inShape, inStrides, dim);
+  int64_t outStep = strideOf(outShape, outStrides, dim);
+  rows.run([&](const int64_t *o) {
+    const float *x = in + o[0];
+    float *y = out + o[1];
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t j = reverse ? n - 1 - k : k;
+      sum += x[j * inStep];
+      y[j * outStep] = sum;
+    }
+  });
 }
 
 void oneHotKernel(const int32_t *in, const NamedShape &inShape, float *out,

@@ -37,11 +37,21 @@ void binaryKernel(BinaryFn fn, const float *lhs, const NamedShape &lhsShape,
                   const float *rhs, const NamedShape &rhsShape, float *out,
                   const NamedShape &outShape);
 
-/// out = (lhs == rhs ? 1 : 0) for i32 operands, broadcasting as
-/// binaryKernel does.
-void equalKernel(const int32_t *lhs, const NamedShape &lhsShape,
-                 const int32_t *rhs, const NamedShape &rhsShape, float *out,
-                 const NamedShape &outShape);
+/// out = (lhs == rhs ? 1 : 0) for Eq, (lhs < rhs ? 1 : 0) for Lt, on i32
+/// operands, broadcasting as binaryKernel does.
+void compareKernel(BinaryFn fn, const int32_t *lhs, const NamedShape &lhsShape,
+                   const int32_t *rhs, const NamedShape &rhsShape, float *out,
+                   const NamedShape &outShape);
+
+/// out[i] = i for the `elements` elements of out (f32 or i32).
+void rangeKernel(DType dtype, void *out, int64_t elements);
+
+/// out = the running sum of in along `dim` from coordinate 0 up (`reverse`:
+/// from the last down); out has the same dims as in, in any order, and does
+/// not overlap it.
+void cumsumKernel(const float *in, const NamedShape &inShape, float *out,
+                  const NamedShape &outShape, const std::string &dim,
+                  bool reverse);
 
 /// out[..., c, ...] = (in[...] == c ? 1 : 0) for c < size of `dim`; out has
 /// the dims of in plus `dim`, in any order. Throws RuntimeError for an index
