@@ -143,6 +143,16 @@ TEST(GradientCheck, Mean) { checkGradients(model("mean(x, [b])", "a")); }
 TEST(GradientCheck, MeanOfAll) { checkGradients(model("mean(x) * y", "b")); }
 TEST(GradientCheck, Max) { checkGradients(model("max(x, [a])", "b")); }
 TEST(GradientCheck, Softmax) { checkGradients(model("softmax(x, b)", "a, b")); }
+TEST(GradientCheck, Cumsum) { checkGradients(model("cumsum(x, b)", "a, b")); }
+TEST(GradientCheck, CumsumAlongTheFirstDimTwice) {
+  checkGradients(model("cumsum(cumsum(x, a) * x, a)", "a, b"));
+}
+TEST(GradientCheck, RangeAndLessMaskScores) {
+  // A causal mask: constant, so the gradient flows through x only.
+  checkGradients(model("x * (1 - less(range(a), range(b))) + "
+                       "less(range(b), range(a)) * -1e3",
+                       "a, b"));
+}
 TEST(GradientCheck, ScalarConstants) {
   checkGradients(model("2.5 * x - x / 4 + 1", "a, b"));
 }

@@ -1,0 +1,26 @@
+// RUN: meshc-opt %s -split-input-file | FileCheck %s
+// RUN: meshc-opt %s -split-input-file | meshc-opt -split-input-file | FileCheck %s
+// The ops of causal masks and expert routing print back as they parse.
+
+// CHECK-LABEL: mtf.program @mask
+mtf.program @mask {
+  // CHECK: %[[Q:.*]] = mtf.range : !mtf.tensor<[seq=4], f32>
+  %q = mtf.range : !mtf.tensor<[seq=4], f32>
+  // CHECK: %[[K:.*]] = mtf.range : !mtf.tensor<[memory=4], f32>
+  %k = mtf.range : !mtf.tensor<[memory=4], f32>
+  // CHECK: mtf.less %[[Q]], %[[K]] : !mtf.tensor<[seq=4], f32>, !mtf.tensor<[memory=4], f32> -> !mtf.tensor<[seq=4, memory=4], f32>
+  %m = mtf.less %q, %k : !mtf.tensor<[seq=4], f32>, !mtf.tensor<[memory=4], f32> -> !mtf.tensor<[seq=4, memory=4], f32>
+  // CHECK: mtf.range : !mtf.tensor<[slot=3], i32>
+  %i = mtf.range : !mtf.tensor<[slot=3], i32>
+}
+
+// -----
+
+// CHECK-LABEL: mtf.program @route
+mtf.program @route {
+  %x = mtf.input "x" : !mtf.tensor<[tokens=8, experts=2], f32>
+  // CHECK: mtf.cumsum %{{.*}} over "tokens" : !mtf.tensor<[tokens=8, experts=2], f32>
+  %c = mtf.cumsum %x over "tokens" : !mtf.tensor<[tokens=8, experts=2], f32>
+  // CHECK: mtf.cumsum %{{.*}} over "tokens" reverse : !mtf.tensor<[tokens=8, experts=2], f32>
+  %r = mtf.cumsum %c over "tokens" reverse : !mtf.tensor<[tokens=8, experts=2], f32>
+}
