@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""The outside oracle: recomputes a model's loss and the gradient of every
-parameter with JAX in float64, from the parameters and the batch meshrun used,
-and compares with meshrun's outputs (`loss` and `grad/<param>`).
+"""The outside oracle: recomputes a model's loss (and its other compared
+outputs) and the gradient of every parameter with JAX in float64, from the
+parameters and the batch meshrun used, and compares with meshrun's outputs
+(`loss`, ... and `grad/<param>`). The gradients are those of the objective
+the model trains (`train objective with ...`), which is the loss unless the
+model says otherwise (models.Model.objective).
 
 usage (with the venv of scripts/setup_python.sh, lit's %jaxpython):
 
   check.py MODEL --params DIR --input NAME=FILE.npy ... --outputs RUN.json
            [--rtol R] [--atol A] [--write-reference REF.json]
 
-  MODEL       a model of models.py (mlp, ...)
+  MODEL       a model of models.py (mlp, charlm, moe, ...)
   --params    a folder of `meshrun --dump-params`: one <name>.npy per
               parameter ('/' in names written as '__'), float32
   --input     the batch meshrun was fed (`meshrun --input NAME=FILE.npy`)
@@ -26,7 +29,7 @@ usage (with the venv of scripts/setup_python.sh, lit's %jaxpython):
               a hash) instead of recomputing them, e.g. to check the runs of
               many layouts against one oracle run
 
-Exits 0 when every gradient and the loss agree, 1 on any disagreement or a
+Exits 0 when every gradient and output agree, 1 on any disagreement or a
 missing, extra or misshapen tensor, 2 on a usage or input error.
 """
 import argparse
@@ -143,14 +146,15 @@ def digest(params, inputs):
 
 
 def reference(model, params, inputs):
-    """The loss and d loss / d param for every param, in float64."""
+    """The outputs (the loss, ...) and d objective / d param for every param,
+    in float64, from one jitted evaluation."""
     jax = models.load_jax()
     jnp = jax.numpy
     p64 = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
     x64 = {k: jnp.asarray(v, dtype=jnp.float64 if v.dtype == np.float32 else jnp.int32)
            for k, v in inputs.items()}
-    loss, grads = jax.jit(jax.value_and_grad(model.loss_fn))(p64, x64)
-    out = {"loss": ((), np.asarray(loss, dtype=np.float64))}
+    (_, values), grads = jax.jit(jax.value_and_grad(model.objective_fn, has_aux=True))(p64, x64)
+    out = {name: ((), np.asarray(values[name], dtype=np.float64)) for name in model.outputs}
     for name, dims in model.params.items():
         out["grad/" + name] = (dims, np.asarray(grads[name], dtype=np.float64))
     return out
@@ -171,7 +175,7 @@ def read_reference(model, path, want_digest):
         raise InputError(f"--reference {path} was computed from other parameters or "
                          "inputs than those given")
     ref = {}
-    for name in ["loss"] + ["grad/" + n for n in model.params]:
+    for name in list(model.outputs) + ["grad/" + n for n in model.params]:
         if name not in outputs:
             raise InputError(f"--reference {path} lacks {name}")
         entry = outputs[name]
@@ -222,7 +226,7 @@ def compare(ref, run, rtol, atol, outputs_path):
             problems.append(f"{name}: missing from {outputs_path}")
             print(f"{name:<24} {str(list(want.shape)):<14} {'':>10} {'':>12} {'':>9}  MISSING")
             continue
-        if name != "loss" and list(got.get("dims", [])) != list(dims):
+        if name.startswith("grad/") and list(got.get("dims", [])) != list(dims):
             problems.append(f"{name}: dims {got.get('dims')} != the parameter's {list(dims)}")
             print(f"{name:<24} dims {got.get('dims')} != {list(dims)}  WRONG DIMS")
             continue
@@ -261,7 +265,7 @@ def compare(ref, run, rtol, atol, outputs_path):
 def main(argv):
     parser = argparse.ArgumentParser(
         description="Compare meshrun's loss and gradients with JAX in float64.")
-    parser.add_argument("model", help=f"one of: {', '.join(sorted(models.MODELS))}")
+    parser.add_argument("model", help=f"one of: {', '.join(models.MODELS)}")
     parser.add_argument("--params", required=True, help="folder of meshrun --dump-params")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     parser.add_argument("--outputs", help="meshrun --dump-outputs JSON")
@@ -276,7 +280,7 @@ def main(argv):
     model = models.MODELS.get(args.model)
     if model is None:
         print(f"check.py: error: unknown model {args.model!r}; known: "
-              f"{', '.join(sorted(models.MODELS))}", file=sys.stderr)
+              f"{', '.join(models.MODELS)}", file=sys.stderr)
         return 2
     try:
         params = load_params(model, args.params)
@@ -301,8 +305,9 @@ def main(argv):
 
     source = (f"reference {args.reference}" if args.reference
               else f"JAX {models.load_jax().__version__} float64")
+    of = "" if model.objective == "loss" else f"gradients of {model.objective}; "
     print(f"oracle: model {model.name} ({model.source}), {source}; "
-          f"dims {', '.join(f'{d}={s}' for d, s in sizes.items())}; "
+          f"dims {', '.join(f'{d}={s}' for d, s in sizes.items())}; {of}"
           f"tolerance max|run - ref| <= {args.rtol:g} * max|ref| + {args.atol:g}")
     problems = compare(ref, run, args.rtol, args.atol, args.outputs)
     sys.stdout.flush()
@@ -313,7 +318,11 @@ def main(argv):
         for p in problems:
             print(f"  {p}", file=sys.stderr)
         return 1
-    print(f"check.py: OK: the loss and {len(ref) - 1} gradients agree with the JAX oracle")
+    outputs = ("the loss" if tuple(model.outputs) == ("loss",)
+               else ", ".join(model.outputs))
+    of = "" if model.objective == "loss" else f" (of {model.objective})"
+    print(f"check.py: OK: {outputs} and {len(model.params)} gradients{of} agree with "
+          f"the JAX oracle")
     return 0
 
 

@@ -1,29 +1,40 @@
 """The models of the outside oracle, written by hand in JAX.
 
 Each model is the forward pass of one `.mtf` file, from its parameters and
-inputs to its scalar loss; `check.py` differentiates it with `jax.grad` in
-float64 and compares with what meshc/meshrun computed in float32.
+inputs to its scalar outputs; `check.py` differentiates its objective (the
+scalar of `train`) with `jax.grad` in float64 and compares the outputs and
+gradients with what meshc/meshrun computed in float32.
 
 Tensors carry their dimension names, as in the `.mtf` language, through the
 small `Named` wrapper below: `einsum(x, w1, out=["batch", "hidden"])` contracts
 the dimensions missing from `out`, `a + b` broadcasts by name, `mean(t)`
-reduces to a scalar. A model declares the dimensions of every parameter and
-input in `.mtf` order; sizes come from the `.npy` files (and must agree).
+reduces to a scalar; `softmax`, `gelu`, `one_hot`, `argmax`, `cumsum`, ... are
+the `.mtf` builtins of the same names. A model declares the dimensions of every
+parameter and input in `.mtf` order; sizes come from the `.npy` files (and
+must agree).
 
-To add a model: write `def my_loss(p, x)` over `Named` tensors (`p` and `x`
-map names to `Named`) and register it:
+To add a model: write `def my_forward(p, x)` over `Named` tensors (`p` and `x`
+map names to `Named`) returning its scalar loss, and register it:
 
     register(Model(
         name="my-model", source="examples/my/model.mtf",
-        params={"layer/w": ("d_model", "d_ff"), ...},   # names as in meshc
+        params={"layer_0.w": ("d_model", "d_ff"), ...},  # names as in meshc
         inputs={"tokens": (("batch", "seq"), "i32"), ...},
-        loss=my_loss))
+        forward=my_forward))
 
-Parameter names are those of meshc (`grad/<name>` outputs); `/` in a name
-becomes `__` in the `--dump-params` file names.
+When the model trains something other than an output called `loss`, or more
+outputs should be compared, return a dict of named scalars and say which:
+`outputs=("loss", "balance"), objective="objective"` (the moe model below).
+
+Parameter names are those of meshc (`grad/<name>` outputs: a parameter of the
+k-th instance of function `f` is `f_k.<param>`, docs/language.md); `/` in a
+name becomes `__` in the `--dump-params` file names. Piecewise-constant steps
+(argmax, one_hot of computed indices, equal, less) pass no gradient in meshc:
+wrap them in `stop_gradient` where JAX would differentiate through them.
 """
+import os
 from dataclasses import dataclass
-from typing import Callable, Dict, Sequence, Tuple
+from typing import Callable, Dict, Sequence, Tuple, Union
 
 # JAX is imported on first use (load_jax), not here: the import takes over a
 # second, and check.py needs only the declarations when it compares with a
@@ -33,9 +44,17 @@ jnp = None
 
 
 def load_jax():
-    """Imports JAX in float64 mode into this module; returns the jax module."""
+    """Imports JAX in float64 mode into this module; returns the jax module.
+
+    XLA's CPU backend compiles without LLVM optimisation (unless XLA_FLAGS
+    sets the level): a model runs once per check, and for the transformers
+    that cuts the jit compile from ~8.5 s to ~1.3 s of CPU for ~1 s more run
+    time; the arithmetic is IEEE float64 either way."""
     global jax, jnp
     if jax is None:
+        flags = os.environ.get("XLA_FLAGS", "")
+        if "xla_backend_optimization_level" not in flags:
+            os.environ["XLA_FLAGS"] = (flags + " --xla_backend_optimization_level=0").strip()
         import jax as _jax
         import jax.numpy as _jnp
         _jax.config.update("jax_enable_x64", True)
@@ -145,6 +164,60 @@ def softmax_cross_entropy(logits: Named, labels: Named, classes: str) -> Named:
     return Named(-picked[..., 0], labels.dims)
 
 
+def gelu(t: Named) -> Named:
+    """gelu with the tanh approximation, as meshc computes it (runtime/cpu/
+    CpuKernels.cpp, compiler/interpreter): x (1 + tanh(c (x + 0.044715 x^3))) / 2,
+    c = sqrt(2 / pi)."""
+    c = (2.0 / jnp.pi) ** 0.5
+    return t.map(lambda x: 0.5 * x * (1.0 + jnp.tanh(c * (x + 0.044715 * x * x * x))))
+
+
+def rsqrt(t: Named) -> Named:
+    return t.map(jax.lax.rsqrt)
+
+
+def softmax(t: Named, dim: str) -> Named:
+    return t.map(lambda a: jax.nn.softmax(a, axis=t.dims.index(dim)))
+
+
+def rename(t: Named, old: str, new: str) -> Named:
+    return Named(t.array, [new if d == old else d for d in t.dims])
+
+
+def arange(dim: str, size: int) -> Named:
+    """mtf range(dim): 0, 1, ..., size - 1 as floats."""
+    return Named(jnp.arange(size, dtype=jnp.float64), [dim])
+
+
+def one_hot(ids: Named, dim: str, size: int) -> Named:
+    """1.0 at each index along the new last dimension `dim`."""
+    return Named(jax.nn.one_hot(ids.array, size, dtype=jnp.float64), ids.dims + (dim,))
+
+
+def argmax(t: Named, dim: str) -> Named:
+    """The index of the first maximum along `dim` (i32), as mtf.argmax."""
+    axis = t.dims.index(dim)
+    return Named(jnp.argmax(t.array, axis=axis).astype(jnp.int32),
+                 [d for d in t.dims if d != dim])
+
+
+def cumsum(t: Named, dim: str) -> Named:
+    """The inclusive running sum along `dim`."""
+    return t.map(lambda a: jnp.cumsum(a, axis=t.dims.index(dim)))
+
+
+def less(a: Named, b: Named) -> Named:
+    return a._broadcast(b, lambda x, y: jnp.less(x, y).astype(jnp.float64))
+
+
+def equal(a: Named, b: Named) -> Named:
+    return a._broadcast(b, lambda x, y: jnp.equal(x, y).astype(jnp.float64))
+
+
+def stop_gradient(t: Named) -> Named:
+    return t.map(jax.lax.stop_gradient)
+
+
 # ---- the registry ---------------------------------------------------------------
 
 @dataclass
@@ -153,18 +226,29 @@ class Model:
     source: str                                   # the .mtf file it mirrors
     params: Dict[str, Tuple[str, ...]]            # name -> dims, in .mtf order
     inputs: Dict[str, Tuple[Tuple[str, ...], str]]  # name -> (dims, "f32" | "i32")
-    loss: Callable[[Dict[str, Named], Dict[str, Named]], Named]
+    # The forward pass: the scalar `loss`, or a dict of named scalars that
+    # holds every name of `outputs` and the `objective`.
+    forward: Callable[[Dict[str, Named], Dict[str, Named]], Union[Named, Dict[str, Named]]]
+    outputs: Tuple[str, ...] = ("loss",)          # .mtf outputs compared with meshrun's
+    objective: str = "loss"                       # what `train` minimises: grad/* are its gradients
 
-    def loss_fn(self, params, inputs):
-        """The scalar loss from plain arrays (what jax.grad differentiates)."""
+    def objective_fn(self, params, inputs):
+        """(objective, {output: value}) from plain arrays, as scalars: what
+        jax.value_and_grad(..., has_aux=True) differentiates."""
         load_jax()
         p = {k: Named(v, self.params[k]) for k, v in params.items()}
         x = {k: Named(v, self.inputs[k][0]) for k, v in inputs.items()}
-        out = self.loss(p, x)
-        if out.dims:
-            raise ValueError(f"model {self.name}: the loss has dims {list(out.dims)}, "
-                             "expected a scalar")
-        return out.array
+        values = self.forward(p, x)
+        if isinstance(values, Named):
+            values = {"loss": values}
+        for name in (self.objective,) + tuple(self.outputs):
+            if name not in values:
+                raise ValueError(f"model {self.name}: the forward pass returns no {name!r}")
+            if values[name].dims:
+                raise ValueError(f"model {self.name}: {name} has dims "
+                                 f"{list(values[name].dims)}, expected a scalar")
+        return (values[self.objective].array,
+                {name: values[name].array for name in self.outputs})
 
 
 MODELS: Dict[str, Model] = {}
@@ -190,4 +274,129 @@ register(Model(
     source="examples/mlp/mlp.mtf",
     params={"w1": ("io", "hidden"), "b1": ("hidden",), "w2": ("hidden", "classes")},
     inputs={"x": (("batch", "io"), "f32"), "labels": (("batch",), "i32")},
-    loss=mlp_loss))
+    forward=mlp_loss))
+
+
+# ---- examples/transformer/charlm.mtf ------------------------------------------------
+
+def layer_norm(p, k, x):
+    """Instance k of the .mtf function layer_norm (parameters layer_norm_k.*)."""
+    scale, shift = p[f"layer_norm_{k}.scale"], p[f"layer_norm_{k}.shift"]
+    centered = x - mean(x, ["d_model"])
+    variance = mean(centered * centered, ["d_model"])
+    return centered * rsqrt(variance + 1e-5) * scale + shift
+
+
+def attention(p, k, x, mask):
+    """Instance k of attention: causal multi-head self-attention."""
+    w = {n: p[f"attention_{k}.{n}"] for n in ("wq", "wk", "wv", "wo")}
+    q = einsum(x, w["wq"], out=["batch", "seq", "heads", "d_k"])
+    key = rename(einsum(x, w["wk"], out=["batch", "seq", "heads", "d_k"]), "seq", "memory")
+    v = rename(einsum(x, w["wv"], out=["batch", "seq", "heads", "d_k"]), "seq", "memory")
+    scores = einsum(q, key, out=["batch", "heads", "seq", "memory"]) * 0.1767767 + mask
+    weights = softmax(scores, "memory")
+    context = einsum(weights, v, out=["batch", "seq", "heads", "d_k"])
+    return einsum(context, w["wo"], out=["batch", "seq", "d_model"])
+
+
+def causal_mask(seq):
+    """less(range(seq), range(memory)) * -1e9: -1e9 where a key is in the future."""
+    return less(arange("seq", seq), arange("memory", seq)) * -1e9
+
+
+def embed_tokens(p, x):
+    tokens = x["tokens"]
+    vocab = p["embed"].size("vocab")
+    return einsum(one_hot(tokens, "vocab", vocab), p["embed"],
+                  out=["batch", "seq", "d_model"]) + p["pos"]
+
+
+def lm_loss(p, x, y, k):
+    """The final layer_norm (instance k), unembed and mean cross-entropy."""
+    logits = einsum(layer_norm(p, k, y), p["unembed"], out=["batch", "seq", "vocab"])
+    return mean(softmax_cross_entropy(logits, x["targets"], "vocab"))
+
+
+def charlm_forward(p, x):
+    mask = causal_mask(x["tokens"].size("seq"))
+    h = embed_tokens(p, x)
+    # repeat 2 block(x, mask): instance i of block calls layer_norm 2i and
+    # 2i + 1, attention i and mlp i.
+    for i in range(2):
+        a = h + attention(p, i, layer_norm(p, 2 * i, h), mask)
+        inner = gelu(einsum(layer_norm(p, 2 * i + 1, a), p[f"mlp_{i}.w_in"],
+                            out=["batch", "seq", "d_ff"]) + p[f"mlp_{i}.b_in"])
+        h = a + einsum(inner, p[f"mlp_{i}.w_out"], out=["batch", "seq", "d_model"])
+    return lm_loss(p, x, h, 4)
+
+
+def layer_norm_params(k):
+    return {f"layer_norm_{k}.scale": ("d_model",), f"layer_norm_{k}.shift": ("d_model",)}
+
+
+def attention_params(k):
+    return {f"attention_{k}.wq": ("d_model", "heads", "d_k"),
+            f"attention_{k}.wk": ("d_model", "heads", "d_k"),
+            f"attention_{k}.wv": ("d_model", "heads", "d_k"),
+            f"attention_{k}.wo": ("heads", "d_k", "d_model")}
+
+
+EMBEDDINGS = {"embed": ("vocab", "d_model"), "pos": ("seq", "d_model"),
+              "unembed": ("d_model", "vocab")}
+TOKENS = {"tokens": (("batch", "seq"), "i32"), "targets": (("batch", "seq"), "i32")}
+
+register(Model(
+    name="charlm",
+    source="examples/transformer/charlm.mtf",
+    params={**EMBEDDINGS,
+            **{name: dims for i in range(2) for name, dims in {
+                **layer_norm_params(2 * i), **attention_params(i),
+                **layer_norm_params(2 * i + 1),
+                f"mlp_{i}.w_in": ("d_model", "d_ff"), f"mlp_{i}.b_in": ("d_ff",),
+                f"mlp_{i}.w_out": ("d_ff", "d_model")}.items()},
+            **layer_norm_params(4)},
+    inputs=TOKENS,
+    forward=charlm_forward))
+
+
+# ---- examples/moe/moe.mtf -------------------------------------------------------------
+
+MOE_CAPACITY = 32  # dim capacity = 32 in moe.mtf (no parameter or input has it)
+
+
+def moe_forward(p, x):
+    mask = causal_mask(x["tokens"].size("seq"))
+    h0 = embed_tokens(p, x)
+    a = h0 + attention(p, 0, layer_norm(p, 0, h0), mask)
+
+    # Top-1 routing. argmax, one_hot, cumsum of the one-hots and equal are
+    # piecewise constant: meshc passes no gradient through them, so the
+    # gradient reaches the router only through the gate values.
+    h = layer_norm(p, 1, a)
+    experts = p["router"].size("experts")
+    gates = softmax(einsum(h, p["router"], out=["batch", "seq", "experts"]), "experts")
+    chosen = stop_gradient(one_hot(argmax(gates, "experts"), "experts", experts))
+    position = cumsum(chosen, "seq") * chosen
+    dispatch = stop_gradient(equal(position, arange("capacity", MOE_CAPACITY) + 1.0))
+    combine = dispatch * reduce_sum(gates * chosen, ["experts"])
+    inputs = einsum(dispatch, h, out=["experts", "batch", "capacity", "d_model"])
+    hidden = gelu(einsum(inputs, p["w_in"], out=["experts", "batch", "capacity", "d_ff"]))
+    outputs = einsum(hidden, p["w_out"], out=["experts", "batch", "capacity", "d_model"])
+    y = a + einsum(combine, outputs, out=["batch", "seq", "d_model"])
+
+    balance = reduce_sum(mean(chosen, ["batch", "seq"]) * mean(gates, ["batch", "seq"])) * 4.0
+    loss = lm_loss(p, x, y, 2)
+    return {"loss": loss, "balance": balance, "objective": loss + balance * 0.01}
+
+
+register(Model(
+    name="moe",
+    source="examples/moe/moe.mtf",
+    params={**EMBEDDINGS, **layer_norm_params(0), **attention_params(0),
+            "router": ("d_model", "experts"), "w_in": ("experts", "d_model", "d_ff"),
+            "w_out": ("experts", "d_ff", "d_model"),
+            **layer_norm_params(1), **layer_norm_params(2)},
+    inputs=TOKENS,
+    forward=moe_forward,
+    outputs=("loss", "balance"),
+    objective="objective"))
