@@ -426,6 +426,32 @@ LogicalResult RangeOp::verify() {
   return success();
 }
 
+/// Contract: the result is the operand with `from` replaced in place by `to`
+/// (which the operand lacks, unless it is `from`), same element type.
+LogicalResult WindowOp::verify() {
+  TensorType input = tensorOf(getInput());
+  TensorType result = tensorOf(getResult());
+  if (!input.hasDim(getFrom()))
+    return emitOpError() << "operand has no dimension '" << getFrom()
+                         << "' (type " << input << ")";
+  if (getTo() != getFrom() && input.hasDim(getTo()))
+    return emitOpError() << "operand already has dimension '" << getTo()
+                         << "' (type " << input << ")";
+  bool same = input.getRank() == result.getRank() &&
+              input.getElementType() == result.getElementType();
+  for (auto [in, out] : llvm::zip(input.getDims(), result.getDims())) {
+    if (in.name.getValue() == getFrom())
+      same = same && out.name.getValue() == getTo();
+    else
+      same = same && in == out;
+  }
+  if (!same)
+    return emitOpError() << "result must be the operand with '" << getFrom()
+                         << "' replaced by '" << getTo() << "', got " << result
+                         << " from " << input;
+  return success();
+}
+
 /// Contract: `dim` is a dimension of the operand.
 LogicalResult CumsumOp::verify() {
   if (!tensorOf(getInput()).hasDim(getDim()))

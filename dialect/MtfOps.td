@@ -363,6 +363,27 @@ def Mtf_CumsumOp : Mtf_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Mtf_WindowOp : Mtf_Op<"window", [Pure]> {
+  let summary = "a window of one dimension, moved by an offset, zeros outside";
+  let description = [{
+    The result is the operand with dimension `from` replaced (in place) by
+    `to`, and `result[.., j, ..] = input[.., j + offset, ..]` where
+    `0 <= j + offset < size(from)`, else 0. With `to` shorter than `from` it
+    is a slice (`offset` its start), longer a pad (`-offset` zeros before),
+    the same dimension a shift (`offset = -k` moves elements k places up).
+    It is its own gradient: `window(g, to -> from, -offset)`.
+
+    ```mlir
+    %s = mtf.window %x from "seq" to "half" offset 4 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[b=2, half=4], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$input, StrAttr:$from, StrAttr:$to,
+                       I64Attr:$offset);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$input `from` $from `to` $to `offset` $offset attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Mtf_OneHotOp : Mtf_Op<"one_hot", [Pure]> {
   let summary = "1.0 at each index along a new dimension, 0.0 elsewhere";
   let description = [{

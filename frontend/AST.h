@@ -67,6 +67,10 @@ enum class Builtin {
   Less,
   Range,
   Cumsum,
+  Slice,
+  Pad,
+  Shift,
+  Concat,
 };
 
 //===----------------------------------------------------------------------===//

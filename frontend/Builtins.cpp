@@ -15,6 +15,13 @@ constexpr ArgForm kCast[] = {ArgForm::Tensor, ArgForm::ElementType};
 constexpr ArgForm kReduce[] = {ArgForm::Tensor, ArgForm::DimList};
 constexpr ArgForm kSoftmax[] = {ArgForm::Tensor, ArgForm::DimName};
 constexpr ArgForm kDim[] = {ArgForm::DimName};
+constexpr ArgForm kSlice[] = {ArgForm::Tensor, ArgForm::DimName,
+                              ArgForm::Tensor, ArgForm::DimName};
+constexpr ArgForm kShift[] = {ArgForm::Tensor, ArgForm::DimName,
+                              ArgForm::Tensor};
+constexpr ArgForm kConcat[] = {ArgForm::Tensor, ArgForm::DimName,
+                               ArgForm::Tensor, ArgForm::DimName,
+                               ArgForm::DimName};
 constexpr ArgForm kCrossEntropy[] = {ArgForm::Tensor, ArgForm::Tensor,
                                      ArgForm::DimName};
 constexpr ArgForm kRename[] = {ArgForm::Tensor, ArgForm::DimName,
@@ -53,6 +60,12 @@ const BuiltinInfo kBuiltins[] = {
     {Builtin::Less, "less", kTensorTensor, 2, 2, false, "less(a, b)"},
     {Builtin::Range, "range", kDim, 1, 1, false, "range(dim)"},
     {Builtin::Cumsum, "cumsum", kSoftmax, 2, 2, false, "cumsum(x, dim)"},
+    {Builtin::Slice, "slice", kSlice, 4, 4, false,
+     "slice(x, dim, begin, new_dim)"},
+    {Builtin::Pad, "pad", kSlice, 4, 4, false, "pad(x, dim, before, new_dim)"},
+    {Builtin::Shift, "shift", kShift, 3, 3, false, "shift(x, dim, 1)"},
+    {Builtin::Concat, "concat", kConcat, 5, 5, false,
+     "concat(a, dim_a, b, dim_b, new_dim)"},
 };
 } // namespace
 

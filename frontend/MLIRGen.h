@@ -176,6 +176,16 @@ private:
                                          mlir::Value input);
   llvm::FailureOr<mlir::Value> genConstrain(const BuiltinExpr &call,
                                             mlir::Value input);
+  /// slice, pad, shift and concat (MLIRGenWindow.cpp).
+  llvm::FailureOr<Operand> genWindow(const BuiltinExpr &call, Scope &scope);
+  /// mtf.window of `input` from `from` to `to` at `offset`.
+  llvm::FailureOr<mlir::Value> genWindowOp(mlir::Value input, const Ident &from,
+                                           const Ident &to, int64_t offset,
+                                           Loc loc);
+  /// The integer value of the number expression `expr`; `what` names it in
+  /// the error otherwise.
+  llvm::FailureOr<int64_t> integerArg(const Expr &expr, Scope &scope,
+                                      llvm::StringRef what);
   /// Turns a number into an `mtf.constant` scalar of `elementType`.
   llvm::FailureOr<mlir::Value> materialize(const Operand &number,
                                            mlir::Type elementType);

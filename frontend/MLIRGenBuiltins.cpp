@@ -51,6 +51,10 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
     return genBinary(kind, call.getLoc(), *lhs, *rhs);
   }
 
+  if (call.builtin == Builtin::Slice || call.builtin == Builtin::Pad ||
+      call.builtin == Builtin::Shift || call.builtin == Builtin::Concat)
+    return genWindow(call, scope);
+
   // range(d): no tensor operand.
   if (call.builtin == Builtin::Range) {
     const DimInfo *info = lookupDim(call.dims[0]);
@@ -207,6 +211,10 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
   case Builtin::Equal:
   case Builtin::Less:
   case Builtin::Range:
+  case Builtin::Slice:
+  case Builtin::Pad:
+  case Builtin::Shift:
+  case Builtin::Concat:
     llvm_unreachable("handled above");
   }
   if (failed(value))

@@ -481,6 +481,17 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
                                  {"sizes", sizesOf({result()})}});
     return success();
   }
+  if (auto window = llvm::dyn_cast<mtf::WindowOp>(op)) {
+    steps.push_back(
+        json::Object{{"op", "window"},
+                     {"in", operand(window.getInput())},
+                     {"out", operand(result())},
+                     {"from", window.getFrom()},
+                     {"to", window.getTo()},
+                     {"offset", static_cast<int64_t>(window.getOffset())},
+                     {"sizes", sizesOf({window.getInput(), result()})}});
+    return success();
+  }
   if (auto cumsum = llvm::dyn_cast<mtf::CumsumOp>(op)) {
     steps.push_back(json::Object{{"op", "cumsum"},
                                  {"in", operand(cumsum.getInput())},

@@ -106,6 +106,8 @@ LogicalResult Partitioner::partition(Operation &op) {
     return partitionAlongDim(op, cumsum.getDim(), "running-sum");
   if (auto range = llvm::dyn_cast<mtf::RangeOp>(op))
     return partitionRange(range);
+  if (auto window = llvm::dyn_cast<mtf::WindowOp>(op))
+    return partitionWindow(window);
   if (auto rename = llvm::dyn_cast<mtf::RenameOp>(op))
     return partitionRename(rename);
   if (auto constrain = llvm::dyn_cast<mtf::ConstrainOp>(op)) {
@@ -393,6 +395,31 @@ LogicalResult Partitioner::partitionAlongDim(Operation &op, StringRef dim,
       clone->getResult(0), type, whole, outLayout, op.getLoc(),
       "the " + what.str() + " result's layout splits '" + dim.str() + "'");
   define(op.getResult(0), result, outLayout);
+  return success();
+}
+
+/// A window reads its operand's `from` dimension whole and writes its
+/// result's `to` dimension whole; the result is sliced again if its layout
+/// splits `to`.
+LogicalResult Partitioner::partitionWindow(mtf::WindowOp op) {
+  auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
+  auto inputType = llvm::cast<mtf::TensorType>(op.getInput().getType());
+  Layout outLayout = resultLayout(op);
+  AxisMap axes = axesByName(type, outLayout);
+  axes[op.getTo().str()].clear();
+  Layout whole = layoutFor(type, axes);
+  AxisMap inputAxes = axes;
+  inputAxes.erase(op.getTo().str());
+  inputAxes[op.getFrom().str()].clear();
+  IRMapping mapping;
+  mapping.map(op.getInput(),
+              operandAs(op.getInput(), layoutFor(inputType, inputAxes), op));
+  Operation *clone = cloneLocal(builder, *op, mapping);
+  clone->getResult(0).setType(localType(type, whole));
+  Value result =
+      reshard(clone->getResult(0), type, whole, outLayout, op.getLoc(),
+              "the window's layout splits '" + op.getTo().str() + "'");
+  define(op.getResult(), result, outLayout);
   return success();
 }
 

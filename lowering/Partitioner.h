@@ -53,6 +53,7 @@ private:
                                         llvm::StringRef dim,
                                         llvm::StringRef what);
   mlir::LogicalResult partitionRange(mlir::mtf::RangeOp op);
+  mlir::LogicalResult partitionWindow(mlir::mtf::WindowOp op);
   mlir::LogicalResult partitionRename(mlir::mtf::RenameOp op);
   mlir::LogicalResult partitionOneHot(mlir::mtf::OneHotOp op);
   mlir::LogicalResult partitionArgmax(mlir::mtf::ArgmaxOp op);

@@ -96,6 +96,8 @@ const char *opName(OpKind op) {
     return "range";
   case OpKind::Cumsum:
     return "cumsum";
+  case OpKind::Window:
+    return "window";
   case OpKind::AllReduce:
     return "all_reduce";
   case OpKind::AllGather:

@@ -105,6 +105,7 @@ enum class OpKind {
   Dropout,
   Range,
   Cumsum,
+  Window,
   AllReduce,
   AllGather,
   ReduceScatter,
@@ -209,6 +210,10 @@ struct Step {
   double value = 0;
   /// cumsum: run from the last coordinate down.
   bool reverse = false;
+  /// window: out[.., j, ..] = in[.., j + offset, ..] along in's `dim` and
+  /// out's `toDim` (0 outside in).
+  std::string toDim;
+  int64_t offset = 0;
   /// softmax / softmax_cross_entropy / one_hot / argmax / cumsum: the dim;
   /// all_gather, reduce_scatter, slice: the dim; all_to_all: split_dim.
   std::string dim;

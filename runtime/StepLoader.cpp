@@ -291,6 +291,7 @@ private:
   void parseBinaryLike();
   void parseClassIndex();
   void parseDropout();
+  void parseWindow();
   void parseCollective();
 
   /// `operand` without dim `dim`.
@@ -341,6 +342,9 @@ Step StepParser::parse(size_t index) {
     break;
   case OpKind::Dropout:
     parseDropout();
+    break;
+  case OpKind::Window:
+    parseWindow();
     break;
   case OpKind::Range:
     readSizes();
@@ -540,6 +544,22 @@ void StepParser::parseClassIndex() {
     requireSameSet("out", out, "in without '" + step.dim + "'",
                    without(in, step.dim));
   }
+  requireNoOverlap(in, out);
+}
+
+void StepParser::parseWindow() {
+  readSizes();
+  step.in = {operand("in")};
+  step.out = operand("out");
+  const Operand &in = step.in[0], &out = step.out;
+  requireDType("in", in, DType::F32);
+  requireDType("out", out, DType::F32);
+  step.dim = dimOf("from", in, "in");
+  step.toDim = dimOf("to", out, "out");
+  if (step.toDim != step.dim && in.shape.has(step.toDim))
+    node.member("to").fail("in already has dim '" + step.toDim + "'");
+  requireSameSet("in", without(in, step.dim), "out", without(out, step.toDim));
+  step.offset = node.member("offset").integer();
   requireNoOverlap(in, out);
 }
 

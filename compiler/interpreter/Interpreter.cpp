@@ -237,6 +237,7 @@ private:
   FailureOr<Tensor> argmax(mtf::ArgmaxOp op);
   FailureOr<Tensor> range(mtf::RangeOp op);
   FailureOr<Tensor> cumsum(mtf::CumsumOp op);
+  FailureOr<Tensor> window(mtf::WindowOp op);
   LogicalResult checkInt32Result(Operation *op, const Tensor &result);
 
   mtf::ProgramOp program;
@@ -383,6 +384,7 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
       })
       .Case([&](mtf::RangeOp op) { return define(op, range(op)); })
       .Case([&](mtf::CumsumOp op) { return define(op, cumsum(op)); })
+      .Case([&](mtf::WindowOp op) { return define(op, window(op)); })
       .Case([&](mtf::OneHotOp op) { return define(op, oneHot(op)); })
       .Case([&](mtf::ArgmaxOp op) { return define(op, argmax(op)); })
       .Case([&](mtf::MaxOp op) {
@@ -796,6 +798,38 @@ FailureOr<Tensor> ProgramRun::cumsum(mtf::CumsumOp op) {
     double &sum = running.data[offsetAt(index, rowStrides)];
     sum += input.data[offsetAt(index, strides)];
     result.data[offsetAt(index, strides)] = sum;
+  });
+  return result;
+}
+
+/// result[.., j, ..] = input[.., j + offset, ..] along `from` -> `to`, 0
+/// outside the input.
+FailureOr<Tensor> ProgramRun::window(mtf::WindowOp op) {
+  const Tensor &input = valueOf(op.getInput());
+  FailureOr<Tensor> result = allocate(op, op.getType());
+  if (failed(result))
+    return failure();
+  size_t pos = llvm::find(result->dims, op.getTo()) - result->dims.begin();
+  int64_t size =
+      input.shape[llvm::find(input.dims, op.getFrom()) - input.dims.begin()];
+  // The input's strides with `from` standing where `to` is in the result.
+  std::vector<std::string> inputDims = input.dims;
+  *llvm::find(inputDims, op.getFrom()) = op.getTo().str();
+  Tensor renamed;
+  renamed.dims = inputDims;
+  renamed.shape = input.shape;
+  std::vector<int64_t> inputStrides = stridesAlong(renamed, result->dims);
+  std::vector<int64_t> resultStrides = stridesAlong(*result, result->dims);
+  int64_t offset = static_cast<int64_t>(op.getOffset());
+  forEachIndex(result->shape, [&](const std::vector<int64_t> &index) {
+    int64_t source = index[pos] + offset;
+    double value = 0;
+    if (source >= 0 && source < size) {
+      std::vector<int64_t> at = index;
+      at[pos] = source;
+      value = input.data[offsetAt(at, inputStrides)];
+    }
+    result->data[offsetAt(index, resultStrides)] = value;
   });
   return result;
 }

@@ -235,6 +235,16 @@ LogicalResult Differentiator::backprop(Operation *op, Value g) {
         accumulate(softmax.getInput(), emit.mul(y, emit.sub(g, sum)));
         return success();
       })
+      .Case([&](mtf::WindowOp window) { // the window back where it came from
+        accumulate(
+            window.getInput(),
+            emit.tag(mtf::WindowOp::create(emit.builder(), emit.getLoc(),
+                                           tensorType(window.getInput()), g,
+                                           window.getTo(), window.getFrom(),
+                                           -window.getOffset()))
+                ->getResult(0));
+        return success();
+      })
       .Case([&](mtf::CumsumOp cumsum) { // the running sum the other way
         accumulate(cumsum.getInput(),
                    emit.tag(mtf::CumsumOp::create(

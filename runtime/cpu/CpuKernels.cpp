@@ -272,6 +272,32 @@ void compareKernel(BinaryFn fn, const int32_t *lhs, const NamedShape &lhsShape,
                lhsShape, rhs, rhsShape, out, outShape);
 }
 
+void windowKernel(const float *in, const NamedShape &inShape, float *out,
+                  const NamedShape &outShape, const std::string &from,
+                  const std::string &to, int64_t offset) {
+  int64_t inStrides[kMaxRank], outStrides[kMaxRank];
+  contiguousStrides(inShape, inStrides);
+  contiguousStrides(outShape, outStrides);
+  Walk<2> rows;
+  for (size_t d = 0; d < outShape.names.size(); ++d)
+    if (outShape.names[d] != to)
+      rows.addDim(
+          outShape.sizes[d],
+          {strideOf(inShape, inStrides, outShape.names[d]), outStrides[d]});
+  int64_t n = inShape.sizes[inShape.position(from)];
+  int64_t m = outShape.sizes[outShape.position(to)];
+  int64_t inStep = strideOf(inShape, inStrides, from);
+  int64_t outStep = strideOf(outShape, outStrides, to);
+  rows.run([&](const int64_t *o) {
+    const float *x = in + o[0];
+    float *y = out + o[1];
+    for (int64_t j = 0; j < m; ++j) {
+      int64_t source = j + offset;
+      y[j * outStep] = source >= 0 && source < n ? x[source * inStep] : 0.0f;
+    }
+  });
+}
+
 void rangeKernel(DType dtype, void *out, int64_t elements) {
   for (int64_t i = 0; i < elements; ++i) {
     if (dtype == DType::I32)

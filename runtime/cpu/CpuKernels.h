@@ -43,6 +43,13 @@ void compareKernel(BinaryFn fn, const int32_t *lhs, const NamedShape &lhsShape,
                    const int32_t *rhs, const NamedShape &rhsShape, float *out,
                    const NamedShape &outShape);
 
+/// out[.., j, ..] = in[.., j + offset, ..] where 0 <= j + offset < size of
+/// in's `from`, else 0; j runs over out's `to`. The other dims are the same
+/// in both, in any order; in and out do not overlap.
+void windowKernel(const float *in, const NamedShape &inShape, float *out,
+                  const NamedShape &outShape, const std::string &from,
+                  const std::string &to, int64_t offset);
+
 /// out[i] = i for the `elements` elements of out (f32 or i32).
 void rangeKernel(DType dtype, void *out, int64_t elements);
 

@@ -45,3 +45,27 @@ mtf.program @p {
   // expected-error @+1 {{operand #0 must be}}
   %c = mtf.cumsum %x over "a" : !mtf.tensor<[a=2], i32>
 }
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=2, s=4], f32>
+  // expected-error @+1 {{'mtf.window' op operand has no dimension 'q'}}
+  %w = mtf.window %x from "q" to "t" offset 0 : !mtf.tensor<[a=2, s=4], f32> -> !mtf.tensor<[a=2, t=2], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=2, s=4], f32>
+  // expected-error @+1 {{'mtf.window' op operand already has dimension 'a'}}
+  %w = mtf.window %x from "s" to "a" offset 0 : !mtf.tensor<[a=2, s=4], f32> -> !mtf.tensor<[a=2, t=4], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=2, s=4], f32>
+  // expected-error @+1 {{'mtf.window' op result must be the operand with 's' replaced by 't', got '!mtf.tensor<[t=2, a=2], f32>' from '!mtf.tensor<[a=2, s=4], f32>'}}
+  %w = mtf.window %x from "s" to "t" offset 0 : !mtf.tensor<[a=2, s=4], f32> -> !mtf.tensor<[t=2, a=2], f32>
+}

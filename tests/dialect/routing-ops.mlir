@@ -24,3 +24,14 @@ mtf.program @route {
   // CHECK: mtf.cumsum %{{.*}} over "tokens" reverse : !mtf.tensor<[tokens=8, experts=2], f32>
   %r = mtf.cumsum %c over "tokens" reverse : !mtf.tensor<[tokens=8, experts=2], f32>
 }
+
+// -----
+
+// CHECK-LABEL: mtf.program @window
+mtf.program @window {
+  %x = mtf.input "x" : !mtf.tensor<[b=2, seq=8], f32>
+  // CHECK: mtf.window %{{.*}} from "seq" to "half" offset 4 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[b=2, half=4], f32>
+  %s = mtf.window %x from "seq" to "half" offset 4 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[b=2, half=4], f32>
+  // CHECK: mtf.window %{{.*}} from "seq" to "seq" offset -1 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[b=2, seq=8], f32>
+  %t = mtf.window %x from "seq" to "seq" offset -1 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[b=2, seq=8], f32>
+}

@@ -10,7 +10,8 @@
 // whole training steps (forward, backward, optimizer update); then every
 // gradient, every parameter and every optimizer slot is compared as well.
 // The language models (charlm, moe) run at small dim sizes, and on 2x2x2
-// every 7th of their valid layouts (a fixed sample; the count is printed).
+// they and the models of the mask, routing and window ops run every 7th of
+// their valid layouts (a fixed sample; the count is printed).
 //
 // Tolerance: |spmd - reference| <= 1e-5 * max|reference| per tensor. The
 // reference computes in double; the SPMD run in f32 with partial sums added
@@ -316,6 +317,8 @@ const SweepCase kCases[] = {
     EVERY_MESH("tests/sweep/Inputs/partial-sums.mtf"),
     LM_MESHES("examples/transformer/charlm.mtf", kCharLmSizes),
     LM_MESHES("examples/moe/moe.mtf", kMoeSizes),
+    LM_MESHES("tests/training/Inputs/routing-ops.mtf", ""),
+    LM_MESHES("tests/training/Inputs/window-ops.mtf", ""),
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),

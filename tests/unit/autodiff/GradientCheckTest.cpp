@@ -153,6 +153,16 @@ TEST(GradientCheck, RangeAndLessMaskScores) {
                        "less(range(b), range(a)) * -1e3",
                        "a, b"));
 }
+TEST(GradientCheck, SliceAndPad) {
+  checkGradients(model("pad(slice(x, b, 1, c), c, 1, b) * x", "a, b"));
+}
+TEST(GradientCheck, ShiftBothWays) {
+  checkGradients(model("shift(x, b, 1) * shift(x, b, -2) + x", "a, b"));
+}
+TEST(GradientCheck, Concat) {
+  checkGradients(
+      model("concat(x, b, x * x, b, b2)", "a, b2").insert(0, "dim b2 = 8\n"));
+}
 TEST(GradientCheck, ScalarConstants) {
   checkGradients(model("2.5 * x - x / 4 + 1", "a, b"));
 }
