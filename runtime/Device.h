@@ -69,9 +69,16 @@ public:
   virtual Collectives &collectives() = 0;
 };
 
-/// The backend called `name` ("cpu"). Throws RuntimeError for a backend this
-/// build lacks ("cuda": not built with CUDA support yet) or does not know.
+/// The backend called `name` ("cpu", "cuda" where registered). Throws
+/// RuntimeError for a backend this build lacks ("cuda" in a build without
+/// the CUDA backend) or does not know, and the factory's error (no GPU).
 std::unique_ptr<Backend> createBackend(std::string_view name);
+
+/// Makes a backend; throws RuntimeError when it cannot (no device).
+using BackendFactory = std::unique_ptr<Backend> (*)();
+/// Adds (or replaces) the backend called `name`. Backends in their own
+/// libraries (cuda/) register themselves, so MeshcRuntime never links them.
+void registerBackend(const std::string &name, BackendFactory factory);
 
 } // namespace meshc::runtime
 

@@ -8,19 +8,23 @@
 
 #include "runtime/Meshrun.h"
 
+#include "runtime/Checkpoint.h"
 #include "runtime/Error.h"
 #include "runtime/Loader.h"
 #include "runtime/MeshrunLoop.h"
 
 #ifdef MESHC_HAVE_MPI
+#include "runtime/mpi/MpiAgreement.h"
 #include "runtime/mpi/MpiCollectives.h"
 #endif
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -40,6 +44,10 @@ constexpr const char *kUsage =
     "               [--eval-input NAME=FILE.npy]... [--eval-every K]\n"
     "               [--no-shuffle] [--csv FILE.csv] [--plot FILE.svg]\n"
     "               [--dump-params DIR] [--init-params DIR] [--verbose]\n"
+    "               [--checkpoint DIR [--checkpoint-every K]\n"
+    "               [--keep-checkpoints N]] [--restore DIR]\n"
+    "               [--trace FILE.json [--trace-runs N]]\n"
+    "               [--collective-timeout SECONDS]\n"
     "\n"
     "  --backend cpu             the device backend (default cpu)\n"
     "  --devices N               must equal the mesh's device count\n"
@@ -61,7 +69,26 @@ constexpr const char *kUsage =
     "  --init-params DIR         read every param from DIR/<name>.npy\n"
     "  --verbose                 print every step's outputs (default: up to\n"
     "                            20 steps; a progress line above)\n"
-    "  --quiet                   print only the summary and eval lines\n";
+    "  --quiet                   print only the summary and eval lines\n"
+    "  --checkpoint DIR          write params, optimizer state and the run\n"
+    "                            counter to DIR/step-<N>/ after the last run\n"
+    "  --checkpoint-every K      also after every run whose number is a\n"
+    "                            multiple of K\n"
+    "  --keep-checkpoints N      keep the newest N checkpoints (default 2)\n"
+    "  --restore DIR             continue from a checkpoint (DIR's latest, or\n"
+    "                            DIR/step-<N>), on any mesh and layout;\n"
+    "                            --steps S then runs S more steps\n"
+    "  --trace FILE.json         write every step's time on every device as\n"
+    "                            a Chrome trace (chrome://tracing, Perfetto)\n"
+    "  --trace-runs N            trace the first N runs (default 100; 0: "
+    "all)\n"
+    "  --collective-timeout S    under mpirun: give up on a collective that\n"
+    "                            does not complete within S seconds, naming\n"
+    "                            the rank that did not reach it (default 20\n"
+    "                            or $MESHC_COLLECTIVE_TIMEOUT; 0: wait)\n";
+
+/// The runs --trace records without --trace-runs.
+constexpr int64_t kDefaultTraceRuns = 100;
 
 /// Adds NAME=FILE from `binding` (the value of `flag`) to `files`.
 void addBinding(const std::string &flag, const std::string &binding,
@@ -90,12 +117,29 @@ uint64_t parseCount(const std::string &flag, const std::string &text,
   return value;
 }
 
+/// The index of the checkpoint --restore names (none without --restore).
+/// Without --seed, the session takes the checkpoint's seed, so that the
+/// dataset order and dropout masks continue.
+std::optional<CheckpointIndex> readRestore(MeshrunOptions &options) {
+  if (options.restorePath.empty())
+    return std::nullopt;
+  CheckpointIndex index =
+      readCheckpointIndex(findCheckpoint(options.restorePath));
+  if (!options.session.seed)
+    options.session.seed = index.seed;
+  return index;
+}
+
 /// Runs the loop of `options` on this process's devices.
-void run(const MeshrunOptions &options, std::ostream &out, std::ostream &err,
+void run(MeshrunOptions options, std::ostream &out, std::ostream &err,
          bool terminal) {
   Program program = loadProgram(options.programPath);
+  std::optional<CheckpointIndex> restored = readRestore(options);
   Session session(program, options.session);
-  runMeshrunLoop(options, program, session, {out, err, true, terminal});
+  if (restored)
+    restoreCheckpoint(session, program, *restored);
+  runMeshrunLoop(options, program, session, {out, err, true, terminal},
+                 restored ? &*restored : nullptr);
 }
 
 /// The number of processes of the MPI job this process was started in by
@@ -139,11 +183,14 @@ int meshrunMpi(int argc, const char *const *argv, std::ostream &out,
 
   MeshrunOptions options;
   std::optional<Program> program;
+  std::optional<CheckpointIndex> restored;
   std::string error;
   try {
     options = parseMeshrunArgs(std::vector<std::string>(argv + 1, argv + argc));
-    if (!options.help)
+    if (!options.help) {
       program = loadProgram(options.programPath);
+      restored = readRestore(options);
+    }
   } catch (const std::exception &e) {
     error = e.what();
   }
@@ -153,11 +200,22 @@ int meshrunMpi(int argc, const char *const *argv, std::ostream &out,
     rankOut << kUsage;
     return 0;
   }
+  if (options.collectiveTimeout)
+    world->setCollectiveTimeout(*options.collectiveTimeout);
+  // Every rank must run the same program, inputs and flags (every rank
+  // throws the same message otherwise).
+  try {
+    checkAgreement(*world, meshrunFacts(options));
+  } catch (const std::exception &e) {
+    return fail(e.what());
+  }
 
   options.session.processes = world.get();
   std::unique_ptr<Session> session;
   try {
     session = std::make_unique<Session>(*program, options.session);
+    if (restored)
+      restoreCheckpoint(*session, *program, *restored);
   } catch (const std::exception &e) {
     error = e.what();
   }
@@ -165,7 +223,8 @@ int meshrunMpi(int argc, const char *const *argv, std::ostream &out,
     return fail(agreed);
 
   try {
-    runMeshrunLoop(options, *program, *session, {rankOut, err, root, false});
+    runMeshrunLoop(options, *program, *session, {rankOut, err, root, false},
+                   restored ? &*restored : nullptr);
   } catch (const std::exception &e) {
     out.flush();
     say("rank " + std::to_string(world->rank()) + ": " + e.what());
@@ -180,6 +239,9 @@ int meshrunMpi(int argc, const char *const *argv, std::ostream &out,
 
 MeshrunOptions parseMeshrunArgs(const std::vector<std::string> &args) {
   MeshrunOptions options;
+  options.session.traceRuns = kDefaultTraceRuns;
+  std::string checkpointFlag;
+  bool traceRunsGiven = false;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
     std::string value;
@@ -233,6 +295,35 @@ MeshrunOptions parseMeshrunArgs(const std::vector<std::string> &args) {
       options.dumpParamsDir = takeValue();
     } else if (arg == "--init-params") {
       options.session.initParamsDir = takeValue();
+    } else if (arg == "--checkpoint") {
+      options.checkpointDir = takeValue();
+    } else if (arg == "--checkpoint-every") {
+      options.checkpointEvery = parseCount(arg, takeValue(), 1);
+      checkpointFlag = arg;
+    } else if (arg == "--keep-checkpoints") {
+      options.keepCheckpoints = parseCount(arg, takeValue(), 1);
+      checkpointFlag = arg;
+    } else if (arg == "--restore") {
+      options.restorePath = takeValue();
+      if (!std::filesystem::is_directory(options.restorePath))
+        throw RuntimeError("--restore: no checkpoint directory '" +
+                           options.restorePath + "'");
+    } else if (arg == "--trace") {
+      options.tracePath = takeValue();
+      options.session.trace = true;
+    } else if (arg == "--collective-timeout") {
+      std::string text = takeValue();
+      char *end = nullptr;
+      double seconds = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !std::isfinite(seconds) ||
+          seconds < 0)
+        throw RuntimeError("--collective-timeout: expected a number of "
+                           "seconds >= 0 (0: no timeout), got '" +
+                           text + "'");
+      options.collectiveTimeout = seconds;
+    } else if (arg == "--trace-runs") {
+      options.session.traceRuns = parseCount(arg, takeValue(), 0);
+      traceRunsGiven = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
       throw RuntimeError("unknown option '" + arg + "'");
     } else if (options.programPath.empty()) {
@@ -247,6 +338,13 @@ MeshrunOptions parseMeshrunArgs(const std::vector<std::string> &args) {
   if (options.evalEvery > 0 && options.session.evalInputFiles.empty())
     throw RuntimeError("--eval-every needs an eval set (--eval-input "
                        "NAME=FILE.npy)");
+  if (!checkpointFlag.empty() && options.checkpointDir.empty())
+    throw RuntimeError(checkpointFlag + " needs --checkpoint DIR");
+  if (!options.restorePath.empty() && !options.session.initParamsDir.empty())
+    throw RuntimeError("--restore and --init-params both give the params; "
+                       "use one of them");
+  if (traceRunsGiven && options.tracePath.empty())
+    throw RuntimeError("--trace-runs needs --trace FILE.json");
   return options;
 }
 

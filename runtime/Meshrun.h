@@ -7,16 +7,19 @@
 //           [--eval-input NAME=FILE.npy]... [--eval-every K] [--no-shuffle]
 //           [--csv FILE.csv] [--plot FILE.svg] [--dump-params DIR]
 //           [--init-params DIR] [--verbose] [--quiet]
+//           [--checkpoint DIR [--checkpoint-every K] [--keep-checkpoints N]]
+//           [--restore DIR] [--trace FILE.json [--trace-runs N]]
 //
 // With up to 20 steps (or --verbose) it prints every output after every step
 // (scalars as numbers, tensors as shape, first values and sum) with the
 // step's time; with more, a progress line on stderr. Then the mean and
 // minimum step time. Training programs add datasets, evaluations, a CSV log,
-// a loss chart and parameter files. The library owns all of it;
-// tools/meshrun.cpp is one call to meshrunMain. docs/runtime.md describes
-// the flags. Started by mpirun with more than one rank, meshrunMain runs one
-// mesh device per rank over MPI (when built with MPI) and only rank 0 prints
-// and writes files.
+// a loss chart and parameter files; checkpoints
+// (Checkpoint.h) and a step timeline (Trace.h) are written on request. The
+// library owns all of it; tools/meshrun.cpp is one call to meshrunMain.
+// docs/runtime.md describes the flags. Started by mpirun with more than one
+// rank, meshrunMain runs one mesh device per rank over MPI (when built with
+// MPI) and only rank 0 prints and writes files.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +30,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,10 +56,26 @@ struct MeshrunOptions {
   /// Where to write every param as DIR/<name>.npy after the last step
   /// (empty: nowhere).
   std::string dumpParamsDir;
+  /// Where to write checkpoints (empty: nowhere): DIR/step-<N>/.
+  std::string checkpointDir;
+  /// Write a checkpoint after every training run whose number is a multiple
+  /// of this (0: only after the last).
+  int64_t checkpointEvery = 0;
+  /// Keep the newest this many checkpoints in checkpointDir.
+  int64_t keepCheckpoints = 2;
+  /// The checkpoint to continue from (empty: none): a checkpoint directory
+  /// (its latest step) or one step folder. `steps` runs follow it.
+  std::string restorePath;
+  /// Where to write the Chrome trace JSON of the steps (empty: nowhere);
+  /// session.trace and session.traceRuns go with it.
+  std::string tracePath;
   /// Print the outputs of every step even when there are more than 20.
   bool verbose = false;
   /// Print only the summary (and eval) lines.
   bool quiet = false;
+  /// Under mpirun: seconds a collective may take before the ranks give up
+  /// (unset: $MESHC_COLLECTIVE_TIMEOUT or 20; 0: no limit).
+  std::optional<double> collectiveTimeout;
   /// --help was given.
   bool help = false;
 };

@@ -143,9 +143,10 @@ std::string describeTraining(const TrainingSpec &training) {
 class Loop {
 public:
   Loop(const MeshrunOptions &options, const Program &program, Session &session,
-       const MeshrunStreams &streams)
+       const MeshrunStreams &streams, const CheckpointIndex *restored)
       : options(options), program(program), session(session), streams(streams),
-        log({}) {
+        restored(restored), log({}), first(session.trainingRuns()),
+        last(first + options.steps) {
     for (const Tensor &tensor : program.tensors)
       if (tensor.role == Role::Output && tensor.dims.empty()) {
         scalars.push_back(&tensor);
@@ -170,7 +171,10 @@ private:
   /// The average of every scalar output over the eval batches.
   std::vector<double> evaluate();
   void evaluateAfter(int64_t step);
-  void drawProgress(int64_t step, bool last);
+  /// `done` of options.steps runs are done; the last was run `step`.
+  void drawProgress(int64_t done, int64_t step);
+  /// Writes a checkpoint of the state after run `step`.
+  void checkpoint(int64_t step);
   /// Ends the progress line before other output on a terminal.
   void clearProgress();
 
@@ -178,10 +182,13 @@ private:
   const Program &program;
   Session &session;
   const MeshrunStreams &streams;
+  const CheckpointIndex *restored;
   std::vector<const Tensor *> scalars;
   std::vector<std::string> scalarNames;
   TrainingLog log;
   size_t lossColumn = 0;
+  /// The run number before the first run of this loop, and after the last.
+  int64_t first, last;
   bool reportSteps = false, showProgress = false, evaluating = false;
   /// The scalars of the last training run.
   std::vector<double> lastValues;
@@ -211,6 +218,11 @@ void Loop::printHeader() {
         << " per step, " << epochs << " epochs"
         << (options.session.shuffle ? "" : " (not shuffled)") << "\n";
   }
+  if (restored)
+    out << "restored: " << restored->dir << " (after step " << restored->step
+        << (restored->mesh.empty() ? std::string(", one device")
+                                   : ", mesh " + restored->mesh)
+        << ")\n";
   if (evaluating)
     out << "eval: " << session.evalExamples() << " examples, "
         << session.evalBatches() << " batch"
@@ -250,32 +262,33 @@ void Loop::clearProgress() {
   }
 }
 
-void Loop::drawProgress(int64_t step, bool last) {
+void Loop::drawProgress(int64_t done, int64_t step) {
   int64_t every = std::max<int64_t>(1, options.steps / 20);
-  if (!streams.terminal && !last && step % every != 0)
+  bool finished = done == options.steps;
+  if (!streams.terminal && !finished && done % every != 0)
     return;
   Progress progress;
   progress.step = step;
-  progress.steps = options.steps;
+  progress.steps = last;
   if (!scalars.empty() && lossColumn < scalars.size()) {
     progress.lossName = scalarNames[lossColumn];
     progress.loss = lastValues[lossColumn];
   }
   std::chrono::duration<double> elapsed =
       std::chrono::steady_clock::now() - start;
-  double perStep = elapsed.count() / static_cast<double>(step);
-  progress.etaSeconds = perStep * static_cast<double>(options.steps - step);
+  double perStep = elapsed.count() / static_cast<double>(done);
+  progress.etaSeconds = perStep * static_cast<double>(options.steps - done);
   progress.stepsPerSecond = perStep > 0 ? 1.0 / perStep : 0.0;
   if (session.batchSize() > 0 && trainingSeconds > 0)
     progress.examplesPerSecond = static_cast<double>(session.batchSize()) *
-                                 static_cast<double>(step) / trainingSeconds;
+                                 static_cast<double>(done) / trainingSeconds;
   std::string line = progressLine(progress);
   if (streams.terminal) {
     size_t width = line.size();
     if (progressWidth > width)
       line += std::string(progressWidth - width, ' ');
-    streams.progress << "\r" << line << (last ? "\n" : "");
-    progressWidth = last ? 0 : width;
+    streams.progress << "\r" << line << (finished ? "\n" : "");
+    progressWidth = finished ? 0 : width;
   } else {
     streams.progress << line << "\n";
   }
@@ -290,11 +303,13 @@ void Loop::run() {
     printHeader();
   start = std::chrono::steady_clock::now();
   double total = 0, fastest = 0;
-  for (int64_t step = 1; step <= options.steps; ++step) {
+  int64_t checkpointed = -1;
+  for (int64_t done = 1; done <= options.steps; ++done) {
+    int64_t step = first + done;
     auto begin = std::chrono::steady_clock::now();
     double seconds = session.runStep();
     total += seconds;
-    fastest = step == 1 ? seconds : std::min(fastest, seconds);
+    fastest = done == 1 ? seconds : std::min(fastest, seconds);
     lastValues.clear();
     for (const Tensor *scalar : scalars)
       lastValues.push_back(session.gather(*scalar).at(0));
@@ -309,16 +324,23 @@ void Loop::run() {
           streams.out << describeOutput(tensor.name, session.gather(tensor));
     }
     if (showProgress)
-      drawProgress(step, step == options.steps);
+      drawProgress(done, step);
     if (evaluating && options.evalEvery > 0 && step % options.evalEvery == 0 &&
-        step != options.steps)
+        step != last)
       evaluateAfter(step);
+    if (!options.checkpointDir.empty() && options.checkpointEvery > 0 &&
+        step % options.checkpointEvery == 0) {
+      checkpoint(step);
+      checkpointed = step;
+    }
   }
   // The outputs of the last training run, before an eval run replaces them.
   if (!options.dumpOutputs.empty())
     dumpOutputs(options.dumpOutputs, program, session, streams.root);
   if (evaluating)
-    evaluateAfter(options.steps);
+    evaluateAfter(last);
+  if (!options.checkpointDir.empty() && checkpointed != last)
+    checkpoint(last);
   streams.out << "summary: " << options.steps << " step"
               << (options.steps == 1 ? "" : "s");
   if (options.steps > 0)
@@ -327,8 +349,14 @@ void Loop::run() {
   streams.out << "\n";
   if (!options.dumpParamsDir.empty())
     dumpParams(options.dumpParamsDir, program, session, streams.root);
+  std::string trace = options.tracePath.empty() ? "" : session.traceJson();
   if (!streams.root)
     return;
+  if (!options.tracePath.empty()) {
+    writeFileAtomically(options.tracePath, trace);
+    if (!options.quiet)
+      streams.out << "trace: " << options.tracePath << "\n";
+  }
   if (!options.csvPath.empty())
     writeFileAtomically(options.csvPath, log.csv());
   if (!options.plotPath.empty()) {
@@ -338,11 +366,26 @@ void Loop::run() {
   }
 }
 
+void Loop::checkpoint(int64_t step) {
+  CheckpointWritten written = writeCheckpoint(
+      session, program, options.checkpointDir, options.keepCheckpoints);
+  if (options.quiet || !streams.root)
+    return;
+  clearProgress();
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%.3f s", written.seconds);
+  streams.out << "checkpoint after step " << step << ": " << written.dir << " ("
+              << groupThousands(written.bytes) << " bytes, " << seconds
+              << ")\n";
+  streams.out.flush();
+}
+
 } // namespace
 
 void runMeshrunLoop(const MeshrunOptions &options, const Program &program,
-                    Session &session, const MeshrunStreams &streams) {
-  Loop(options, program, session, streams).run();
+                    Session &session, const MeshrunStreams &streams,
+                    const CheckpointIndex *restored) {
+  Loop(options, program, session, streams, restored).run();
 }
 
 } // namespace meshc::runtime

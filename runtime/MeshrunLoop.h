@@ -2,7 +2,8 @@
 //
 // What meshrun does with a set-up Session: the header, the training runs
 // with their per-step report or progress line, the evaluations, and the
-// files (--dump-outputs, --csv, --plot, --dump-params). Internal to
+// files (--dump-outputs, --csv, --plot, --dump-params, --checkpoint,
+// --trace). Internal to
 // meshrun (Meshrun.cpp).
 //
 //===----------------------------------------------------------------------===//
@@ -10,6 +11,7 @@
 #ifndef MESHC_RUNTIME_MESHRUNLOOP_H
 #define MESHC_RUNTIME_MESHRUNLOOP_H
 
+#include "runtime/Checkpoint.h"
 #include "runtime/Meshrun.h"
 
 #include <iosfwd>
@@ -29,10 +31,13 @@ struct MeshrunStreams {
 };
 
 /// Runs `options.steps` training runs of `program` on `session` with the
-/// evaluations and reports `options` asks for. Under MPI every rank calls it
-/// (gathers are collective). Throws RuntimeError.
+/// evaluations and reports `options` asks for, after the session's
+/// trainingRuns() (non-zero when `restored`, the checkpoint the session was
+/// restored from, is given: runs are numbered on from it). Under MPI every
+/// rank calls it (gathers are collective). Throws RuntimeError.
 void runMeshrunLoop(const MeshrunOptions &options, const Program &program,
-                    Session &session, const MeshrunStreams &streams);
+                    Session &session, const MeshrunStreams &streams,
+                    const CheckpointIndex *restored = nullptr);
 
 } // namespace meshc::runtime
 

@@ -3,9 +3,10 @@
 // A plain meshrun runs every mesh device as a thread of one process. Under
 // mpirun each process (MPI rank) runs one device, and the processes need a
 // few operations beside the device collectives: a barrier around the timed
-// step, the reassembly of global outputs on rank 0 and an agreement on setup
-// errors. ProcessGroup is that interface, free of MPI so that Session builds
-// without it; runtime/mpi/ implements it (MpiProcessGroup).
+// step, the reassembly of global outputs on rank 0, an agreement on setup
+// errors and an exchange of what each process runs (mpi/MpiAgreement.h).
+// ProcessGroup is that interface, free of MPI so that Session builds without
+// it; runtime/mpi/ implements it (MpiProcessGroup).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,9 @@ public:
   /// Collective: `bytes` (the same on every process) from every process,
   /// concatenated in rank order, on rank 0; empty elsewhere.
   virtual std::vector<char> gatherToRoot(const void *data, int64_t bytes) = 0;
+  /// Collective: `bytes` (the same on every process) from every process,
+  /// concatenated in rank order, on every process.
+  virtual std::vector<char> allGather(const void *data, int64_t bytes) = 0;
   /// Collective: the lowest-ranked non-empty `localError` prefixed with
   /// "rank R: ", or empty when every process passed an empty one.
   virtual std::string agreeOnError(const std::string &localError) = 0;

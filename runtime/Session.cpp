@@ -162,6 +162,9 @@ Session::Session(const Program &program, const SessionOptions &options)
   if (program.training && program.training->sync)
     for (const Step &step : program.training->sync->steps)
       trainSyncSteps.push_back(&step);
+  if (options.trace)
+    tracer = std::make_unique<TraceRecorder>(program, localIds.size(),
+                                             options.traceRuns);
 }
 
 std::string paramFileName(const std::string &name) {
@@ -361,10 +364,16 @@ double Session::runSteps(const std::vector<const Step *> &steps,
                          const RunContext &context) {
   std::mutex errorMutex;
   std::string firstError;
+  bool tracing = tracer && tracer->beginRun(context);
   // `d` indexes the local devices; localIds[d] is the device id.
   auto runDevice = [&](size_t d) {
     const Step *current = nullptr;
     int64_t id = localIds[d];
+    // Traced steps follow each other: a step starts when the one before
+    // it ended, so one clock read per step suffices.
+    TraceRecorder::Clock::time_point stepStart;
+    if (tracing)
+      stepStart = TraceRecorder::Clock::now();
     try {
       for (const Step *step : steps) {
         current = step;
@@ -372,6 +381,11 @@ double Session::runSteps(const std::vector<const Step *> &steps,
                                  ? communicators[step->group][id].get()
                                  : nullptr;
         devices[d]->run(*step, comm, context);
+        if (tracing) {
+          auto end = TraceRecorder::Clock::now();
+          tracer->record(d, *step, stepStart, end);
+          stepStart = end;
+        }
       }
     } catch (const CollectiveAborted &) {
       // Another device failed first; its error is the one reported.
@@ -393,6 +407,8 @@ double Session::runSteps(const std::vector<const Step *> &steps,
     // time that of the slowest rank. A failing rank cannot wake the others
     // (MPI collectives cannot be interrupted): its caller ends the job.
     processes->barrier();
+    if (tracing)
+      tracer->alignClock();
     auto start = std::chrono::steady_clock::now();
     runDevice(0);
     if (!firstError.empty())
@@ -423,6 +439,22 @@ double Session::runSteps(const std::vector<const Step *> &steps,
   if (!firstError.empty())
     throw RuntimeError(firstError);
   return elapsed.count();
+}
+
+void Session::readBlock(const Tensor &tensor, size_t local, void *dst) const {
+  devices[local]->read(
+      program.buffers[tensor.buffer].offset, dst,
+      product(tensor.layout.sliceShape(tensor.dims, program.mesh)) * 4);
+}
+
+void Session::writeBlock(const Tensor &tensor, size_t local, const void *src) {
+  devices[local]->write(
+      program.buffers[tensor.buffer].offset, src,
+      product(tensor.layout.sliceShape(tensor.dims, program.mesh)) * 4);
+}
+
+std::string Session::traceJson() const {
+  return tracer ? tracer->json(localIds, processes) : std::string();
 }
 
 HostTensor Session::gather(const Tensor &tensor) const {

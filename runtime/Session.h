@@ -18,6 +18,7 @@
 #include "runtime/Device.h"
 #include "runtime/ProcessGroup.h"
 #include "runtime/Program.h"
+#include "runtime/Trace.h"
 
 #include <cstdint>
 #include <map>
@@ -52,6 +53,11 @@ struct SessionOptions {
   /// processes->rank(), the group's size must equal the mesh's device count,
   /// and the collectives are the group's (not the backend's). Not owned.
   ProcessGroup *processes = nullptr;
+  /// Record every step's start and end on every device (Trace.h).
+  bool trace = false;
+  /// With `trace`: record only the first this many runs (training and eval
+  /// runs; 0: all of them).
+  int64_t traceRuns = 0;
 };
 
 /// A global tensor on the host, row-major.
@@ -131,6 +137,22 @@ public:
   /// rank 0's result holds the values; the others' data is zeros.
   HostTensor gather(const Tensor &tensor) const;
 
+  /// Copies local device `local`'s block of `tensor` (localDevices()[local])
+  /// into `dst` (the bytes of the layout's slice shape).
+  void readBlock(const Tensor &tensor, size_t local, void *dst) const;
+  /// Overwrites local device `local`'s block of `tensor` with `src`.
+  void writeBlock(const Tensor &tensor, size_t local, const void *src);
+  /// Sets the run counter, as if `runs` training runs had happened (a
+  /// restored checkpoint).
+  void setTrainingRuns(uint64_t runs) { runCount = runs; }
+  /// The processes the devices are spread over, or null.
+  ProcessGroup *processGroup() const { return processes; }
+
+  /// The Chrome trace JSON of the recorded runs (SessionOptions::trace).
+  /// Under a ProcessGroup every process must call it (it gathers to rank 0)
+  /// and only rank 0's result is not empty.
+  std::string traceJson() const;
+
 private:
   /// Where one input's device blocks come from.
   struct InputFeed {
@@ -186,6 +208,8 @@ private:
   /// The steps of a training run, with and without the sync steps, and of
   /// an eval run.
   std::vector<const Step *> trainSteps, trainSyncSteps, evalSteps;
+  /// Set when tracing.
+  std::unique_ptr<TraceRecorder> tracer;
 };
 
 } // namespace meshc::runtime

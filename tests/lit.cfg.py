@@ -30,6 +30,9 @@ if os.path.exists(os.path.join(config.meshc_tools_dir, "meshrun")):
     config.available_features.add("meshrun")
     # MPI runtime tests need mpirun and a meshrun built with the MPI transport.
     import shutil
+    # meshrun built with the CUDA backend (cuda/): "cuda" is registered.
+    if getattr(config, "meshc_cuda", "OFF") == "ON":
+        config.available_features.add("cuda")
     if config.meshc_runtime_mpi == "ON" and shutil.which("mpirun"):
         config.available_features.add("mpi")
 

@@ -1,8 +1,9 @@
 //===- MpiCollectives.cpp - Collectives between MPI ranks -----------------===//
 //
-// Thin wrappers over MPI collectives that keep the runtime's chunk
-// conventions; see MpiCollectives.h. Sizes are checked against MPI's int
-// counts, and every call's return code is checked.
+// Thin wrappers over nonblocking MPI collectives that keep the runtime's
+// chunk conventions, each waited for by the watchdog; see MpiCollectives.h.
+// Sizes are checked against MPI's int counts, and every call's return code
+// is checked.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,10 +50,16 @@ MPI_Op mpiOp(Reduction reduction) {
   return reduction == Reduction::Sum ? MPI_SUM : MPI_MAX;
 }
 
+/// How many collective timeouts the ranks wait for each other at exit.
+constexpr double kExitTimeoutFactor = 10;
+
 } // namespace
 
-MpiCommunicator::MpiCommunicator(MPI_Comm comm, int64_t rank, int64_t size)
-    : Communicator(rank, size), communicator(comm) {}
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, int64_t rank, int64_t size,
+                                 std::vector<int> members,
+                                 std::shared_ptr<MpiWatchdog> watchdog)
+    : Communicator(rank, size), communicator(comm), members(std::move(members)),
+      watchdog(std::move(watchdog)) {}
 
 MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
@@ -77,14 +84,17 @@ void MpiCommunicator::allReduce(void *data, int64_t count, DType dtype,
   char *bytes = static_cast<char *>(data);
   int64_t elementBytes = dtypeBytes(dtype);
   // In place, the reduced chunk rank() lands at the start of the buffer.
-  MESHC_MPI_CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, data, counts.data(),
-                                     mpiType(dtype), mpiOp(reduction),
-                                     communicator));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MESHC_MPI_CHECK(MPI_Ireduce_scatter(MPI_IN_PLACE, data, counts.data(),
+                                      mpiType(dtype), mpiOp(reduction),
+                                      communicator, &request));
+  watchdog->wait(request, "all_reduce", members);
   std::memmove(bytes + displs[rank()] * elementBytes, bytes,
                counts[rank()] * elementBytes);
-  MESHC_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data,
-                                 counts.data(), displs.data(), mpiType(dtype),
-                                 communicator));
+  MESHC_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data,
+                                  counts.data(), displs.data(), mpiType(dtype),
+                                  communicator, &request));
+  watchdog->wait(request, "all_reduce", members, 1);
 }
 
 void MpiCommunicator::reduceScatter(void *data, int64_t chunkCount, DType dtype,
@@ -93,9 +103,11 @@ void MpiCommunicator::reduceScatter(void *data, int64_t chunkCount, DType dtype,
   if (n == 1 || chunkCount == 0)
     return;
   mpiCount(chunkCount * n, "reduce_scatter");
-  MESHC_MPI_CHECK(
-      MPI_Reduce_scatter_block(MPI_IN_PLACE, data, static_cast<int>(chunkCount),
-                               mpiType(dtype), mpiOp(reduction), communicator));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MESHC_MPI_CHECK(MPI_Ireduce_scatter_block(
+      MPI_IN_PLACE, data, static_cast<int>(chunkCount), mpiType(dtype),
+      mpiOp(reduction), communicator, &request));
+  watchdog->wait(request, "reduce_scatter", members);
   int64_t chunkBytes = chunkCount * dtypeBytes(dtype);
   char *bytes = static_cast<char *>(data);
   std::memmove(bytes + rank() * chunkBytes, bytes, chunkBytes);
@@ -105,9 +117,11 @@ void MpiCommunicator::allGather(void *data, int64_t chunkBytes) {
   int64_t n = size();
   if (n == 1 || chunkBytes == 0)
     return;
-  MESHC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data,
-                                mpiCount(chunkBytes, "all_gather"), MPI_BYTE,
-                                communicator));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MESHC_MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data,
+                                 mpiCount(chunkBytes, "all_gather"), MPI_BYTE,
+                                 communicator, &request));
+  watchdog->wait(request, "all_gather", members);
 }
 
 void MpiCommunicator::allToAll(const void *in, void *out, int64_t chunkBytes) {
@@ -119,11 +133,15 @@ void MpiCommunicator::allToAll(const void *in, void *out, int64_t chunkBytes) {
     return;
   }
   int count = mpiCount(chunkBytes, "all_to_all");
-  MESHC_MPI_CHECK(
-      MPI_Alltoall(in, count, MPI_BYTE, out, count, MPI_BYTE, communicator));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MESHC_MPI_CHECK(MPI_Ialltoall(in, count, MPI_BYTE, out, count, MPI_BYTE,
+                                communicator, &request));
+  watchdog->wait(request, "all_to_all", members);
 }
 
-MpiCollectives::MpiCollectives(MPI_Comm world) : world(world) {}
+MpiCollectives::MpiCollectives(MPI_Comm world, double timeoutSeconds)
+    : world(world),
+      sharedWatchdog(std::make_shared<MpiWatchdog>(world, timeoutSeconds)) {}
 
 std::vector<std::unique_ptr<Communicator>>
 MpiCollectives::split(const GroupPartition &partition) {
@@ -136,10 +154,17 @@ MpiCollectives::split(const GroupPartition &partition) {
                        std::to_string(partition.groupOf.size()) + " devices");
   int color = static_cast<int>(partition.groupOf[worldRank]);
   int key = static_cast<int>(partition.rankOf[worldRank]);
+  // MPI_Comm_split has no nonblocking form: a watched barrier first, so that
+  // the split only starts once every rank has come this far.
+  MPI_Request request = MPI_REQUEST_NULL;
+  MESHC_MPI_CHECK(MPI_Ibarrier(world, &request));
+  sharedWatchdog->wait(request, "split", {});
   MPI_Comm comm = MPI_COMM_NULL;
   MESHC_MPI_CHECK(MPI_Comm_split(world, color, key, &comm));
+  std::vector<int> members(partition.groups[color].begin(),
+                           partition.groups[color].end());
   auto communicator = std::make_unique<MpiCommunicator>(
-      comm, key, static_cast<int64_t>(partition.groups[color].size()));
+      comm, key, static_cast<int64_t>(members.size()), members, sharedWatchdog);
   int rank = 0, size = 0;
   MESHC_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   MESHC_MPI_CHECK(MPI_Comm_size(comm, &size));
@@ -155,6 +180,7 @@ MpiCollectives::split(const GroupPartition &partition) {
 }
 
 MpiProcessGroup::MpiProcessGroup() {
+  double timeout = collectiveTimeoutFromEnvironment();
   int already = 0;
   MESHC_MPI_CHECK(MPI_Initialized(&already));
   if (!already) {
@@ -169,44 +195,94 @@ MpiProcessGroup::MpiProcessGroup() {
   MESHC_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   worldRank = rank;
   worldSize = size;
-  mpiCollectives = std::make_unique<MpiCollectives>(MPI_COMM_WORLD);
+  mpiCollectives = std::make_unique<MpiCollectives>(MPI_COMM_WORLD, timeout);
 }
 
 MpiProcessGroup::~MpiProcessGroup() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (initialised && !finalized)
-    MPI_Finalize();
+  if (!initialised || finalized)
+    return;
+  // MPI_Finalize waits for every rank: not after a timeout, nor when a rank
+  // does not come to the end. Rank 0 may still be writing outputs while the
+  // others wait here, hence a longer deadline than a collective's.
+  std::string error;
+  MpiWatchdog &watchdog = mpiCollectives->watchdog();
+  if (!watchdog.timedOut()) {
+    watchdog.setTimeout(watchdog.timeout() * kExitTimeoutFactor);
+    try {
+      barrier();
+    } catch (const std::exception &e) {
+      error = e.what();
+    }
+  }
+  if (watchdog.timedOut()) {
+    if (!error.empty())
+      std::fprintf(stderr, "meshrun: error: rank %lld: at exit: %s\n",
+                   static_cast<long long>(worldRank), error.c_str());
+    abortJob(1);
+  }
+  mpiCollectives.reset();
+  MPI_Finalize();
 }
 
 void MpiProcessGroup::barrier() {
-  MESHC_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MESHC_MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &request));
+  mpiCollectives->watchdog().wait(request, "barrier", {});
 }
 
 std::vector<char> MpiProcessGroup::gatherToRoot(const void *data,
                                                 int64_t bytes) {
   int count = mpiCount(bytes, "gather");
   std::vector<char> all(worldRank == 0 ? bytes * worldSize : 0);
-  MESHC_MPI_CHECK(MPI_Gather(data, count, MPI_BYTE, all.data(), count, MPI_BYTE,
-                             0, MPI_COMM_WORLD));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MESHC_MPI_CHECK(MPI_Igather(data, count, MPI_BYTE, all.data(), count,
+                              MPI_BYTE, 0, MPI_COMM_WORLD, &request));
+  mpiCollectives->watchdog().wait(request, "gather", {});
+  return all;
+}
+
+std::vector<char> MpiProcessGroup::allGather(const void *data, int64_t bytes) {
+  int count = mpiCount(bytes, "all_gather");
+  std::vector<char> all(bytes * worldSize);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MESHC_MPI_CHECK(MPI_Iallgather(data, count, MPI_BYTE, all.data(), count,
+                                 MPI_BYTE, MPI_COMM_WORLD, &request));
+  mpiCollectives->watchdog().wait(request, "all_gather", {});
   return all;
 }
 
 std::string MpiProcessGroup::agreeOnError(const std::string &localError) {
-  int mine = localError.empty() ? static_cast<int>(worldSize)
-                                : static_cast<int>(worldRank);
-  int culprit = 0;
-  MESHC_MPI_CHECK(
-      MPI_Allreduce(&mine, &culprit, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  if (culprit == worldSize)
-    return "";
-  int length = static_cast<int>(localError.size());
-  MESHC_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, culprit, MPI_COMM_WORLD));
-  std::string message =
-      worldRank == culprit ? localError : std::string(length, '\0');
-  MESHC_MPI_CHECK(
-      MPI_Bcast(message.data(), length, MPI_CHAR, culprit, MPI_COMM_WORLD));
-  return "rank " + std::to_string(culprit) + ": " + message;
+  MpiWatchdog &watchdog = mpiCollectives->watchdog();
+  // After a timeout the missing ranks cannot agree: report this rank's view.
+  if (watchdog.timedOut() && !localError.empty())
+    return "rank " + std::to_string(worldRank) + ": " + localError;
+  try {
+    int mine = localError.empty() ? static_cast<int>(worldSize)
+                                  : static_cast<int>(worldRank);
+    int culprit = 0;
+    MPI_Request request = MPI_REQUEST_NULL;
+    MESHC_MPI_CHECK(MPI_Iallreduce(&mine, &culprit, 1, MPI_INT, MPI_MIN,
+                                   MPI_COMM_WORLD, &request));
+    watchdog.wait(request, "error agreement", {});
+    if (culprit == worldSize)
+      return "";
+    int length = static_cast<int>(localError.size());
+    MESHC_MPI_CHECK(
+        MPI_Ibcast(&length, 1, MPI_INT, culprit, MPI_COMM_WORLD, &request));
+    watchdog.wait(request, "error agreement", {});
+    std::string message =
+        worldRank == culprit ? localError : std::string(length, '\0');
+    MESHC_MPI_CHECK(MPI_Ibcast(message.data(), length, MPI_CHAR, culprit,
+                               MPI_COMM_WORLD, &request));
+    watchdog.wait(request, "error agreement", {});
+    return "rank " + std::to_string(culprit) + ": " + message;
+  } catch (const CollectiveTimeout &timeout) {
+    // No agreement without the missing ranks: this rank reports its own
+    // view, and the destructor ends the job.
+    return "rank " + std::to_string(worldRank) + ": " + timeout.what();
+  }
 }
 
 void MpiProcessGroup::abortJob(int code) {

@@ -14,9 +14,14 @@
 //   allGather      MPI_Allgather in place
 //   allToAll       MPI_Alltoall
 //
-// Every MPI call goes through MESHC_MPI_CHECK, which turns a failure into a
-// RuntimeError naming the call, the file and the line (the communicators use
-// MPI_ERRORS_RETURN). Only built when CMake finds MPI (MESHC_HAVE_MPI).
+// Each collective is posted nonblocking (MPI_Ireduce_scatter, ...) and
+// waited for by the process's MpiWatchdog against a per-collective deadline,
+// so a rank that never arrives ends the job with an error naming it instead
+// of a hang (MpiWatchdog.h); so are the process group's barrier, gather and
+// error agreement. Every MPI call goes through MESHC_MPI_CHECK, which turns a
+// failure into a RuntimeError naming the call, the file and the line (the
+// communicators use MPI_ERRORS_RETURN). Only built when CMake finds MPI
+// (MESHC_HAVE_MPI).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +30,7 @@
 
 #include "runtime/Collectives.h"
 #include "runtime/ProcessGroup.h"
+#include "runtime/mpi/MpiWatchdog.h"
 
 #include <mpi.h>
 
@@ -45,8 +51,11 @@ void checkMpi(int code, const char *call, const char *file, int line);
 /// One member's MPI communicator for its group; frees it when destroyed.
 class MpiCommunicator : public Communicator {
 public:
-  /// Takes ownership of `comm` (rank `rank` of `size`).
-  MpiCommunicator(MPI_Comm comm, int64_t rank, int64_t size);
+  /// Takes ownership of `comm` (rank `rank` of `size`), whose members are
+  /// the world ranks `members` in rank order; waits through `watchdog`.
+  MpiCommunicator(MPI_Comm comm, int64_t rank, int64_t size,
+                  std::vector<int> members,
+                  std::shared_ptr<MpiWatchdog> watchdog);
   ~MpiCommunicator() override;
 
   void allReduce(void *data, int64_t count, DType dtype,
@@ -61,13 +70,17 @@ public:
 
 private:
   MPI_Comm communicator;
+  std::vector<int> members;
+  std::shared_ptr<MpiWatchdog> watchdog;
 };
 
 /// The collectives between the ranks of `world`: split() makes this rank's
 /// communicator (the others' entries are null).
 class MpiCollectives : public Collectives {
 public:
-  explicit MpiCollectives(MPI_Comm world);
+  /// Collective over `world`: waits for each collective up to
+  /// `timeoutSeconds` (0: forever).
+  MpiCollectives(MPI_Comm world, double timeoutSeconds);
 
   std::vector<std::unique_ptr<Communicator>>
   split(const GroupPartition &partition) override;
@@ -75,14 +88,21 @@ public:
   /// (meshrun calls MPI_Abort). This only marks later calls as aborted.
   void abort() override {}
 
+  /// The watchdog every communicator made here waits through.
+  MpiWatchdog &watchdog() { return *sharedWatchdog; }
+
 private:
   MPI_Comm world;
+  std::shared_ptr<MpiWatchdog> sharedWatchdog;
 };
 
 /// MPI_COMM_WORLD as a ProcessGroup. Initialises MPI if needed and finalises
-/// it when destroyed if it initialised it.
+/// it when destroyed if it initialised it, unless a collective timed out:
+/// then the job cannot end cleanly and the destructor calls MPI_Abort.
 class MpiProcessGroup : public ProcessGroup {
 public:
+  /// Throws RuntimeError for a bad MESHC_COLLECTIVE_TIMEOUT (before MPI is
+  /// initialised) or when MPI fails.
   MpiProcessGroup();
   ~MpiProcessGroup() override;
 
@@ -92,9 +112,16 @@ public:
   Collectives &collectives() override { return *mpiCollectives; }
   void barrier() override;
   std::vector<char> gatherToRoot(const void *data, int64_t bytes) override;
+  std::vector<char> allGather(const void *data, int64_t bytes) override;
+  /// A timeout while agreeing is returned as this rank's error.
   std::string agreeOnError(const std::string &localError) override;
   /// Ends every rank of the job with `code` (MPI_Abort).
   [[noreturn]] void abortJob(int code);
+  /// Overrides MESHC_COLLECTIVE_TIMEOUT for the collectives that follow
+  /// (seconds; 0: no deadline), e.g. from a command-line flag.
+  void setCollectiveTimeout(double seconds) {
+    mpiCollectives->watchdog().setTimeout(seconds);
+  }
 
 private:
   bool initialised = false;

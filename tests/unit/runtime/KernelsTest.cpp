@@ -223,6 +223,89 @@ TEST(KernelsTest, EqComparesF32AndI32WithBroadcasting) {
   EXPECT_EQ(ints.readF32(out), (std::vector<float>{0, 0, 1, 1, 0, 0}));
 }
 
+TEST(KernelsTest, LtComparesF32AndI32WithBroadcasting) {
+  // out[a, b] = (lhs[b] < rhs[a]).
+  json step = {{"op", "binary"},
+               {"fn", "lt"},
+               {"lhs", operand(0, {"b"})},
+               {"rhs", operand(1, {"a"})},
+               {"out", operand(2, {"a", "b"})},
+               {"sizes", {{"a", 2}, {"b", 3}}}};
+  StepHarness floats;
+  floats.f32({1.0f, 2.0f, NAN});
+  floats.f32({2.0f, 0.5f});
+  floats.f32(std::vector<float>(6));
+  floats.run(step);
+  EXPECT_EQ(floats.readF32(2), (std::vector<float>{1, 0, 0, 0, 0, 0}));
+  StepHarness ints;
+  ints.i32({7, -1, 3});
+  ints.i32({3, 8});
+  ints.f32(std::vector<float>(6));
+  ints.run(step);
+  EXPECT_EQ(ints.readF32(2), (std::vector<float>{0, 1, 0, 1, 1, 1}));
+}
+
+TEST(KernelsTest, RangeCountsInF32AndI32) {
+  StepHarness harness;
+  int64_t f = harness.f32(std::vector<float>(4)),
+          i = harness.i32(std::vector<int32_t>(3));
+  harness.run(
+      {{"op", "range"}, {"out", operand(f, {"s"})}, {"sizes", {{"s", 4}}}});
+  harness.run(
+      {{"op", "range"}, {"out", operand(i, {"t"})}, {"sizes", {{"t", 3}}}});
+  EXPECT_EQ(harness.readF32(f), (std::vector<float>{0, 1, 2, 3}));
+  EXPECT_EQ(harness.readI32(i), (std::vector<int32_t>{0, 1, 2}));
+}
+
+TEST(KernelsTest, CumsumBothWaysIntoPermutedOut) {
+  // in[a, s] = rows {1, 2, 3} and {10, 20, 30}; out[s, a].
+  StepHarness harness;
+  int64_t in = harness.f32({1, 2, 3, 10, 20, 30}),
+          out = harness.f32(std::vector<float>(6));
+  json step = {{"op", "cumsum"},
+               {"in", operand(in, {"a", "s"})},
+               {"out", operand(out, {"s", "a"})},
+               {"dim", "s"},
+               {"sizes", {{"a", 2}, {"s", 3}}}};
+  harness.run(step);
+  EXPECT_EQ(harness.readF32(out), (std::vector<float>{1, 10, 3, 30, 6, 60}));
+  step["reverse"] = true;
+  harness.run(step);
+  EXPECT_EQ(harness.readF32(out), (std::vector<float>{6, 60, 5, 50, 3, 30}));
+}
+
+TEST(KernelsTest, WindowSlicesPadsAndShifts) {
+  // in[a, s] = {1, 2, 3, 4}, {5, 6, 7, 8}.
+  StepHarness harness;
+  int64_t in = harness.f32({1, 2, 3, 4, 5, 6, 7, 8}),
+          half = harness.f32(std::vector<float>(4)),
+          wide = harness.f32(std::vector<float>(12)),
+          same = harness.f32(std::vector<float>(8));
+  auto window = [&](int64_t out, const char *to, int64_t size, int64_t offset) {
+    harness.run({{"op", "window"},
+                 {"in", operand(in, {"a", "s"})},
+                 {"out", operand(out, {to, "a"})},
+                 {"from", "s"},
+                 {"to", to},
+                 {"offset", offset},
+                 {"sizes", {{"a", 2}, {"s", 4}, {to, size}}}});
+  };
+  window(half, "h", 2, 1); // slice [1, 3)
+  EXPECT_EQ(harness.readF32(half), (std::vector<float>{2, 6, 3, 7}));
+  window(wide, "w", 6, -1); // one zero before, one after
+  EXPECT_EQ(harness.readF32(wide),
+            (std::vector<float>{0, 0, 1, 5, 2, 6, 3, 7, 4, 8, 0, 0}));
+  harness.run({{"op", "window"},
+               {"in", operand(in, {"a", "s"})},
+               {"out", operand(same, {"a", "s"})},
+               {"from", "s"},
+               {"to", "s"},
+               {"offset", -2},
+               {"sizes", {{"a", 2}, {"s", 4}}}});
+  EXPECT_EQ(harness.readF32(same),
+            (std::vector<float>{0, 0, 1, 2, 0, 0, 5, 6}));
+}
+
 TEST(KernelsTest, OneHotIntoPermutedOut) {
   // out[classes, batch] = (in[batch] == classes).
   StepHarness harness;

@@ -94,6 +94,54 @@ TEST(MeshrunTest, FlagErrors) {
             "--input: input 'x' is given twice");
 }
 
+TEST(MeshrunTest, ParsesCheckpointAndTraceFlags) {
+  std::string dir = ::testing::TempDir();
+  MeshrunOptions options =
+      parseMeshrunArgs({"m.mprog", "--checkpoint", "ck", "--checkpoint-every",
+                        "5", "--keep-checkpoints=3", "--restore", dir,
+                        "--trace", "t.json", "--trace-runs", "7"});
+  EXPECT_EQ(options.checkpointDir, "ck");
+  EXPECT_EQ(options.checkpointEvery, 5);
+  EXPECT_EQ(options.keepCheckpoints, 3);
+  EXPECT_EQ(options.restorePath, dir);
+  EXPECT_EQ(options.tracePath, "t.json");
+  EXPECT_TRUE(options.session.trace);
+  EXPECT_EQ(options.session.traceRuns, 7);
+  MeshrunOptions defaults = parseMeshrunArgs({"m.mprog", "--trace", "t.json"});
+  EXPECT_EQ(defaults.checkpointEvery, 0);
+  EXPECT_EQ(defaults.keepCheckpoints, 2);
+  EXPECT_EQ(defaults.session.traceRuns, 100);
+  EXPECT_FALSE(parseMeshrunArgs({"m.mprog"}).session.trace);
+}
+
+TEST(MeshrunTest, CheckpointAndTraceFlagErrors) {
+  EXPECT_EQ(argsError({"a.mprog", "--checkpoint-every", "4"}),
+            "--checkpoint-every needs --checkpoint DIR");
+  EXPECT_EQ(argsError({"a.mprog", "--keep-checkpoints", "4"}),
+            "--keep-checkpoints needs --checkpoint DIR");
+  EXPECT_EQ(
+      argsError({"a.mprog", "--checkpoint", "d", "--checkpoint-every", "-2"}),
+      "--checkpoint-every: expected an integer >= 1, got '-2'");
+  EXPECT_EQ(
+      argsError({"a.mprog", "--checkpoint", "d", "--checkpoint-every", "x"}),
+      "--checkpoint-every: expected an integer >= 1, got 'x'");
+  EXPECT_EQ(
+      argsError({"a.mprog", "--checkpoint", "d", "--keep-checkpoints", "0"}),
+      "--keep-checkpoints: expected an integer >= 1, got '0'");
+  EXPECT_EQ(argsError({"a.mprog", "--checkpoint"}),
+            "--checkpoint needs a value");
+  EXPECT_EQ(argsError({"a.mprog", "--restore", "/nonexistent/ck"}),
+            "--restore: no checkpoint directory '/nonexistent/ck'");
+  EXPECT_EQ(argsError({"a.mprog", "--restore", ::testing::TempDir(),
+                       "--init-params", "p"}),
+            "--restore and --init-params both give the params; use one of "
+            "them");
+  EXPECT_EQ(argsError({"a.mprog", "--trace-runs", "3"}),
+            "--trace-runs needs --trace FILE.json");
+  EXPECT_EQ(argsError({"a.mprog", "--trace", "t.json", "--trace-runs", "-1"}),
+            "--trace-runs: expected an integer >= 0, got '-1'");
+}
+
 int runMeshrun(const std::vector<std::string> &args, std::string &out,
                std::string &err) {
   std::vector<const char *> argv = {"meshrun"};

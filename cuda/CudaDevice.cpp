@@ -1,0 +1,409 @@
+//===- CudaDevice.cpp - The CUDA backend ----------------------------------===//
+//
+// Step dispatch for CUDA devices, mirroring runtime/cpu/CpuDevice.cpp: the
+// same chunk packing around collectives (here with cudaMemcpy2DAsync), the
+// same einsum plans (GEMM stages through cuBLAS, reduce/transpose stages
+// through reduceKernel).
+//
+// cuBLAS is column-major and our GEMMs row-major: a row-major C (m x n) is a
+// column-major C^T (n x m), and C^T = op(B)^T op(A)^T, so each stage is one
+// cublasGemmStridedBatchedEx with the operands swapped and m, n exchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/CudaDevice.h"
+
+#include "cuda/CudaCheck.h"
+#include "cuda/KernelSpaces.h"
+#include "runtime/Error.h"
+#include "runtime/cpu/CpuKernels.h"
+
+#include <algorithm>
+
+namespace meshc::runtime::cuda {
+
+namespace {
+
+/// cuBLAS's workspace: 32 MiB, NVIDIA's recommendation for Hopper.
+constexpr int64_t kCublasWorkspaceBytes = int64_t(32) << 20;
+constexpr int64_t kStatusBytes = 256;
+
+int64_t roundUp(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+float *f32(char *bytes) { return reinterpret_cast<float *>(bytes); }
+int32_t *i32(char *bytes) { return reinterpret_cast<int32_t *>(bytes); }
+
+} // namespace
+
+CudaDevice::CudaDevice(const Program &program, int64_t deviceId, int gpu,
+                       bool tf32, bool syncEveryStep,
+                       CudaCollectives &collectives)
+    : program(program), deviceId(deviceId), gpu(gpu), tf32(tf32),
+      syncEveryStep(syncEveryStep), collectives(collectives),
+      dropoutOffsets(program.steps.size()) {
+  const Step *lastForward = nullptr;
+  for (const Step &step : program.steps) {
+    if (step.op == OpKind::Dropout)
+      dropoutOffsets[step.index] = step.dropoutLayout.sliceOffset(
+          step.dropoutDims, program.mesh, deviceId);
+    if (step.phase == Phase::Forward)
+      lastForward = &step;
+  }
+  if (lastForward)
+    runEnds.push_back(lastForward->index);
+  if (!program.steps.empty())
+    runEnds.push_back(program.steps.back().index);
+  if (program.training && program.training->sync &&
+      !program.training->sync->steps.empty())
+    runEnds.push_back(program.training->sync->steps.back().index);
+}
+
+CudaDevice::~CudaDevice() {
+  if (!stream && !cublas && !base)
+    return;
+  MESHC_CUDA_WARN(cudaSetDevice(gpu));
+  if (stream)
+    MESHC_CUDA_WARN(cudaStreamSynchronize(stream));
+  if (cublas)
+    MESHC_CUBLAS_WARN(cublasDestroy(cublas));
+  if (base)
+    MESHC_CUDA_WARN(cudaFree(base));
+  if (stream)
+    MESHC_CUDA_WARN(cudaStreamDestroy(stream));
+}
+
+void CudaDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
+  if (base)
+    throw RuntimeError("cuda device " + std::to_string(deviceId) +
+                       ": allocate() called twice");
+  MESHC_CUDA_CHECK(cudaSetDevice(gpu));
+  MESHC_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  MESHC_CUBLAS_CHECK(cublasCreate(&cublas));
+  MESHC_CUBLAS_CHECK(cublasSetStream(cublas, stream));
+  MESHC_CUBLAS_CHECK(cublasSetMathMode(cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                    : CUBLAS_DEFAULT_MATH));
+  int64_t scratchAt = roundUp(arenaBytes);
+  int64_t workspaceAt = scratchAt + roundUp(scratchBytes);
+  int64_t statusAt = workspaceAt + kCublasWorkspaceBytes;
+  int64_t total = statusAt + kStatusBytes;
+  void *memory = nullptr;
+  cudaError_t result = cudaMalloc(&memory, static_cast<size_t>(total));
+  if (result != cudaSuccess)
+    throw RuntimeError(
+        "cuda device " + std::to_string(deviceId) + " (GPU " +
+        std::to_string(gpu) + "): cannot allocate " + std::to_string(total) +
+        " bytes (arena " + std::to_string(arenaBytes) + ", scratch " +
+        std::to_string(scratchBytes) +
+        ", cuBLAS workspace and status): " + cudaGetErrorString(result));
+  base = static_cast<char *>(memory);
+  arena = base;
+  scratch = base + scratchAt;
+  status = reinterpret_cast<KernelStatus *>(base + statusAt);
+  MESHC_CUBLAS_CHECK(
+      cublasSetWorkspace(cublas, base + workspaceAt, kCublasWorkspaceBytes));
+  // Arenas start zeroed, as the CPU backend's calloc'ed ones do.
+  MESHC_CUDA_CHECK(
+      cudaMemsetAsync(base, 0, static_cast<size_t>(total), stream));
+  MESHC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  collectives.attach(deviceId, {gpu, stream});
+}
+
+void CudaDevice::write(int64_t offset, const void *src, int64_t bytes) {
+  if (bytes <= 0)
+    return;
+  MESHC_CUDA_CHECK(cudaSetDevice(gpu));
+  MESHC_CUDA_CHECK(cudaMemcpyAsync(arena + offset, src, bytes,
+                                   cudaMemcpyHostToDevice, stream));
+  MESHC_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void CudaDevice::read(int64_t offset, void *dst, int64_t bytes) const {
+  if (bytes <= 0)
+    return;
+  MESHC_CUDA_CHECK(cudaSetDevice(gpu));
+  MESHC_CUDA_CHECK(cudaMemcpyAsync(dst, arena + offset, bytes,
+                                   cudaMemcpyDeviceToHost, stream));
+  MESHC_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+char *CudaDevice::at(const Operand &operand) const {
+  return arena + program.buffers[operand.buffer].offset;
+}
+
+char *CudaDevice::at(const PlannedTensor &tensor) const {
+  return (tensor.inScratch ? scratch : arena) + tensor.offset;
+}
+
+DType CudaDevice::dtypeOf(const Operand &operand) const {
+  return program.buffers[operand.buffer].dtype;
+}
+
+void CudaDevice::run(const Step &step, Communicator *comm,
+                     const RunContext &context) {
+  if (!base)
+    throw RuntimeError("cuda device " + std::to_string(deviceId) +
+                       ": run() before allocate()");
+  MESHC_CUDA_CHECK(cudaSetDevice(gpu));
+  if (usesGroup(step.op)) {
+    if (!comm)
+      throw RuntimeError(std::string(opName(step.op)) +
+                         " needs its group's communicator");
+    runCollective(step, *comm);
+  } else {
+    runLocal(step, context);
+  }
+  if (syncEveryStep ||
+      std::find(runEnds.begin(), runEnds.end(), step.index) != runEnds.end())
+    MESHC_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void CudaDevice::runLocal(const Step &step, const RunContext &context) {
+  const Operand &out = step.out;
+  switch (step.op) {
+  case OpKind::Fill:
+    fillKernel(exec(), dtypeOf(out), step.value, at(out), out.shape.elements());
+    return;
+  case OpKind::Copy:
+    if (at(out) != at(step.in[0]))
+      MESHC_CUDA_CHECK(cudaMemcpyAsync(at(out), at(step.in[0]),
+                                       step.in[0].shape.elements() *
+                                           dtypeBytes(dtypeOf(step.in[0])),
+                                       cudaMemcpyDeviceToDevice, stream));
+    return;
+  case OpKind::Einsum:
+    for (const EinsumStage &stage : step.einsum.stages) {
+      if (stage.isGemm) {
+        runGemm(stage.gemm);
+        continue;
+      }
+      ReduceSpaces spaces =
+          reduceSpaces(stage.reduce.src.shape, stage.reduce.dst.shape);
+      reduceKernel(exec(), Reduction::Sum, f32(at(stage.reduce.src)),
+                   f32(at(stage.reduce.dst)), spaces.outer, spaces.inner);
+    }
+    return;
+  case OpKind::Unary:
+    unaryKernel(exec(), step.unary, static_cast<float>(step.value),
+                f32(at(step.in[0])), f32(at(out)), out.shape.elements());
+    return;
+  case OpKind::Cast:
+    if (dtypeOf(step.in[0]) == dtypeOf(out)) {
+      if (at(out) != at(step.in[0]))
+        MESHC_CUDA_CHECK(
+            cudaMemcpyAsync(at(out), at(step.in[0]),
+                            out.shape.elements() * dtypeBytes(dtypeOf(out)),
+                            cudaMemcpyDeviceToDevice, stream));
+      return;
+    }
+    castKernel(exec(), dtypeOf(step.in[0]), dtypeOf(out), at(step.in[0]),
+               at(out), out.shape.elements());
+    return;
+  case OpKind::Binary: {
+    IterationSpace<3> space =
+        binarySpace(step.in[0].shape, step.in[1].shape, out.shape);
+    if (dtypeOf(step.in[0]) == DType::I32)
+      compareKernel(exec(), step.binary, i32(at(step.in[0])),
+                    i32(at(step.in[1])), f32(at(out)), space);
+    else
+      binaryKernel(exec(), step.binary, f32(at(step.in[0])),
+                   f32(at(step.in[1])), f32(at(out)), space);
+    return;
+  }
+  case OpKind::Reduce: {
+    ReduceSpaces spaces = reduceSpaces(step.in[0].shape, out.shape);
+    reduceKernel(exec(), step.reduction, f32(at(step.in[0])), f32(at(out)),
+                 spaces.outer, spaces.inner);
+    return;
+  }
+  case OpKind::Softmax:
+    softmaxKernel(exec(), f32(at(step.in[0])), f32(at(out)),
+                  inOutRows(step.in[0].shape, out.shape, step.dim));
+    return;
+  case OpKind::SoftmaxCrossEntropy: {
+    RowWalk walk = crossEntropyWalk(step.in[0].shape, step.in[1].shape,
+                                    out.shape, step.dim);
+    MESHC_CUDA_CHECK(
+        cudaMemsetAsync(status, 0xff, sizeof(KernelStatus), stream));
+    crossEntropyKernel(exec(), f32(at(step.in[0])), i32(at(step.in[1])),
+                       f32(at(out)), walk, status);
+    checkRows(step, walk);
+    return;
+  }
+  case OpKind::OneHot: {
+    RowWalk walk = oneHotWalk(step.in[0].shape, out.shape, step.dim);
+    MESHC_CUDA_CHECK(
+        cudaMemsetAsync(status, 0xff, sizeof(KernelStatus), stream));
+    oneHotKernel(exec(), i32(at(step.in[0])), f32(at(out)), walk, status);
+    checkRows(step, walk);
+    return;
+  }
+  case OpKind::Argmax:
+    argmaxKernel(exec(), f32(at(step.in[0])), i32(at(out)),
+                 argmaxWalk(step.in[0].shape, out.shape, step.dim));
+    return;
+  case OpKind::Dropout: {
+    if (context.eval) {
+      fillKernel(exec(), DType::F32, 1.0, at(out), out.shape.elements());
+      return;
+    }
+    DropoutParams mask;
+    mask.key = runKey(context.seed, step.dropoutName, context.run);
+    mask.rate = step.dropoutRate;
+    mask.keptScale = 1.0 / (1.0 - step.dropoutRate);
+    DropoutSpace block =
+        dropoutSpace(step.dropoutDims, dropoutOffsets[step.index], out.shape);
+    dropoutKernel(exec(), mask, block.first, f32(at(out)), block.space);
+    return;
+  }
+  case OpKind::Range:
+    rangeKernel(exec(), dtypeOf(out), at(out), out.shape.elements());
+    return;
+  case OpKind::Window: {
+    const NamedShape &in = step.in[0].shape;
+    windowKernel(exec(), f32(at(step.in[0])), f32(at(out)),
+                 windowRows(in, out.shape, step.dim, step.toDim),
+                 in.sizes[in.position(step.dim)], step.offset);
+    return;
+  }
+  case OpKind::Cumsum:
+    cumsumKernel(exec(), f32(at(step.in[0])), f32(at(out)),
+                 inOutRows(step.in[0].shape, out.shape, step.dim),
+                 step.reverse);
+    return;
+  default:
+    throw RuntimeError("step " + std::to_string(step.index) + " (" +
+                       opName(step.op) +
+                       "): the cuda backend does not implement this step kind");
+  }
+}
+
+void CudaDevice::checkRows(const Step &step, const RowWalk &walk) {
+  KernelStatus result;
+  MESHC_CUDA_CHECK(cudaMemcpyAsync(&result, status, sizeof(result),
+                                   cudaMemcpyDeviceToHost, stream));
+  MESHC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (result.firstBadRow == kNoFailure)
+    return;
+  // The label/index operand is operand 1 of both walks.
+  int64_t element =
+      rowOffset(walk, 1, static_cast<int64_t>(result.firstBadRow));
+  int32_t value = 0;
+  MESHC_CUDA_CHECK(cudaMemcpy(&value, i32(at(step.in.back())) + element,
+                              sizeof(value), cudaMemcpyDeviceToHost));
+  bool labels = step.op == OpKind::SoftmaxCrossEntropy;
+  throw RuntimeError(std::string(labels ? "label " : "index ") +
+                     std::to_string(value) +
+                     (labels ? " (labels element " : " (in element ") +
+                     std::to_string(element) + ") is outside [0, " +
+                     std::to_string(walk.length) + ")");
+}
+
+void CudaDevice::runGemm(const GemmStage &stage) {
+  float *a = f32(at(stage.a)), *b = f32(at(stage.b)), *c = f32(at(stage.c));
+  if (stage.batch == 0 || stage.m == 0 || stage.n == 0)
+    return;
+  if (stage.k == 0) {
+    MESHC_CUDA_CHECK(cudaMemsetAsync(
+        c, 0, stage.batch * stage.m * stage.n * sizeof(float), stream));
+    return;
+  }
+  const int64_t m = stage.m, n = stage.n, k = stage.k;
+  const float one = 1.0f, zero = 0.0f;
+  MESHC_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
+      cublas, stage.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+      stage.transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_32F,
+      stage.transB ? k : n, k * n, a, CUDA_R_32F, stage.transA ? m : k, m * k,
+      &zero, c, CUDA_R_32F, n, m * n, stage.batch,
+      tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaDevice::copy2D(char *dst, int64_t dstPitch, const char *src,
+                        int64_t srcPitch, int64_t width, int64_t rows) {
+  if (width == 0 || rows == 0)
+    return;
+  MESHC_CUDA_CHECK(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, width, rows,
+                                     cudaMemcpyDeviceToDevice, stream));
+}
+
+void CudaDevice::runCollective(const Step &step, Communicator &comm) {
+  const Operand &out = step.out;
+  DType dtype = dtypeOf(out);
+  int64_t bytes = dtypeBytes(dtype);
+  int64_t n = comm.size(), rank = comm.rank();
+  // [outer, blocks x run] -> block `index` of each row, as sliceBlock.
+  auto slice = [&](const char *src, AroundDim view, int64_t index, char *dst) {
+    int64_t run = view.size / n * view.inner * bytes;
+    int64_t row = view.size * view.inner * bytes;
+    copy2D(dst, run, src + index * run, row, run, view.outer);
+  };
+  auto split = [&](const char *src, AroundDim view, char *dst) {
+    int64_t chunk = view.outer * view.size * view.inner * bytes / n;
+    for (int64_t g = 0; g < n; ++g)
+      slice(src, view, g, dst + g * chunk);
+  };
+  auto concat = [&](const char *src, AroundDim chunkView, char *dst) {
+    int64_t run = chunkView.size * chunkView.inner * bytes;
+    int64_t chunk = chunkView.outer * run;
+    for (int64_t g = 0; g < n; ++g)
+      copy2D(dst + g * run, n * run, src + g * chunk, run, run,
+             chunkView.outer);
+  };
+  switch (step.op) {
+  case OpKind::AllReduce:
+    comm.allReduce(at(out), out.shape.elements(), dtype, step.reduction);
+    return;
+  case OpKind::AllGather: {
+    const Operand &in = step.in[0];
+    AroundDim view = aroundDim(in.shape, step.dim);
+    int64_t chunkBytes = in.shape.elements() * bytes;
+    char *chunks = view.outer == 1 ? at(out) : scratch;
+    if (chunkBytes > 0)
+      MESHC_CUDA_CHECK(cudaMemcpyAsync(chunks + rank * chunkBytes, at(in),
+                                       chunkBytes, cudaMemcpyDeviceToDevice,
+                                       stream));
+    comm.allGather(chunks, chunkBytes);
+    if (view.outer != 1) {
+      AroundDim chunkView = view;
+      concat(chunks, chunkView, at(out));
+    }
+    return;
+  }
+  case OpKind::ReduceScatter: {
+    const Operand &in = step.in[0];
+    split(at(in), aroundDim(in.shape, step.dim), scratch);
+    int64_t chunkCount = out.shape.elements();
+    comm.reduceScatter(scratch, chunkCount, dtype, step.reduction);
+    if (chunkCount > 0)
+      MESHC_CUDA_CHECK(cudaMemcpyAsync(
+          at(out), scratch + rank * chunkCount * bytes, chunkCount * bytes,
+          cudaMemcpyDeviceToDevice, stream));
+    return;
+  }
+  case OpKind::AllToAll: {
+    const Operand &in = step.in[0];
+    int64_t inBytes = in.shape.elements() * bytes;
+    split(at(in), aroundDim(in.shape, step.dim), scratch);
+    comm.allToAll(scratch, scratch + inBytes, inBytes / n);
+    AroundDim chunkView = aroundDim(in.shape, step.concatDim);
+    if (in.shape.position(step.dim) < in.shape.position(step.concatDim))
+      chunkView.outer /= n;
+    else
+      chunkView.inner /= n;
+    concat(scratch + inBytes, chunkView, at(out));
+    return;
+  }
+  case OpKind::Slice: {
+    const Operand &in = step.in[0];
+    slice(at(in), aroundDim(in.shape, step.dim), rank, at(out));
+    return;
+  }
+  default:
+    throw RuntimeError("step " + std::to_string(step.index) + " (" +
+                       opName(step.op) +
+                       "): the cuda backend does not implement this "
+                       "collective");
+  }
+}
+
+} // namespace meshc::runtime::cuda

@@ -1,0 +1,90 @@
+//===- CudaDevice.h - The CUDA backend --------------------------*- C++ -*-===//
+//
+// A CUDA device is one mesh device on a GPU: one stream, one cuBLAS handle
+// and one cudaMalloc holding its arena, its scratch, cuBLAS's workspace and
+// a status word, made once in allocate() (no step allocates: cuBLAS gets its
+// workspace from us). Einsum GEMM stages are cublasGemmStridedBatchedEx
+// calls (f32, or TF32 tensor cores with MESHC_CUDA_TF32=1); every other step
+// kind is a kernel of CudaKernels.h. Steps are enqueued without waiting;
+// run() waits for the stream where the host needs the results: at the last
+// step of a training run, an eval run or a local-SGD sync (so Session's step
+// time covers the GPU work), in collectives and in the label checks of
+// softmax_cross_entropy and one_hot (whose errors are the step's). With
+// MESHC_CUDA_SYNC=1 it waits after every step, so that an asynchronous CUDA
+// fault is reported by the step that caused it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_CUDA_CUDADEVICE_H
+#define MESHC_CUDA_CUDADEVICE_H
+
+#include "cuda/CudaCollectives.h"
+#include "cuda/CudaKernels.h"
+#include "runtime/Device.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace meshc::runtime::cuda {
+
+/// One mesh device on a GPU.
+class CudaDevice : public Device {
+public:
+  /// Device `deviceId` of `program` (which must outlive it) on GPU `gpu`;
+  /// `collectives` learns its stream in allocate(). `tf32` lets cuBLAS round
+  /// GEMM inputs to TF32; `syncEveryStep` waits after every step.
+  CudaDevice(const Program &program, int64_t deviceId, int gpu, bool tf32,
+             bool syncEveryStep, CudaCollectives &collectives);
+  ~CudaDevice() override;
+  CudaDevice(const CudaDevice &) = delete;
+  CudaDevice &operator=(const CudaDevice &) = delete;
+
+  void allocate(int64_t arenaBytes, int64_t scratchBytes) override;
+  void write(int64_t offset, const void *src, int64_t bytes) override;
+  void read(int64_t offset, void *dst, int64_t bytes) const override;
+  using Device::run;
+  void run(const Step &step, Communicator *comm,
+           const RunContext &context) override;
+
+private:
+  char *at(const Operand &operand) const;
+  char *at(const PlannedTensor &tensor) const;
+  DType dtypeOf(const Operand &operand) const;
+  Exec exec() const { return {stream, false}; }
+
+  void runLocal(const Step &step, const RunContext &context);
+  void runGemm(const GemmStage &stage);
+  void runCollective(const Step &step, Communicator &comm);
+  /// Throws the CPU backend's message when a one_hot or cross-entropy
+  /// kernel recorded a bad row.
+  void checkRows(const Step &step, const RowWalk &walk);
+  /// Copies `rows` runs of `width` bytes between pitched layouts.
+  void copy2D(char *dst, int64_t dstPitch, const char *src, int64_t srcPitch,
+              int64_t width, int64_t rows);
+
+  const Program &program;
+  int64_t deviceId;
+  int gpu;
+  bool tf32;
+  bool syncEveryStep;
+  CudaCollectives &collectives;
+  /// The step indexes that end a run: the last step, the last forward step
+  /// and the last local-SGD sync step.
+  std::vector<size_t> runEnds;
+  /// Per step index: this device's block offset of a dropout step.
+  std::vector<std::vector<int64_t>> dropoutOffsets;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  /// The one allocation and the regions in it.
+  char *base = nullptr;
+  char *arena = nullptr;
+  char *scratch = nullptr;
+  KernelStatus *status = nullptr;
+};
+
+} // namespace meshc::runtime::cuda
+
+#endif // MESHC_CUDA_CUDADEVICE_H

@@ -1,0 +1,443 @@
+//===- CudaKernels.cu - Step kernels of the CUDA backend ------------------===//
+//
+// Every kernel but softmax is a grid-stride loop over indices `i` calling
+// one __host__ __device__ element function (an extended lambda), so the
+// same function runs on the host under Exec::onHost. Element-wise kernels
+// give one index per element; row kernels (cross entropy, one_hot, argmax,
+// cumsum) one per row; reductions one per output element, which walks the
+// reduced dims in the CPU's order so sums round the same way. Softmax, the
+// largest row kernel of attention, takes a warp per row on the device (its
+// sums then round differently from the CPU's; the host path keeps the
+// serial order).
+//
+// The formulas are the CPU backend's, in f32 with CUDA's math library
+// (expf/tanhf/logf may differ from glibc by an ulp or two).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/CudaKernels.h"
+
+#include "cuda/CudaCheck.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace meshc::runtime::cuda {
+
+namespace {
+
+template <typename Body>
+__global__ void forEachIndex(int64_t count, Body body) {
+  int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += stride)
+    body(i);
+}
+
+/// Runs body(i) for i < count on exec's stream (or on the host).
+template <typename Body>
+void forEach(const Exec &exec, int64_t count, Body body) {
+  if (count <= 0)
+    return;
+  if (exec.onHost) {
+    for (int64_t i = 0; i < count; ++i)
+      body(i);
+    return;
+  }
+  const int threads = 256;
+  int64_t blocks = std::min<int64_t>((count + threads - 1) / threads, 1 << 20);
+  forEachIndex<<<static_cast<unsigned>(blocks), threads, 0, exec.stream>>>(
+      count, body);
+  MESHC_CUDA_CHECK(cudaGetLastError());
+}
+
+/// Calls fn(offset) for every index of `space` (operand 0), last dim
+/// fastest, carrying the offset incrementally as the CPU's Walk does.
+template <typename Fn>
+MESHC_HD void walkOffsets(const IterationSpace<1> &space, Fn fn) {
+  for (int d = 0; d < space.rank; ++d)
+    if (space.sizes[d] == 0)
+      return;
+  int64_t index[kSpaceRank] = {};
+  int64_t offset = 0;
+  while (true) {
+    fn(offset);
+    int d = space.rank - 1;
+    for (; d >= 0; --d) {
+      offset += space.strides[0][d];
+      if (++index[d] < space.sizes[d])
+        break;
+      offset -= space.sizes[d] * space.strides[0][d];
+      index[d] = 0;
+    }
+    if (d < 0)
+      return;
+  }
+}
+
+MESHC_HD inline void recordBadRow(KernelStatus *status,
+                                  unsigned long long row) {
+#if defined(__CUDA_ARCH__)
+  atomicMin(&status->firstBadRow, row);
+#else
+  if (row < status->firstBadRow)
+    status->firstBadRow = row;
+#endif
+}
+
+/// std::max(a, b) as the CPU computes it: b only when a < b (NaN b loses).
+MESHC_HD inline float maxLikeStd(float a, float b) { return a < b ? b : a; }
+MESHC_HD inline int32_t maxLikeStd(int32_t a, int32_t b) {
+  return a < b ? b : a;
+}
+
+constexpr float kSqrtTwoOverPi = 0.7978845608028654f;
+
+MESHC_HD inline float unaryValue(UnaryFn fn, float factor, float x) {
+  switch (fn) {
+  case UnaryFn::Relu:
+    return x > 0.0f ? x : 0.0f;
+  case UnaryFn::Gelu:
+    return 0.5f * x *
+           (1.0f + tanhf(kSqrtTwoOverPi * (x + 0.044715f * x * x * x)));
+  case UnaryFn::Exp:
+    return expf(x);
+  case UnaryFn::Log:
+    return logf(x);
+  case UnaryFn::Tanh:
+    return tanhf(x);
+  case UnaryFn::Sqrt:
+    return sqrtf(x);
+  case UnaryFn::Rsqrt:
+    return 1.0f / sqrtf(x);
+  case UnaryFn::Negate:
+    return -x;
+  case UnaryFn::Scale:
+    return x * factor;
+  case UnaryFn::Positive:
+    return x > 0.0f ? 1.0f : 0.0f;
+  case UnaryFn::GeluGrad: {
+    float t = tanhf(kSqrtTwoOverPi * (x + 0.044715f * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrtTwoOverPi *
+                                   (1.0f + 3.0f * 0.044715f * x * x);
+  }
+  }
+  return x;
+}
+
+MESHC_HD inline float binaryValue(BinaryFn fn, float x, float y) {
+  switch (fn) {
+  case BinaryFn::Add:
+    return x + y;
+  case BinaryFn::Sub:
+    return x - y;
+  case BinaryFn::Mul:
+    return x * y;
+  case BinaryFn::Div:
+    return x / y;
+  case BinaryFn::Max:
+    return maxLikeStd(x, y);
+  case BinaryFn::Min:
+    return y < x ? y : x; // std::min
+  case BinaryFn::Eq:
+    return x == y ? 1.0f : 0.0f;
+  case BinaryFn::Lt:
+    return x < y ? 1.0f : 0.0f;
+  }
+  return x;
+}
+
+} // namespace
+
+void fillKernel(const Exec &exec, DType dtype, double value, void *out,
+                int64_t count) {
+  if (dtype == DType::F32) {
+    float v = static_cast<float>(value);
+    float *y = static_cast<float *>(out);
+    forEach(exec, count, [=] __host__ __device__(int64_t i) { y[i] = v; });
+  } else {
+    int32_t v = static_cast<int32_t>(value);
+    int32_t *y = static_cast<int32_t *>(out);
+    forEach(exec, count, [=] __host__ __device__(int64_t i) { y[i] = v; });
+  }
+}
+
+void unaryKernel(const Exec &exec, UnaryFn fn, float factor, const float *in,
+                 float *out, int64_t count) {
+  forEach(exec, count, [=] __host__ __device__(int64_t i) {
+    out[i] = unaryValue(fn, factor, in[i]);
+  });
+}
+
+void castKernel(const Exec &exec, DType from, DType to, const void *in,
+                void *out, int64_t count) {
+  if (from == to)
+    return;
+  if (from == DType::I32) {
+    const int32_t *x = static_cast<const int32_t *>(in);
+    float *y = static_cast<float *>(out);
+    forEach(exec, count, [=] __host__ __device__(int64_t i) {
+      y[i] = static_cast<float>(x[i]);
+    });
+    return;
+  }
+  const float *x = static_cast<const float *>(in);
+  int32_t *y = static_cast<int32_t *>(out);
+  forEach(exec, count, [=] __host__ __device__(int64_t i) {
+    const float low = -2147483648.0f, high = 2147483648.0f;
+    float v = x[i];
+    y[i] = isnan(v)    ? 0
+           : v <= low  ? INT32_MIN
+           : v >= high ? INT32_MAX
+                       : static_cast<int32_t>(v);
+  });
+}
+
+void binaryKernel(const Exec &exec, BinaryFn fn, const float *lhs,
+                  const float *rhs, float *out,
+                  const IterationSpace<3> &space) {
+  forEach(exec, space.count(), [=] __host__ __device__(int64_t i) {
+    int64_t o[3];
+    space.offsets(i, o);
+    out[o[2]] = binaryValue(fn, lhs[o[0]], rhs[o[1]]);
+  });
+}
+
+void compareKernel(const Exec &exec, BinaryFn fn, const int32_t *lhs,
+                   const int32_t *rhs, float *out,
+                   const IterationSpace<3> &space) {
+  bool less = fn == BinaryFn::Lt;
+  forEach(exec, space.count(), [=] __host__ __device__(int64_t i) {
+    int64_t o[3];
+    space.offsets(i, o);
+    int32_t x = lhs[o[0]], y = rhs[o[1]];
+    out[o[2]] = (less ? x < y : x == y) ? 1.0f : 0.0f;
+  });
+}
+
+void rangeKernel(const Exec &exec, DType dtype, void *out, int64_t count) {
+  if (dtype == DType::I32) {
+    int32_t *y = static_cast<int32_t *>(out);
+    forEach(exec, count, [=] __host__ __device__(int64_t i) {
+      y[i] = static_cast<int32_t>(i);
+    });
+  } else {
+    float *y = static_cast<float *>(out);
+    forEach(exec, count, [=] __host__ __device__(int64_t i) {
+      y[i] = static_cast<float>(i);
+    });
+  }
+}
+
+void cumsumKernel(const Exec &exec, const float *in, float *out,
+                  const RowWalk &walk, bool reverse) {
+  forEach(exec, walk.rows.count(), [=] __host__ __device__(int64_t i) {
+    int64_t o[3];
+    walk.rows.offsets(i, o);
+    const float *x = in + o[0];
+    float *y = out + o[1];
+    int64_t n = walk.length;
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t j = reverse ? n - 1 - k : k;
+      sum += x[j * walk.step[0]];
+      y[j * walk.step[1]] = sum;
+    }
+  });
+}
+
+void reduceKernel(const Exec &exec, Reduction fn, const float *src, float *dst,
+                  const IterationSpace<2> &outer,
+                  const IterationSpace<1> &inner) {
+  bool sum = fn == Reduction::Sum;
+  forEach(exec, outer.count(), [=] __host__ __device__(int64_t i) {
+    int64_t o[2];
+    outer.offsets(i, o);
+    const float *x = src + o[0];
+    float acc = sum ? 0.0f : -INFINITY;
+    if (sum)
+      walkOffsets(inner, [&](int64_t at) { acc += x[at]; });
+    else
+      walkOffsets(inner, [&](int64_t at) { acc = maxLikeStd(acc, x[at]); });
+    dst[o[1]] = acc;
+  });
+}
+
+/// Softmax with one warp per row: lanes stride over the row, and the
+/// maximum and the sum are combined by shuffles.
+static __global__ void softmaxWarpRows(const float *in, float *out,
+                                       RowWalk walk) {
+  const unsigned all = 0xffffffffu;
+  int lane = threadIdx.x & 31;
+  int64_t warp =
+      (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  int64_t rows = walk.rows.count(), n = walk.length;
+  int64_t inStep = walk.step[0], outStep = walk.step[1];
+  for (int64_t r = warp; r < rows; r += warps) {
+    int64_t o[3];
+    walk.rows.offsets(r, o);
+    const float *x = in + o[0];
+    float *y = out + o[1];
+    float top = -INFINITY;
+    for (int64_t j = lane; j < n; j += 32)
+      top = maxLikeStd(top, x[j * inStep]);
+    for (int offset = 16; offset > 0; offset >>= 1)
+      top = maxLikeStd(top, __shfl_xor_sync(all, top, offset));
+    float sum = 0.0f;
+    for (int64_t j = lane; j < n; j += 32) {
+      float e = expf(x[j * inStep] - top);
+      y[j * outStep] = e;
+      sum += e;
+    }
+    for (int offset = 16; offset > 0; offset >>= 1)
+      sum += __shfl_xor_sync(all, sum, offset);
+    for (int64_t j = lane; j < n; j += 32)
+      y[j * outStep] /= sum;
+  }
+}
+
+void softmaxKernel(const Exec &exec, const float *in, float *out,
+                   const RowWalk &walk) {
+  if (!exec.onHost) {
+    int64_t rows = walk.rows.count();
+    if (rows == 0)
+      return;
+    const int threads = 256, rowsPerBlock = threads / 32;
+    int64_t blocks =
+        std::min<int64_t>((rows + rowsPerBlock - 1) / rowsPerBlock, 1 << 20);
+    softmaxWarpRows<<<static_cast<unsigned>(blocks), threads, 0, exec.stream>>>(
+        in, out, walk);
+    MESHC_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  // The host reference of the same formula, row by row as the CPU does.
+  forEach(exec, walk.rows.count(), [=] __host__ __device__(int64_t i) {
+    int64_t o[3];
+    walk.rows.offsets(i, o);
+    const float *x = in + o[0];
+    float *y = out + o[1];
+    int64_t n = walk.length, inStep = walk.step[0], outStep = walk.step[1];
+    float top = -INFINITY;
+    for (int64_t j = 0; j < n; ++j)
+      top = maxLikeStd(top, x[j * inStep]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      float e = expf(x[j * inStep] - top);
+      y[j * outStep] = e;
+      sum += e;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      y[j * outStep] /= sum;
+  });
+}
+
+void windowKernel(const Exec &exec, const float *in, float *out,
+                  const RowWalk &walk, int64_t inLength, int64_t offset) {
+  forEach(exec, walk.rows.count(), [=] __host__ __device__(int64_t i) {
+    int64_t o[3];
+    walk.rows.offsets(i, o);
+    const float *x = in + o[0];
+    float *y = out + o[1];
+    for (int64_t j = 0; j < walk.length; ++j) {
+      int64_t source = j + offset;
+      y[j * walk.step[1]] =
+          source >= 0 && source < inLength ? x[source * walk.step[0]] : 0.0f;
+    }
+  });
+}
+
+void crossEntropyKernel(const Exec &exec, const float *logits,
+                        const int32_t *labels, float *out, const RowWalk &walk,
+                        KernelStatus *status) {
+  forEach(exec, walk.rows.count(), [=] __host__ __device__(int64_t i) {
+    int64_t o[3];
+    walk.rows.offsets(i, o);
+    const float *x = logits + o[0];
+    int32_t label = labels[o[1]];
+    int64_t n = walk.length, step = walk.step[0];
+    if (label < 0 || label >= n) {
+      recordBadRow(status, static_cast<unsigned long long>(i));
+      return;
+    }
+    float top = -INFINITY;
+    for (int64_t j = 0; j < n; ++j)
+      top = maxLikeStd(top, x[j * step]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j)
+      sum += expf(x[j * step] - top);
+    out[o[2]] = top + logf(sum) - x[label * step];
+  });
+}
+
+void oneHotKernel(const Exec &exec, const int32_t *in, float *out,
+                  const RowWalk &walk, KernelStatus *status) {
+  forEach(exec, walk.rows.count(), [=] __host__ __device__(int64_t i) {
+    int64_t o[3];
+    walk.rows.offsets(i, o);
+    float *y = out + o[0];
+    int32_t index = in[o[1]];
+    if (index < 0 || index >= walk.length) {
+      recordBadRow(status, static_cast<unsigned long long>(i));
+      return;
+    }
+    for (int64_t c = 0; c < walk.length; ++c)
+      y[c * walk.step[0]] = c == index ? 1.0f : 0.0f;
+  });
+}
+
+void argmaxKernel(const Exec &exec, const float *in, int32_t *out,
+                  const RowWalk &walk) {
+  forEach(exec, walk.rows.count(), [=] __host__ __device__(int64_t i) {
+    int64_t o[3];
+    walk.rows.offsets(i, o);
+    const float *x = in + o[0];
+    int64_t best = -1;
+    float top = 0.0f;
+    for (int64_t c = 0; c < walk.length; ++c) {
+      float v = x[c * walk.step[0]];
+      if (!isnan(v) && (best < 0 || v > top)) {
+        best = c;
+        top = v;
+      }
+    }
+    out[o[1]] = static_cast<int32_t>(best < 0 ? 0 : best);
+  });
+}
+
+void dropoutKernel(const Exec &exec, const DropoutParams &mask, int64_t first,
+                   float *out, const IterationSpace<2> &space) {
+  forEach(exec, space.count(), [=] __host__ __device__(int64_t i) {
+    int64_t o[2];
+    space.offsets(i, o);
+    out[o[1]] = dropoutValue(mask, static_cast<uint64_t>(first + o[0]));
+  });
+}
+
+void groupReduceKernel(const Exec &exec, DType dtype, Reduction fn,
+                       const MemberBuffers &inputs, void *out, int64_t count) {
+  bool sum = fn == Reduction::Sum;
+  if (dtype == DType::F32) {
+    float *y = static_cast<float *>(out);
+    forEach(exec, count, [=] __host__ __device__(int64_t i) {
+      float acc = static_cast<const float *>(inputs.data[0])[i];
+      for (int m = 1; m < inputs.count; ++m) {
+        float v = static_cast<const float *>(inputs.data[m])[i];
+        acc = sum ? acc + v : maxLikeStd(acc, v);
+      }
+      y[i] = acc;
+    });
+    return;
+  }
+  int32_t *y = static_cast<int32_t *>(out);
+  forEach(exec, count, [=] __host__ __device__(int64_t i) {
+    int32_t acc = static_cast<const int32_t *>(inputs.data[0])[i];
+    for (int m = 1; m < inputs.count; ++m) {
+      int32_t v = static_cast<const int32_t *>(inputs.data[m])[i];
+      acc = sum ? acc + v : maxLikeStd(acc, v);
+    }
+    y[i] = acc;
+  });
+}
+
+} // namespace meshc::runtime::cuda

@@ -1,0 +1,334 @@
+//===- CudaHostTest.cpp - CUDA backend checks that need no GPU ------------===//
+//
+// What can be checked without a GPU, and is checked everywhere:
+// - "--backend cuda" without a device fails with cudaGetDeviceCount's reason;
+// - the check macros name the call, file:line and the library's error;
+// - the collective mode choice and its errors;
+// - the generator transcription (KernelTypes.h) is bit-identical to
+//   runtime/Random.h;
+// - the kernels' element functions and iteration spaces, run on the host
+//   (Exec::onHost), compute what the CPU backend's kernels compute.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestSupport.h"
+#include "StepHarness.h"
+
+#include "cuda/CudaCheck.h"
+#include "cuda/CudaCollectives.h"
+#include "cuda/CudaKernels.h"
+#include "cuda/KernelSpaces.h"
+#include "runtime/Error.h"
+#include "runtime/cpu/CpuKernels.h"
+
+#include <gtest/gtest.h>
+
+using namespace meshc::runtime;
+using namespace meshc::runtime::cuda;
+using namespace meshc::runtime::testing;
+namespace rt = meshc::runtime;
+
+namespace {
+
+const Exec kHost{nullptr, true};
+
+NamedShape shape(std::vector<std::string> names, std::vector<int64_t> sizes) {
+  return {std::move(names), std::move(sizes)};
+}
+
+std::string errorOf(void (*fn)()) {
+  try {
+    fn();
+  } catch (const RuntimeError &error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(CudaHostTest, BackendWithoutGpuSaysWhy) {
+  registerCudaBackend();
+  std::string reason = cudaUnavailableReason();
+  if (reason.empty()) {
+    EXPECT_EQ(createBackend("cuda")->name(), "cuda");
+    return;
+  }
+  EXPECT_EQ(reason.rfind("cudaGetDeviceCount: ", 0), 0u) << reason;
+  EXPECT_EQ(errorOf([] { createBackend("cuda"); }),
+            "--backend cuda: no CUDA device (" + reason + ")");
+  EXPECT_EQ(errorOf([] { createBackend("tpu"); }),
+            "unknown backend 'tpu' (available backends: cpu, cuda)");
+}
+
+TEST(CudaHostTest, CheckMacrosNameCallFileAndError) {
+  int line = 0;
+  try {
+    line = __LINE__, MESHC_CUDA_CHECK(cudaErrorMemoryAllocation);
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError &error) {
+    EXPECT_EQ(error.what(),
+              std::string("cudaErrorMemoryAllocation failed at ") + __FILE__ +
+                  ":" + std::to_string(line) +
+                  ": out of memory (cudaErrorMemoryAllocation)");
+  }
+  try {
+    line = __LINE__, MESHC_CUBLAS_CHECK(CUBLAS_STATUS_NOT_SUPPORTED);
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError &error) {
+    EXPECT_EQ(error.what(),
+              std::string("CUBLAS_STATUS_NOT_SUPPORTED failed at ") + __FILE__ +
+                  ":" + std::to_string(line) +
+                  ": CUBLAS_STATUS_NOT_SUPPORTED (" +
+                  cublasGetStatusString(CUBLAS_STATUS_NOT_SUPPORTED) + ")");
+  }
+#ifdef MESHC_HAVE_NCCL
+  try {
+    line = __LINE__, MESHC_NCCL_CHECK(ncclInvalidArgument);
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError &error) {
+    std::string prefix = std::string("ncclInvalidArgument failed at ") +
+                         __FILE__ + ":" + std::to_string(line) + ": " +
+                         ncclGetErrorString(ncclInvalidArgument);
+    EXPECT_EQ(std::string(error.what()).rfind(prefix, 0), 0u) << error.what();
+  }
+#endif
+  // The cleanup variants report and go on.
+  ::testing::internal::CaptureStderr();
+  MESHC_CUDA_WARN(cudaErrorInvalidValue);
+  MESHC_CUDA_WARN(cudaSuccess);
+  std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(printed.find("meshrun: warning: cudaErrorInvalidValue failed at"),
+            std::string::npos)
+      << printed;
+  EXPECT_EQ(printed.find("cudaSuccess"), std::string::npos) << printed;
+}
+
+TEST(CudaHostTest, CollectiveModeChoice) {
+  EXPECT_EQ(chooseCollectiveMode("", 8, 1), CollectiveMode::Virtual);
+  EXPECT_EQ(chooseCollectiveMode("", 1, 8), CollectiveMode::Virtual);
+  EXPECT_EQ(chooseCollectiveMode("", 4, 8),
+            haveNccl() ? CollectiveMode::Nccl : CollectiveMode::Virtual);
+  EXPECT_EQ(chooseCollectiveMode("virtual", 4, 8), CollectiveMode::Virtual);
+  try {
+    chooseCollectiveMode("nccl", 8, 2);
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError &error) {
+    EXPECT_STREQ(error.what(),
+                 haveNccl()
+                     ? "MESHC_CUDA_COLLECTIVES=nccl: the mesh has 8 devices "
+                       "but there are only 2 GPUs (NCCL needs one GPU per "
+                       "mesh device; use virtual)"
+                     : "MESHC_CUDA_COLLECTIVES=nccl: this meshrun was built "
+                       "without NCCL (use virtual)");
+  }
+  try {
+    chooseCollectiveMode("mpi", 8, 2);
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError &error) {
+    EXPECT_STREQ(error.what(),
+                 "MESHC_CUDA_COLLECTIVES='mpi' is neither 'virtual' nor "
+                 "'nccl'");
+  }
+}
+
+TEST(CudaHostTest, GeneratorIsBitIdenticalToRandomH) {
+  uint64_t key = runKey(7, "drop0", 3);
+  TensorRandom random = TensorRandom::withKey(key);
+  for (uint64_t i : {0ULL, 1ULL, 2ULL, 1000ULL, 123456789ULL, ~0ULL >> 2}) {
+    EXPECT_EQ(cuda::splitmix64(i), rt::splitmix64(i));
+    for (unsigned j : {0u, 1u})
+      EXPECT_EQ(uniformAt(key, i, j), random.uniform(i, j)) << i;
+  }
+  DropoutParams mask{key, 0.3, 1.0 / 0.7};
+  for (uint64_t i = 0; i < 5000; ++i)
+    ASSERT_EQ(dropoutValue(mask, i),
+              static_cast<float>(dropoutScale(7, "drop0", 3, i, 0.3)))
+        << i;
+}
+
+TEST(CudaHostTest, ElementwiseKernelsMatchTheCpu) {
+  std::vector<float> x = testData("x", 257);
+  x[3] = NAN;
+  for (UnaryFn fn : {UnaryFn::Relu, UnaryFn::Gelu, UnaryFn::Exp, UnaryFn::Tanh,
+                     UnaryFn::Negate, UnaryFn::Scale, UnaryFn::Positive,
+                     UnaryFn::GeluGrad}) {
+    std::vector<float> got(x.size()), want(x.size());
+    cuda::unaryKernel(kHost, fn, 2.5f, x.data(), got.data(), 257);
+    rt::unaryKernel(fn, 2.5, x.data(), want.data(), 257);
+    SCOPED_TRACE(static_cast<int>(fn));
+    expectClose(got, want, 1e-6);
+  }
+  std::vector<float> f = {1.9f, -1.9f, 3e9f, -3e9f, NAN, 0.0f};
+  std::vector<int32_t> got(6), want(6);
+  cuda::castKernel(kHost, DType::F32, DType::I32, f.data(), got.data(), 6);
+  rt::castKernel(DType::F32, DType::I32, f.data(), want.data(), 6);
+  EXPECT_EQ(got, want);
+  std::vector<int32_t> filled(5);
+  fillKernel(kHost, DType::I32, -4, filled.data(), 5);
+  EXPECT_EQ(filled, std::vector<int32_t>(5, -4));
+}
+
+TEST(CudaHostTest, BroadcastingBinaryMatchesTheCpu) {
+  // out[b, h] = fn(lhs[h, b], rhs[h]), and the flat case.
+  NamedShape lhs = shape({"h", "b"}, {5, 3}), rhs = shape({"h"}, {5}),
+             out = shape({"b", "h"}, {3, 5});
+  std::vector<float> l = testData("l", 15), r = testData("r", 5);
+  for (BinaryFn fn :
+       {BinaryFn::Add, BinaryFn::Sub, BinaryFn::Mul, BinaryFn::Div,
+        BinaryFn::Max, BinaryFn::Min, BinaryFn::Eq, BinaryFn::Lt}) {
+    std::vector<float> got(15), want(15);
+    cuda::binaryKernel(kHost, fn, l.data(), r.data(), got.data(),
+                       binarySpace(lhs, rhs, out));
+    rt::binaryKernel(fn, l.data(), lhs, r.data(), rhs, want.data(), out);
+    EXPECT_EQ(got, want) << static_cast<int>(fn);
+  }
+  std::vector<int32_t> a = {7, -1, 3}, b = {3, 7};
+  NamedShape as = shape({"b"}, {3}), bs = shape({"a"}, {2}),
+             os = shape({"a", "b"}, {2, 3});
+  for (BinaryFn fn : {BinaryFn::Eq, BinaryFn::Lt}) {
+    std::vector<float> got(6), want(6);
+    cuda::compareKernel(kHost, fn, a.data(), b.data(), got.data(),
+                        binarySpace(as, bs, os));
+    rt::compareKernel(fn, a.data(), as, b.data(), bs, want.data(), os);
+    EXPECT_EQ(got, want) << static_cast<int>(fn);
+  }
+  EXPECT_EQ(binarySpace(out, out, out).rank, 1);
+}
+
+TEST(CudaHostTest, ReductionsAndTransposesMatchTheCpuBitForBit) {
+  NamedShape src = shape({"a", "b", "c", "d"}, {3, 4, 5, 2});
+  std::vector<float> x = testData("x", 120);
+  for (NamedShape dst :
+       {shape({"c", "a"}, {5, 3}), shape({}, {}),
+        shape({"d", "c", "b", "a"}, {2, 5, 4, 3}), shape({"b", "d"}, {4, 2})}) {
+    for (Reduction fn : {Reduction::Sum, Reduction::Max}) {
+      std::vector<float> got(dst.elements()), want(dst.elements());
+      ReduceSpaces spaces = reduceSpaces(src, dst);
+      cuda::reduceKernel(kHost, fn, x.data(), got.data(), spaces.outer,
+                         spaces.inner);
+      reducePermute(fn, x.data(), src, want.data(), dst);
+      EXPECT_EQ(got, want) << dst.str();
+    }
+  }
+}
+
+TEST(CudaHostTest, RowKernelsMatchTheCpu) {
+  NamedShape in = shape({"a", "c", "b"}, {2, 6, 3}),
+             out = shape({"b", "a", "c"}, {3, 2, 6});
+  std::vector<float> x = testData("x", 36);
+  x[0] = 80.0f;
+  std::vector<float> got(36), want(36);
+  cuda::softmaxKernel(kHost, x.data(), got.data(), inOutRows(in, out, "c"));
+  rt::softmaxKernel(x.data(), in, want.data(), out, "c");
+  expectClose(got, want, 1e-6);
+
+  NamedShape logits = shape({"classes", "batch"}, {5, 4}),
+             labels = shape({"batch"}, {4}), loss = shape({"batch"}, {4});
+  std::vector<float> z = testData("z", 20), l1(4), l2(4);
+  std::vector<int32_t> y = {0, 4, 2, 1};
+  KernelStatus status{kNoFailure};
+  RowWalk ce = crossEntropyWalk(logits, labels, loss, "classes");
+  cuda::crossEntropyKernel(kHost, z.data(), y.data(), l1.data(), ce, &status);
+  rt::crossEntropyKernel(z.data(), logits, y.data(), labels, l2.data(), loss,
+                         "classes");
+  EXPECT_EQ(status.firstBadRow, kNoFailure);
+  expectClose(l1, l2, 1e-6);
+  y = {1, 9, -2, 0};
+  cuda::crossEntropyKernel(kHost, z.data(), y.data(), l1.data(), ce, &status);
+  EXPECT_EQ(status.firstBadRow, 1u);
+  EXPECT_EQ(rowOffset(ce, 1, 1), 1);
+
+  NamedShape idx = shape({"batch"}, {3}),
+             hot = shape({"classes", "batch"}, {4, 3});
+  std::vector<int32_t> ids = {2, 0, 3};
+  std::vector<float> h1(12), h2(12);
+  status.firstBadRow = kNoFailure;
+  cuda::oneHotKernel(kHost, ids.data(), h1.data(),
+                     oneHotWalk(idx, hot, "classes"), &status);
+  rt::oneHotKernel(ids.data(), idx, h2.data(), hot, "classes");
+  EXPECT_EQ(h1, h2);
+  EXPECT_EQ(status.firstBadRow, kNoFailure);
+
+  NamedShape scores = shape({"classes", "batch"}, {3, 4}),
+             best = shape({"batch"}, {4});
+  std::vector<float> s = {1, NAN, NAN, 5, 3, 2, NAN, 5, 3, 7, NAN, 1};
+  std::vector<int32_t> a1(4), a2(4);
+  cuda::argmaxKernel(kHost, s.data(), a1.data(),
+                     argmaxWalk(scores, best, "classes"));
+  rt::argmaxKernel(s.data(), scores, a2.data(), best, "classes");
+  EXPECT_EQ(a1, a2);
+}
+
+TEST(CudaHostTest, RangeAndCumsumMatchTheCpu) {
+  for (DType dtype : {DType::F32, DType::I32}) {
+    std::vector<int32_t> got(9), want(9);
+    rangeKernel(kHost, dtype, got.data(), 9);
+    rt::rangeKernel(dtype, want.data(), 9);
+    EXPECT_EQ(got, want);
+  }
+  NamedShape in = shape({"a", "c", "b"}, {2, 6, 3}),
+             out = shape({"b", "a", "c"}, {3, 2, 6});
+  std::vector<float> x = testData("x", 36);
+  for (bool reverse : {false, true}) {
+    std::vector<float> got(36), want(36);
+    cuda::cumsumKernel(kHost, x.data(), got.data(), inOutRows(in, out, "c"),
+                       reverse);
+    rt::cumsumKernel(x.data(), in, want.data(), out, "c", reverse);
+    EXPECT_EQ(got, want) << reverse;
+  }
+}
+
+TEST(CudaHostTest, WindowMatchesTheCpu) {
+  // out[b, t, a] = in[a, s = t + offset, b], s of size 6, t of size 4.
+  NamedShape in = shape({"a", "s", "b"}, {2, 6, 3}),
+             out = shape({"b", "t", "a"}, {3, 4, 2});
+  std::vector<float> x = testData("x", 36);
+  for (int64_t offset : {-3, 0, 2, 7}) {
+    std::vector<float> got(24, 9.0f), want(24, 9.0f);
+    cuda::windowKernel(kHost, x.data(), got.data(),
+                       windowRows(in, out, "s", "t"), 6, offset);
+    rt::windowKernel(x.data(), in, want.data(), out, "s", "t", offset);
+    EXPECT_EQ(got, want) << offset;
+  }
+}
+
+TEST(CudaHostTest, DropoutBlockMatchesTheCpu) {
+  // Block [1:3, 4:12] of a [4, 16] mask, stored as [c, a].
+  std::vector<meshc::layout::Dim> global = {{"a", 4}, {"c", 16}};
+  std::vector<int64_t> offset = {1, 4};
+  NamedShape block = shape({"a", "c"}, {2, 8});
+  DropoutMask mask(5, "drop", 2, 0.4);
+  DropoutParams params{runKey(5, "drop", 2), 0.4, 1.0 / 0.6};
+  std::vector<float> got(16), want(16);
+  DropoutSpace space = dropoutSpace(global, offset, block);
+  cuda::dropoutKernel(kHost, params, space.first, got.data(), space.space);
+  rt::dropoutKernel(mask, global, offset, want.data(), block);
+  EXPECT_EQ(got, want);
+}
+
+TEST(CudaHostTest, GroupReduceCombinesMembersInRankOrder) {
+  std::vector<std::vector<float>> members = {
+      {1, 2, NAN}, {4, -5, 6}, {7, 8, 9}};
+  MemberBuffers buffers;
+  buffers.count = 3;
+  for (int m = 0; m < 3; ++m)
+    buffers.data[m] = members[m].data();
+  std::vector<float> out(3);
+  groupReduceKernel(kHost, DType::F32, Reduction::Sum, buffers, out.data(), 3);
+  EXPECT_EQ(out[0], 12.0f);
+  EXPECT_EQ(out[1], 5.0f);
+  EXPECT_TRUE(std::isnan(out[2]));
+  groupReduceKernel(kHost, DType::F32, Reduction::Max, buffers, out.data(), 2);
+  EXPECT_EQ(out[0], 7.0f);
+  EXPECT_EQ(out[1], 8.0f);
+  std::vector<std::vector<int32_t>> ints = {{1, -3}, {2, 5}};
+  MemberBuffers intBuffers;
+  intBuffers.count = 2;
+  intBuffers.data[0] = ints[0].data();
+  intBuffers.data[1] = ints[1].data();
+  // In place into member 0, as allReduce does.
+  groupReduceKernel(kHost, DType::I32, Reduction::Sum, intBuffers,
+                    ints[0].data(), 2);
+  EXPECT_EQ(ints[0], (std::vector<int32_t>{3, 2}));
+}
+
+} // namespace
