@@ -11,7 +11,7 @@ packages=(
   # MLIR/LLVM 22 (libMLIR.so, mlir-tblgen, FileCheck, lit)
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   # libraries and test framework
-  nlohmann-json3-dev libgtest-dev libopenblas-dev
+  nlohmann-json3-dev libgtest-dev libopenblas-dev zlib1g-dev
   # MPI for multi-process runs
   libopenmpi-dev openmpi-bin
   # real data (scripts/fetch_data.sh) and the JAX venv (scripts/setup_python.sh)
