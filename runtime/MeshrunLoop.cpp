@@ -279,9 +279,14 @@ void Loop::drawProgress(int64_t done, int64_t step) {
   double perStep = elapsed.count() / static_cast<double>(done);
   progress.etaSeconds = perStep * static_cast<double>(options.steps - done);
   progress.stepsPerSecond = perStep > 0 ? 1.0 / perStep : 0.0;
-  if (session.batchSize() > 0 && trainingSeconds > 0)
+  if (session.batchSize() > 0 && trainingSeconds > 0) {
     progress.examplesPerSecond = static_cast<double>(session.batchSize()) *
                                  static_cast<double>(done) / trainingSeconds;
+    if (session.tokensPerExample() > 0)
+      progress.tokensPerSecond =
+          *progress.examplesPerSecond *
+          static_cast<double>(session.tokensPerExample());
+  }
   std::string line = progressLine(progress);
   if (streams.terminal) {
     size_t width = line.size();

@@ -146,9 +146,17 @@ Session::Session(const Program &program, const SessionOptions &options)
   if (!first)
     for (const InputFeed &feed : inputs)
       if (!feed.tensor->dims.empty()) {
+        first = &feed;
         batch = feed.tensor->dims[0].size;
         break;
       }
+  // Token ids: an i32 input of rank >= 2 ([batch, seq, ...]).
+  if (first && first->tensor->dtype == DType::I32 &&
+      first->tensor->dims.size() >= 2) {
+    tokens = 1;
+    for (size_t d = 1; d < first->tensor->dims.size(); ++d)
+      tokens *= first->tensor->dims[d].size;
+  }
   if (first)
     order.emplace(seedValue, trainExamples, options.shuffle);
   checkEvalSet(options);

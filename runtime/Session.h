@@ -127,6 +127,9 @@ public:
   /// The examples of one run: the first dim of the first dataset input, else
   /// of the first input (0 without inputs of rank >= 1).
   int64_t batchSize() const { return batch; }
+  /// The tokens of one example when the batch's input (as for batchSize) is
+  /// i32 token ids of rank >= 2 ([batch, seq]: seq); 0 otherwise.
+  int64_t tokensPerExample() const { return tokens; }
   /// The number of examples of the eval set (0 without one).
   int64_t evalExamples() const { return evalSetExamples; }
   /// The full batches of the eval set.
@@ -204,6 +207,7 @@ private:
   int64_t trainExamples = 0;
   int64_t evalSetExamples = 0;
   int64_t batch = 0;
+  int64_t tokens = 0;
   uint64_t runCount = 0;
   /// The steps of a training run, with and without the sync steps, and of
   /// an eval run.

@@ -77,7 +77,12 @@ std::string progressLine(const Progress &progress, int width) {
             groupThousands(static_cast<int64_t>(
                 std::llround(*progress.examplesPerSecond))) +
             " examples/s";
-  else
+  if (progress.examplesPerSecond && progress.tokensPerSecond)
+    line += ", " +
+            groupThousands(
+                static_cast<int64_t>(std::llround(*progress.tokensPerSecond))) +
+            " tokens/s";
+  if (!progress.examplesPerSecond)
     line += " | " + shortNumber(progress.stepsPerSecond) + " steps/s";
   return line + " | ETA " + clockTime(progress.etaSeconds);
 }

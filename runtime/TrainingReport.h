@@ -3,6 +3,8 @@
 // The pieces of meshrun's training output that do not touch devices: the
 // progress line
 //   step 120/500 [=======>      ] loss 0.4132 | 12,345 examples/s | ETA 0:12
+//   step 120/500 [=======>      ] loss 2.7013 | 64 examples/s, 4,096 tokens/s |
+//   ETA 0:12
 // the eval line, and the run log behind --csv and --plot (one row per
 // training run with every scalar output, and the eval averages where an
 // evaluation followed the run).
@@ -39,6 +41,8 @@ struct Progress {
   std::optional<double> loss;
   /// Examples per second (none: steps per second are shown).
   std::optional<double> examplesPerSecond;
+  /// Tokens per second, shown as well for language models.
+  std::optional<double> tokensPerSecond;
   double stepsPerSecond = 0;
   double etaSeconds = 0;
 };

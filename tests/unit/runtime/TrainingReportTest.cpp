@@ -44,6 +44,11 @@ TEST(MeshrunReportTest, ProgressLine) {
   EXPECT_EQ(progressLine(progress, 10),
             "step 120/500 [=>        ] loss 0.4132 | 12,345 examples/s | "
             "ETA 0:12");
+  progress.tokensPerSecond = 12345.4 * 64;
+  EXPECT_EQ(progressLine(progress, 10),
+            "step 120/500 [=>        ] loss 0.4132 | 12,345 examples/s, "
+            "790,106 tokens/s | ETA 0:12");
+  progress.tokensPerSecond.reset();
   progress.step = 500;
   progress.loss.reset();
   progress.examplesPerSecond.reset();
