@@ -452,6 +452,21 @@ LogicalResult WindowOp::verify() {
   return success();
 }
 
+/// Contract: `dim` is a dimension of the operand; 1 <= k <= its size.
+LogicalResult TopKOp::verify() {
+  TensorType input = tensorOf(getInput());
+  std::optional<unsigned> index = input.getDimIndex(getDim());
+  if (!index)
+    return emitOpError() << "operand has no dimension '" << getDim()
+                         << "' (type " << input << ")";
+  int64_t size = input.getDims()[*index].size;
+  int64_t k = static_cast<int64_t>(getK());
+  if (k < 1 || k > size)
+    return emitOpError() << "k must be in [1, " << size << "] (the size of '"
+                         << getDim() << "'), got " << k;
+  return success();
+}
+
 /// Contract: `dim` is a dimension of the operand.
 LogicalResult CumsumOp::verify() {
   if (!tensorOf(getInput()).hasDim(getDim()))

@@ -384,6 +384,24 @@ def Mtf_WindowOp : Mtf_Op<"window", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Mtf_TopKOp : Mtf_Op<"top_k", [Pure, SameOperandsAndResultType]> {
+  let summary = "1.0 at the k largest elements along one dimension, else 0.0";
+  let description = [{
+    Per row along `dim`, the `k` largest elements (the first of equal ones,
+    NaN never) get 1.0, the others 0.0: the routing mask of top-k
+    mixture-of-experts (`gates * top_k(gates, experts, 2)`). Piecewise
+    constant: no gradient flows through it.
+
+    ```mlir
+    %m = mtf.top_k %g over "experts" k 2 : !mtf.tensor<[tokens=8, experts=4], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$input, StrAttr:$dim, I64Attr:$k);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$input `over` $dim `k` $k attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Mtf_OneHotOp : Mtf_Op<"one_hot", [Pure]> {
   let summary = "1.0 at each index along a new dimension, 0.0 elsewhere";
   let description = [{

@@ -64,6 +64,7 @@ const BuiltinInfo kBuiltins[] = {
      "slice(x, dim, begin, new_dim)"},
     {Builtin::Pad, "pad", kSlice, 4, 4, false, "pad(x, dim, before, new_dim)"},
     {Builtin::Shift, "shift", kShift, 3, 3, false, "shift(x, dim, 1)"},
+    {Builtin::TopK, "top_k", kShift, 3, 3, false, "top_k(x, dim, 2)"},
     {Builtin::Concat, "concat", kConcat, 5, 5, false,
      "concat(a, dim_a, b, dim_b, new_dim)"},
 };

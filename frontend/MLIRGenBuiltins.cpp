@@ -54,6 +54,28 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
   if (call.builtin == Builtin::Slice || call.builtin == Builtin::Pad ||
       call.builtin == Builtin::Shift || call.builtin == Builtin::Concat)
     return genWindow(call, scope);
+  if (call.builtin == Builtin::TopK) {
+    FailureOr<mlir::Value> input = genTensor(*call.operands[0], scope);
+    if (failed(input) ||
+        failed(requireFloat(*input, "'top_k'", call.getLoc())) ||
+        failed(requireDim(*input, call.dims[0], "take 'top_k' along")))
+      return failure();
+    FailureOr<int64_t> k =
+        integerArg(*call.operands[1], scope, "the k of 'top_k'");
+    if (failed(k))
+      return failure();
+    int64_t size = lookupDim(call.dims[0])->size;
+    if (*k < 1 || *k > size)
+      return error(call.operands[1]->getLoc())
+             << "the k of 'top_k' must be in [1, " << size << "] (the size of '"
+             << call.dims[0].name << "'), got " << *k;
+    result.value =
+        create<mtf::TopKOp>(location(call.getLoc()), input->getType(), *input,
+                            stringAttr(call.dims[0].name),
+                            builder.getI64IntegerAttr(*k))
+            .getResult();
+    return result;
+  }
 
   // range(d): no tensor operand.
   if (call.builtin == Builtin::Range) {
@@ -215,6 +237,7 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
   case Builtin::Pad:
   case Builtin::Shift:
   case Builtin::Concat:
+  case Builtin::TopK:
     llvm_unreachable("handled above");
   }
   if (failed(value))

@@ -492,6 +492,15 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
                      {"sizes", sizesOf({window.getInput(), result()})}});
     return success();
   }
+  if (auto topK = llvm::dyn_cast<mtf::TopKOp>(op)) {
+    steps.push_back(json::Object{{"op", "top_k"},
+                                 {"in", operand(topK.getInput())},
+                                 {"out", operand(result())},
+                                 {"dim", topK.getDim()},
+                                 {"k", static_cast<int64_t>(topK.getK())},
+                                 {"sizes", sizesOf({topK.getInput()})}});
+    return success();
+  }
   if (auto cumsum = llvm::dyn_cast<mtf::CumsumOp>(op)) {
     steps.push_back(json::Object{{"op", "cumsum"},
                                  {"in", operand(cumsum.getInput())},

@@ -104,6 +104,8 @@ LogicalResult Partitioner::partition(Operation &op) {
     return partitionAlongDim(op, softmax.getDim(), "softmax");
   if (auto cumsum = llvm::dyn_cast<mtf::CumsumOp>(op))
     return partitionAlongDim(op, cumsum.getDim(), "running-sum");
+  if (auto topK = llvm::dyn_cast<mtf::TopKOp>(op))
+    return partitionAlongDim(op, topK.getDim(), "top-k");
   if (auto range = llvm::dyn_cast<mtf::RangeOp>(op))
     return partitionRange(range);
   if (auto window = llvm::dyn_cast<mtf::WindowOp>(op))

@@ -98,6 +98,8 @@ const char *opName(OpKind op) {
     return "cumsum";
   case OpKind::Window:
     return "window";
+  case OpKind::TopK:
+    return "top_k";
   case OpKind::AllReduce:
     return "all_reduce";
   case OpKind::AllGather:

@@ -106,6 +106,7 @@ enum class OpKind {
   Range,
   Cumsum,
   Window,
+  TopK,
   AllReduce,
   AllGather,
   ReduceScatter,
@@ -214,6 +215,8 @@ struct Step {
   /// out's `toDim` (0 outside in).
   std::string toDim;
   int64_t offset = 0;
+  /// top_k: how many elements per row get 1.
+  int64_t k = 1;
   /// softmax / softmax_cross_entropy / one_hot / argmax / cumsum: the dim;
   /// all_gather, reduce_scatter, slice: the dim; all_to_all: split_dim.
   std::string dim;

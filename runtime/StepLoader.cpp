@@ -333,6 +333,7 @@ Step StepParser::parse(size_t index) {
   case OpKind::Reduce:
   case OpKind::Softmax:
   case OpKind::Cumsum:
+  case OpKind::TopK:
   case OpKind::SoftmaxCrossEntropy:
     parseBinaryLike();
     break;
@@ -485,6 +486,7 @@ void StepParser::parseBinaryLike() {
     break;
   case OpKind::Softmax:
   case OpKind::Cumsum:
+  case OpKind::TopK:
     step.in = {operand("in")};
     out = operand("out");
     requireDType("in", step.in[0], DType::F32);
@@ -494,6 +496,15 @@ void StepParser::parseBinaryLike() {
     if (step.op == OpKind::Cumsum)
       if (std::optional<JsonNode> reverse = node.optionalMember("reverse"))
         step.reverse = reverse->boolean();
+    if (step.op == OpKind::TopK) {
+      JsonNode k = node.member("k");
+      int64_t size =
+          step.in[0].shape.sizes[step.in[0].shape.position(step.dim)];
+      step.k = k.integer();
+      if (step.k < 1 || step.k > size)
+        k.fail("k " + std::to_string(step.k) + " is outside [1, " +
+               std::to_string(size) + "] (the size of '" + step.dim + "')");
+    }
     break;
   default: {
     step.in = {operand("logits"), operand("labels")};

@@ -238,6 +238,7 @@ private:
   FailureOr<Tensor> range(mtf::RangeOp op);
   FailureOr<Tensor> cumsum(mtf::CumsumOp op);
   FailureOr<Tensor> window(mtf::WindowOp op);
+  FailureOr<Tensor> topK(mtf::TopKOp op);
   LogicalResult checkInt32Result(Operation *op, const Tensor &result);
 
   mtf::ProgramOp program;
@@ -385,6 +386,7 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
       .Case([&](mtf::RangeOp op) { return define(op, range(op)); })
       .Case([&](mtf::CumsumOp op) { return define(op, cumsum(op)); })
       .Case([&](mtf::WindowOp op) { return define(op, window(op)); })
+      .Case([&](mtf::TopKOp op) { return define(op, topK(op)); })
       .Case([&](mtf::OneHotOp op) { return define(op, oneHot(op)); })
       .Case([&](mtf::ArgmaxOp op) { return define(op, argmax(op)); })
       .Case([&](mtf::MaxOp op) {
@@ -830,6 +832,40 @@ FailureOr<Tensor> ProgramRun::window(mtf::WindowOp op) {
       value = input.data[offsetAt(at, inputStrides)];
     }
     result->data[offsetAt(index, resultStrides)] = value;
+  });
+  return result;
+}
+
+/// Per row along `dim`: 1 at the k largest (the first of equal ones; NaN
+/// never before a number), else 0.
+FailureOr<Tensor> ProgramRun::topK(mtf::TopKOp op) {
+  const Tensor &input = valueOf(op.getInput());
+  Tensor result = input;
+  size_t pos = llvm::find(input.dims, op.getDim()) - input.dims.begin();
+  int64_t size = input.shape[pos];
+  int64_t k = static_cast<int64_t>(op.getK());
+  std::vector<int64_t> strides = stridesAlong(input, input.dims);
+  std::vector<int64_t> rowShape = input.shape;
+  rowShape[pos] = 1;
+  forEachIndex(rowShape, [&](const std::vector<int64_t> &row) {
+    std::vector<int64_t> index = row;
+    auto at = [&](int64_t c) {
+      index[pos] = c;
+      return offsetAt(index, strides);
+    };
+    for (int64_t c = 0; c < size; ++c) {
+      double x = input.data[at(c)];
+      // The rank of c: how many elements come before it in the order.
+      int64_t before = 0;
+      for (int64_t o = 0; o < size; ++o) {
+        double y = input.data[at(o)];
+        bool ahead = std::isnan(x)
+                         ? (!std::isnan(y) || o < c)
+                         : (!std::isnan(y) && (y > x || (y == x && o < c)));
+        before += ahead ? 1 : 0;
+      }
+      result.data[at(c)] = before < k ? 1.0 : 0.0;
+    }
   });
   return result;
 }

@@ -286,7 +286,7 @@ void markActive(mtf::ProgramOp program, llvm::DenseSet<Value> &active) {
     }
     // Piecewise-constant ops stop gradients.
     if (llvm::isa<mtf::PositiveOp, mtf::EqualOp, mtf::LessOp, mtf::ArgmaxOp,
-                  mtf::OneHotOp>(op))
+                  mtf::OneHotOp, mtf::TopKOp>(op))
       continue;
     bool anyActive = llvm::any_of(op.getOperands(),
                                   [&](Value v) { return active.contains(v); });

@@ -153,6 +153,10 @@ void CpuDevice::run(const Step &step, Communicator *comm,
     rangeKernel(program.buffers[out.buffer].dtype, at(out),
                 out.shape.elements());
     return;
+  case OpKind::TopK:
+    topKKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)), out.shape,
+               step.dim, step.k);
+    return;
   case OpKind::Window:
     windowKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)), out.shape,
                  step.dim, step.toDim, step.offset);

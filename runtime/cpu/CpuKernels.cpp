@@ -298,6 +298,38 @@ void windowKernel(const float *in, const NamedShape &inShape, float *out,
   });
 }
 
+void topKKernel(const float *in, const NamedShape &inShape, float *out,
+                const NamedShape &outShape, const std::string &dim, int64_t k) {
+  int64_t inStrides[kMaxRank], outStrides[kMaxRank];
+  contiguousStrides(inShape, inStrides);
+  contiguousStrides(outShape, outStrides);
+  Walk<2> rows;
+  for (size_t d = 0; d < inShape.names.size(); ++d)
+    if (inShape.names[d] != dim)
+      rows.addDim(
+          inShape.sizes[d],
+          {inStrides[d], strideOf(outShape, outStrides, inShape.names[d])});
+  int64_t n = inShape.sizes[inShape.position(dim)];
+  int64_t inStep = strideOf(inShape, inStrides, dim);
+  int64_t outStep = strideOf(outShape, outStrides, dim);
+  rows.run([&](const int64_t *o) {
+    const float *x = in + o[0];
+    float *y = out + o[1];
+    for (int64_t c = 0; c < n; ++c) {
+      float v = x[c * inStep];
+      int64_t before = 0;
+      for (int64_t j = 0; j < n && before < k; ++j) {
+        float w = x[j * inStep];
+        bool ahead = std::isnan(v)
+                         ? (!std::isnan(w) || j < c)
+                         : (!std::isnan(w) && (w > v || (w == v && j < c)));
+        before += ahead ? 1 : 0;
+      }
+      y[c * outStep] = before < k ? 1.0f : 0.0f;
+    }
+  });
+}
+
 void rangeKernel(DType dtype, void *out, int64_t elements) {
   for (int64_t i = 0; i < elements; ++i) {
     if (dtype == DType::I32)

@@ -50,6 +50,12 @@ void windowKernel(const float *in, const NamedShape &inShape, float *out,
                   const NamedShape &outShape, const std::string &from,
                   const std::string &to, int64_t offset);
 
+/// out = 1 at the k largest elements of in along `dim` (the first of equal
+/// ones; NaN never before a number), else 0; out has the same dims as in,
+/// in any order, and does not overlap it.
+void topKKernel(const float *in, const NamedShape &inShape, float *out,
+                const NamedShape &outShape, const std::string &dim, int64_t k);
+
 /// out[i] = i for the `elements` elements of out (f32 or i32).
 void rangeKernel(DType dtype, void *out, int64_t elements);
 

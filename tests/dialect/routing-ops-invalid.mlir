@@ -69,3 +69,19 @@ mtf.program @p {
   // expected-error @+1 {{'mtf.window' op result must be the operand with 's' replaced by 't', got '!mtf.tensor<[t=2, a=2], f32>' from '!mtf.tensor<[a=2, s=4], f32>'}}
   %w = mtf.window %x from "s" to "t" offset 0 : !mtf.tensor<[a=2, s=4], f32> -> !mtf.tensor<[t=2, a=2], f32>
 }
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=2, e=4], f32>
+  // expected-error @+1 {{'mtf.top_k' op k must be in [1, 4] (the size of 'e'), got 5}}
+  %m = mtf.top_k %x over "e" k 5 : !mtf.tensor<[a=2, e=4], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=2, e=4], f32>
+  // expected-error @+1 {{'mtf.top_k' op operand has no dimension 'q'}}
+  %m = mtf.top_k %x over "q" k 1 : !mtf.tensor<[a=2, e=4], f32>
+}

@@ -35,3 +35,12 @@ mtf.program @window {
   // CHECK: mtf.window %{{.*}} from "seq" to "seq" offset -1 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[b=2, seq=8], f32>
   %t = mtf.window %x from "seq" to "seq" offset -1 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[b=2, seq=8], f32>
 }
+
+// -----
+
+// CHECK-LABEL: mtf.program @topk
+mtf.program @topk {
+  %g = mtf.input "g" : !mtf.tensor<[tokens=8, experts=4], f32>
+  // CHECK: mtf.top_k %{{.*}} over "experts" k 2 : !mtf.tensor<[tokens=8, experts=4], f32>
+  %m = mtf.top_k %g over "experts" k 2 : !mtf.tensor<[tokens=8, experts=4], f32>
+}

@@ -163,6 +163,10 @@ TEST(GradientCheck, Concat) {
   checkGradients(
       model("concat(x, b, x * x, b, b2)", "a, b2").insert(0, "dim b2 = 8\n"));
 }
+TEST(GradientCheck, TopKIsAConstantMask) {
+  // d/dx (x * mask) = mask: the selection itself carries no gradient.
+  checkGradients(model("x * top_k(x, b, 2)", "a, b"));
+}
 TEST(GradientCheck, ScalarConstants) {
   checkGradients(model("2.5 * x - x / 4 + 1", "a, b"));
 }

@@ -274,6 +274,20 @@ TEST(KernelsTest, CumsumBothWaysIntoPermutedOut) {
   EXPECT_EQ(harness.readF32(out), (std::vector<float>{6, 60, 5, 50, 3, 30}));
 }
 
+TEST(KernelsTest, TopKMarksTheLargestFirstOfTiesNeverNaN) {
+  // in[a, e]: {3, 1, 3, 2} and {NaN, 5, -1, 5}; out[e, a], k = 2.
+  StepHarness harness;
+  int64_t in = harness.f32({3, 1, 3, 2, NAN, 5, -1, 5}),
+          out = harness.f32(std::vector<float>(8));
+  harness.run({{"op", "top_k"},
+               {"in", operand(in, {"a", "e"})},
+               {"out", operand(out, {"e", "a"})},
+               {"dim", "e"},
+               {"k", 2},
+               {"sizes", {{"a", 2}, {"e", 4}}}});
+  EXPECT_EQ(harness.readF32(out), (std::vector<float>{1, 0, 0, 1, 1, 0, 0, 1}));
+}
+
 TEST(KernelsTest, WindowSlicesPadsAndShifts) {
   // in[a, s] = {1, 2, 3, 4}, {5, 6, 7, 8}.
   StepHarness harness;

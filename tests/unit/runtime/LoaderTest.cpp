@@ -187,7 +187,7 @@ TEST(LoaderTest, StepErrors) {
             "p.mprog: steps[0].op: unknown op \"conv\" (known: fill, copy, "
             "einsum, unary, cast, binary, reduce, softmax, "
             "softmax_cross_entropy, one_hot, argmax, dropout, range, cumsum, "
-            "window, all_reduce, "
+            "window, top_k, all_reduce, "
             "all_gather, reduce_scatter, all_to_all, slice)");
   EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["sizes"]["io"] = 8; }),
             "p.mprog: steps[0].in[0]: operand [batch=2, io=8] needs 64 bytes "
