@@ -33,13 +33,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int64_t product(const std::vector<int64_t> &shape) {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
-}
-
 /// What one device stored of one param.
 struct ShardRecord {
   uint32_t crc32 = 0;
@@ -80,14 +73,6 @@ bool storesBlock(const Program &program, const Tensor &tensor, int64_t device) {
     if (coords[axis] != 0)
       return false;
   return true;
-}
-
-std::vector<const Tensor *> paramsOf(const Program &program) {
-  std::vector<const Tensor *> params;
-  for (const Tensor &tensor : program.tensors)
-    if (tensor.role == Role::Param)
-      params.push_back(&tensor);
-  return params;
 }
 
 std::string shardName(int64_t device) {

@@ -24,21 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int64_t product(const std::vector<int64_t> &shape) {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
-}
-
-std::vector<const Tensor *> paramsOf(const Program &program) {
-  std::vector<const Tensor *> params;
-  for (const Tensor &tensor : program.tensors)
-    if (tensor.role == Role::Param)
-      params.push_back(&tensor);
-  return params;
-}
-
 /// Copies the `region`-shaped box at `srcStart` of the row-major block `src`
 /// (shape `srcShape`) to `dstStart` of `dst` (shape `dstShape`); 4-byte
 /// elements.

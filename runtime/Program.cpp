@@ -139,4 +139,19 @@ const Tensor *Program::findTensor(Role role, const std::string &name) const {
   return nullptr;
 }
 
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count;
+}
+
+std::vector<const Tensor *> paramsOf(const Program &program) {
+  std::vector<const Tensor *> params;
+  for (const Tensor &tensor : program.tensors)
+    if (tensor.role == Role::Param)
+      params.push_back(&tensor);
+  return params;
+}
+
 } // namespace meshc::runtime

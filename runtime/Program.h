@@ -68,6 +68,9 @@ enum class Role { Input, Param, Output };
 /// "input", "param", "output".
 const char *roleName(Role role);
 
+/// The number of elements of `shape` (1 for a scalar).
+int64_t product(const std::vector<int64_t> &shape);
+
 /// A global tensor bound to the buffer holding each device's block.
 struct Tensor {
   Role role = Role::Input;
@@ -283,6 +286,9 @@ struct Program {
   /// The tensor of `role` called `name`, or null.
   const Tensor *findTensor(Role role, const std::string &name) const;
 };
+
+/// The params of `program` (optimizer slots included), in file order.
+std::vector<const Tensor *> paramsOf(const Program &program);
 
 } // namespace meshc::runtime
 

@@ -27,13 +27,6 @@ namespace {
 /// More virtual devices than this in one process is surely a mistake.
 constexpr int64_t kMaxDevices = 4096;
 
-int64_t product(const std::vector<int64_t> &shape) {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
-}
-
 /// "'x', 'labels'", the inputs of `program`.
 std::string inputNames(const Program &program) {
   std::string inputs;

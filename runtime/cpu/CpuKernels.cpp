@@ -140,7 +140,9 @@ float geluGrad(float x) {
 struct Rows {
   Walk<2> walk;
   int64_t length = 0;
+  /// The stride of `dim` in `shape`, and in `other` (0 if it lacks it).
   int64_t step = 0;
+  int64_t otherStep = 0;
 };
 Rows rowsAlong(const NamedShape &shape, const NamedShape &other,
                const std::string &dim) {
@@ -155,6 +157,7 @@ Rows rowsAlong(const NamedShape &shape, const NamedShape &other,
           {strides[d], strideOf(other, otherStrides, shape.names[d])});
   rows.length = shape.sizes[shape.position(dim)];
   rows.step = strideOf(shape, strides, dim);
+  rows.otherStep = strideOf(other, otherStrides, dim);
   return rows;
 }
 
@@ -300,19 +303,9 @@ void windowKernel(const float *in, const NamedShape &inShape, float *out,
 
 void topKKernel(const float *in, const NamedShape &inShape, float *out,
                 const NamedShape &outShape, const std::string &dim, int64_t k) {
-  int64_t inStrides[kMaxRank], outStrides[kMaxRank];
-  contiguousStrides(inShape, inStrides);
-  contiguousStrides(outShape, outStrides);
-  Walk<2> rows;
-  for (size_t d = 0; d < inShape.names.size(); ++d)
-    if (inShape.names[d] != dim)
-      rows.addDim(
-          inShape.sizes[d],
-          {inStrides[d], strideOf(outShape, outStrides, inShape.names[d])});
-  int64_t n = inShape.sizes[inShape.position(dim)];
-  int64_t inStep = strideOf(inShape, inStrides, dim);
-  int64_t outStep = strideOf(outShape, outStrides, dim);
-  rows.run([&](const int64_t *o) {
+  Rows rows = rowsAlong(inShape, outShape, dim);
+  int64_t n = rows.length, inStep = rows.step, outStep = rows.otherStep;
+  rows.walk.run([&](const int64_t *o) {
     const float *x = in + o[0];
     float *y = out + o[1];
     for (int64_t c = 0; c < n; ++c) {
@@ -342,19 +335,9 @@ void rangeKernel(DType dtype, void *out, int64_t elements) {
 void cumsumKernel(const float *in, const NamedShape &inShape, float *out,
                   const NamedShape &outShape, const std::string &dim,
                   bool reverse) {
-  int64_t inStrides[kMaxRank], outStrides[kMaxRank];
-  contiguousStrides(inShape, inStrides);
-  contiguousStrides(outShape, outStrides);
-  Walk<2> rows;
-  for (size_t d = 0; d < inShape.names.size(); ++d)
-    if (inShape.names[d] != dim)
-      rows.addDim(
-          inShape.sizes[d],
-          {inStrides[d], strideOf(outShape, outStrides, inShape.names[d])});
-  int64_t n = inShape.sizes[inShape.position(dim)];
-  int64_t inStep = strideOf(inShape, inStrides, dim);
-  int64_t outStep = strideOf(outShape, outStrides, dim);
-  rows.run([&](const int64_t *o) {
+  Rows rows = rowsAlong(inShape, outShape, dim);
+  int64_t n = rows.length, inStep = rows.step, outStep = rows.otherStep;
+  rows.walk.run([&](const int64_t *o) {
     const float *x = in + o[0];
     float *y = out + o[1];
     float sum = 0.0f;
@@ -425,19 +408,9 @@ void dropoutKernel(const DropoutMask &mask,
 
 void softmaxKernel(const float *in, const NamedShape &inShape, float *out,
                    const NamedShape &outShape, const std::string &dim) {
-  int64_t inStrides[kMaxRank], outStrides[kMaxRank];
-  contiguousStrides(inShape, inStrides);
-  contiguousStrides(outShape, outStrides);
-  Walk<2> rows;
-  for (size_t d = 0; d < inShape.names.size(); ++d)
-    if (inShape.names[d] != dim)
-      rows.addDim(
-          inShape.sizes[d],
-          {inStrides[d], strideOf(outShape, outStrides, inShape.names[d])});
-  int64_t n = inShape.sizes[inShape.position(dim)];
-  int64_t inStep = strideOf(inShape, inStrides, dim);
-  int64_t outStep = strideOf(outShape, outStrides, dim);
-  rows.run([&](const int64_t *o) {
+  Rows rows = rowsAlong(inShape, outShape, dim);
+  int64_t n = rows.length, inStep = rows.step, outStep = rows.otherStep;
+  rows.walk.run([&](const int64_t *o) {
     const float *x = in + o[0];
     float *y = out + o[1];
     float top = -std::numeric_limits<float>::infinity();

@@ -390,6 +390,41 @@ TEST(LoaderTest, DropoutErrors) {
             "'m')");
 }
 
+TEST(LoaderTest, RangeTopKAndWindowErrors) {
+  // Buffer 0 [2, 4] read as [a, e], buffer 3 [2, 4] written.
+  auto with = [&](json step) {
+    return errorAfter([&](json &p) { p["steps"].push_back(step); });
+  };
+  json topK = {{"op", "top_k"},
+               {"in", {{"buf", 0}, {"dims", {"a", "e"}}}},
+               {"out", {{"buf", 3}, {"dims", {"a", "e"}}}},
+               {"dim", "e"},
+               {"k", 2},
+               {"sizes", {{"a", 2}, {"e", 4}}}};
+  EXPECT_EQ(with(topK), "");
+  topK["k"] = 5;
+  EXPECT_EQ(with(topK), "p.mprog: steps[2].k: k 5 is outside [1, 4] (the "
+                        "size of 'e')");
+  EXPECT_EQ(with({{"op", "range"},
+                  {"out", {{"buf", 3}, {"dims", {"a", "e"}}}},
+                  {"sizes", {{"a", 2}, {"e", 4}}}}),
+            "p.mprog: steps[2].out: range needs a one-dim out, got [a=2, "
+            "e=4]");
+  json window = {{"op", "window"},
+                 {"in", {{"buf", 0}, {"dims", {"a", "e"}}}},
+                 {"out", {{"buf", 3}, {"dims", {"a", "f"}}}},
+                 {"from", "e"},
+                 {"to", "f"},
+                 {"offset", -1},
+                 {"sizes", {{"a", 2}, {"e", 4}, {"f", 4}}}};
+  EXPECT_EQ(with(window), "");
+  window["to"] = "g";
+  EXPECT_EQ(with(window),
+            "p.mprog: steps[2].to: 'g' is not a dim of out [a=2, f=4]");
+  window["to"] = "a";
+  EXPECT_EQ(with(window), "p.mprog: steps[2].to: in already has dim 'a'");
+}
+
 /// validProgram() with a "training" member.
 json trainingProgram() {
   json program = validProgram();

@@ -136,6 +136,15 @@ TEST(MeshrunTest, CheckpointAndTraceFlagErrors) {
                        "--init-params", "p"}),
             "--restore and --init-params both give the params; use one of "
             "them");
+  EXPECT_EQ(argsError({"a.mprog", "--collective-timeout", "abc"}),
+            "--collective-timeout: expected a number of seconds >= 0 (0: no "
+            "timeout), got 'abc'");
+  EXPECT_EQ(argsError({"a.mprog", "--collective-timeout", "-1"}),
+            "--collective-timeout: expected a number of seconds >= 0 (0: no "
+            "timeout), got '-1'");
+  EXPECT_EQ(*parseMeshrunArgs({"m.mprog", "--collective-timeout", "2.5"})
+                 .collectiveTimeout,
+            2.5);
   EXPECT_EQ(argsError({"a.mprog", "--trace-runs", "3"}),
             "--trace-runs needs --trace FILE.json");
   EXPECT_EQ(argsError({"a.mprog", "--trace", "t.json", "--trace-runs", "-1"}),
