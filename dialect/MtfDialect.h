@@ -20,6 +20,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/Hashing.h"
 
+#include "dialect/PartitionRule.h"
+
 namespace mlir {
 namespace mtf {
 
@@ -66,6 +68,20 @@ ParseResult parseInitializer(OpAsmParser &parser, InitAttr &init);
 void printInitializer(OpAsmPrinter &printer, Operation *op, InitAttr init);
 } // namespace mtf
 } // namespace mlir
+
+namespace mlir {
+namespace mtf {
+class OpEmitter;
+class GradientSink;
+
+/// A piecewise-constant op (a comparison, a mask, an index): mtf-autodiff
+/// sends no gradient through it.
+template <typename ConcreteType>
+class StopsGradient : public OpTrait::TraitBase<ConcreteType, StopsGradient> {};
+} // namespace mtf
+} // namespace mlir
+
+#include "dialect/MtfInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialect/MtfOps.h.inc"

@@ -9,6 +9,7 @@
 #define MESHC_DIALECT_MTFOPS_TD
 
 include "dialect/MtfAttrs.td"
+include "dialect/MtfInterfaces.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -18,7 +19,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Container
 //===----------------------------------------------------------------------===//
 
-def Mtf_ProgramOp : Mtf_Op<"program", [IsolatedFromAbove, NoTerminator,
+def Mtf_ProgramOp : Mtf_Op<"program", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, IsolatedFromAbove, NoTerminator,
                                        SingleBlock, Symbol]> {
   let summary = "a whole model: one straight-line block of mtf operations";
   let description = [{
@@ -51,13 +53,19 @@ def Mtf_ProgramOp : Mtf_Op<"program", [IsolatedFromAbove, NoTerminator,
     /// The single block holding the program's operations.
     ::mlir::Block &getBodyBlock() { return getBody().front(); }
   }];
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("is the container of a program, not an op inside one");
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
 // Sources
 //===----------------------------------------------------------------------===//
 
-def Mtf_InputOp : Mtf_Op<"input", [Pure]> {
+def Mtf_InputOp : Mtf_Op<"input", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "a tensor fed to the program at every step";
   let description = [{
     ```mlir
@@ -67,9 +75,15 @@ def Mtf_InputOp : Mtf_Op<"input", [Pure]> {
   let arguments = (ins StrAttr:$name);
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::parallel();
+    }
+  }];
 }
 
-def Mtf_ParamOp : Mtf_Op<"param", [Pure]> {
+def Mtf_ParamOp : Mtf_Op<"param", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "a trainable parameter with its initializer";
   let description = [{
     ```mlir
@@ -89,9 +103,15 @@ def Mtf_ParamOp : Mtf_Op<"param", [Pure]> {
   let assemblyFormat = [{
     $name custom<Initializer>($init) (`slot` $slot^)? attr-dict `:` type($result)
   }];
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::parallel();
+    }
+  }];
 }
 
-def Mtf_ConstantOp : Mtf_Op<"constant", [Pure]> {
+def Mtf_ConstantOp : Mtf_Op<"constant", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "a tensor with the same value everywhere";
   let description = [{
     A literal broadcast to the result type; used mostly as a scalar that
@@ -105,9 +125,15 @@ def Mtf_ConstantOp : Mtf_Op<"constant", [Pure]> {
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$value attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::parallel();
+    }
+  }];
 }
 
-def Mtf_DropoutMaskOp : Mtf_Op<"dropout_mask", [Pure]> {
+def Mtf_DropoutMaskOp : Mtf_Op<"dropout_mask", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "a fresh random keep-mask, scaled by 1/(1 - rate)";
   let description = [{
     Every element is `1/(1 - rate)` with probability `1 - rate` and `0`
@@ -124,13 +150,19 @@ def Mtf_DropoutMaskOp : Mtf_Op<"dropout_mask", [Pure]> {
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$name `rate` $rate attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::parallel();
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
 // Contraction and layout changes
 //===----------------------------------------------------------------------===//
 
-def Mtf_EinsumOp : Mtf_Op<"einsum", [Pure]> {
+def Mtf_EinsumOp : Mtf_Op<"einsum", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "product of tensors summed over the dimensions the result drops";
   let description = [{
     Dimensions are matched by name. Every result dimension comes from some
@@ -145,9 +177,15 @@ def Mtf_EinsumOp : Mtf_Op<"einsum", [Pure]> {
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::contraction(*this, DimRole::Summed);
+    }
+  }];
 }
 
-def Mtf_RenameOp : Mtf_Op<"rename", [Pure]> {
+def Mtf_RenameOp : Mtf_Op<"rename", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "gives one dimension a new name";
   let description = [{
     Same data, same position, new name: how a tensor gets a layout of its
@@ -161,9 +199,15 @@ def Mtf_RenameOp : Mtf_Op<"rename", [Pure]> {
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$input $from `to` $to attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::rename(getFrom(), getTo());
+    }
+  }];
 }
 
-def Mtf_ConstrainOp : Mtf_Op<"constrain", [Pure, SameOperandsAndResultType]> {
+def Mtf_ConstrainOp : Mtf_Op<"constrain", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "pins the layout of one tensor, whatever the layout rules say";
   let description = [{
     Like JAX's `with_sharding_constraint`: the result has exactly `layout`
@@ -178,9 +222,15 @@ def Mtf_ConstrainOp : Mtf_Op<"constrain", [Pure, SameOperandsAndResultType]> {
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$input `to` $layout attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::forward();
+    }
+  }];
 }
 
-def Mtf_ToTensorOp : Mtf_Op<"to_tensor", [Pure]> {
+def Mtf_ToTensorOp : Mtf_Op<"to_tensor", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "views a named tensor as a builtin ranked tensor";
   let description = [{
     Same data, dimensions in the same order, names dropped: the bridge to
@@ -195,9 +245,15 @@ def Mtf_ToTensorOp : Mtf_Op<"to_tensor", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("belongs to local programs only");
+    }
+  }];
 }
 
-def Mtf_FromTensorOp : Mtf_Op<"from_tensor", [Pure]> {
+def Mtf_FromTensorOp : Mtf_Op<"from_tensor", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "names the dimensions of a builtin ranked tensor";
   let description = [{
     The inverse of `mtf.to_tensor`.
@@ -210,14 +266,22 @@ def Mtf_FromTensorOp : Mtf_Op<"from_tensor", [Pure]> {
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("belongs to local programs only");
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-class Mtf_UnaryFloatOp<string mnemonic, string what>
-    : Mtf_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+class Mtf_UnaryFloatOp<string mnemonic, string what,
+                       string rule = "PartitionRule::parallel()",
+                       list<Trait> traits = []>
+    : Mtf_Op<mnemonic, !listconcat([DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType], traits)> {
   let summary = "elementwise " # what;
   let description = [{
     ```mlir
@@ -227,6 +291,11 @@ class Mtf_UnaryFloatOp<string mnemonic, string what>
   let arguments = (ins Mtf_FloatTensor:$input);
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return }] # rule # [{;
+    }
+  }];
 }
 
 def Mtf_ReluOp : Mtf_UnaryFloatOp<"relu", "max(x, 0)">;
@@ -238,10 +307,12 @@ def Mtf_SqrtOp : Mtf_UnaryFloatOp<"sqrt", "square root">;
 def Mtf_RsqrtOp : Mtf_UnaryFloatOp<"rsqrt", "reciprocal square root">;
 def Mtf_NegateOp : Mtf_UnaryFloatOp<"negate", "negation">;
 
-def Mtf_PositiveOp : Mtf_UnaryFloatOp<"positive", "step function: 1 where x > 0, else 0">;
+def Mtf_PositiveOp : Mtf_UnaryFloatOp<"positive", "step function: 1 where x > 0, else 0",
+    "PartitionRule::parallel()", [Mtf_StopsGradient]>;
 def Mtf_GeluGradOp : Mtf_UnaryFloatOp<"gelu_grad", "derivative of gelu (tanh approximation)">;
 
-def Mtf_LocalGradOp : Mtf_Op<"local_grad", [Pure, SameOperandsAndResultType]> {
+def Mtf_LocalGradOp : Mtf_Op<"local_grad", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "a parameter's gradient under local SGD";
   let description = [{
     The identity on the global program. Partitioned, the gradient is not
@@ -256,9 +327,15 @@ def Mtf_LocalGradOp : Mtf_Op<"local_grad", [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Mtf_FloatTensor:$input);
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::localGrad();
+    }
+  }];
 }
 
-def Mtf_CastOp : Mtf_Op<"cast", [Pure]> {
+def Mtf_CastOp : Mtf_Op<"cast", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "converts the element type, keeping the dimensions";
   let description = [{
     ```mlir
@@ -269,9 +346,15 @@ def Mtf_CastOp : Mtf_Op<"cast", [Pure]> {
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::parallel();
+    }
+  }];
 }
 
-class Mtf_BinaryOp<string mnemonic, string what> : Mtf_Op<mnemonic, [Pure]> {
+class Mtf_BinaryOp<string mnemonic, string what, string rule = "PartitionRule::parallel()"> : Mtf_Op<mnemonic, [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "elementwise " # what # " with broadcasting by dimension name";
   let description = [{
     The result has every dimension of either operand (a dimension present in
@@ -286,16 +369,22 @@ class Mtf_BinaryOp<string mnemonic, string what> : Mtf_Op<mnemonic, [Pure]> {
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return }] # rule # [{;
+    }
+  }];
 }
 
-def Mtf_AddOp : Mtf_BinaryOp<"add", "addition">;
-def Mtf_SubOp : Mtf_BinaryOp<"sub", "subtraction">;
+def Mtf_AddOp : Mtf_BinaryOp<"add", "addition", "PartitionRule::linearParallel()">;
+def Mtf_SubOp : Mtf_BinaryOp<"sub", "subtraction", "PartitionRule::linearParallel()">;
 def Mtf_MulOp : Mtf_BinaryOp<"mul", "multiplication">;
 def Mtf_DivOp : Mtf_BinaryOp<"div", "division">;
 def Mtf_MaxOp : Mtf_BinaryOp<"max", "maximum">;
 def Mtf_MinOp : Mtf_BinaryOp<"min", "minimum">;
 
-def Mtf_EqualOp : Mtf_Op<"equal", [Pure]> {
+def Mtf_EqualOp : Mtf_Op<"equal", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_StopsGradient, Pure]> {
   let summary = "elementwise equality as 1.0 or 0.0, with broadcasting by name";
   let description = [{
     Operands share an element type (float or integer); the result is float
@@ -309,9 +398,15 @@ def Mtf_EqualOp : Mtf_Op<"equal", [Pure]> {
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::parallel();
+    }
+  }];
 }
 
-def Mtf_LessOp : Mtf_Op<"less", [Pure]> {
+def Mtf_LessOp : Mtf_Op<"less", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_StopsGradient, Pure]> {
   let summary = "elementwise lhs < rhs as 1.0 or 0.0, with broadcasting by name";
   let description = [{
     Like `mtf.equal`: operands share an element type (float or integer); the
@@ -327,9 +422,15 @@ def Mtf_LessOp : Mtf_Op<"less", [Pure]> {
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::parallel();
+    }
+  }];
 }
 
-def Mtf_RangeOp : Mtf_Op<"range", [Pure]> {
+def Mtf_RangeOp : Mtf_Op<"range", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "the positions 0, 1, ..., n-1 along the result's one dimension";
   let description = [{
     The result has exactly one dimension; element `i` is `i` (float or
@@ -342,9 +443,16 @@ def Mtf_RangeOp : Mtf_Op<"range", [Pure]> {
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::whole(
+          {::llvm::cast<TensorType>(getType()).getDims()[0].name.getValue()});
+    }
+  }];
 }
 
-def Mtf_CumsumOp : Mtf_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+def Mtf_CumsumOp : Mtf_Op<"cumsum", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "inclusive running sum along one named dimension";
   let description = [{
     Element `i` along `dim` is the sum of elements `0..i` (with `reverse`:
@@ -361,9 +469,15 @@ def Mtf_CumsumOp : Mtf_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$input `over` $dim (`reverse` $reverse^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::whole({getDim()});
+    }
+  }];
 }
 
-def Mtf_WindowOp : Mtf_Op<"window", [Pure]> {
+def Mtf_WindowOp : Mtf_Op<"window", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "a window of one dimension, moved by an offset, zeros outside";
   let description = [{
     The result is the operand with dimension `from` replaced (in place) by
@@ -382,9 +496,15 @@ def Mtf_WindowOp : Mtf_Op<"window", [Pure]> {
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$input `from` $from `to` $to `offset` $offset attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::whole({getFrom(), getTo()});
+    }
+  }];
 }
 
-def Mtf_TopKOp : Mtf_Op<"top_k", [Pure, SameOperandsAndResultType]> {
+def Mtf_TopKOp : Mtf_Op<"top_k", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_StopsGradient, Pure, SameOperandsAndResultType]> {
   let summary = "1.0 at the k largest elements along one dimension, else 0.0";
   let description = [{
     Per row along `dim`, the `k` largest elements (the first of equal ones,
@@ -400,9 +520,15 @@ def Mtf_TopKOp : Mtf_Op<"top_k", [Pure, SameOperandsAndResultType]> {
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$input `over` $dim `k` $k attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::whole({getDim()});
+    }
+  }];
 }
 
-def Mtf_OneHotOp : Mtf_Op<"one_hot", [Pure]> {
+def Mtf_OneHotOp : Mtf_Op<"one_hot", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_StopsGradient, Pure]> {
   let summary = "1.0 at each index along a new dimension, 0.0 elsewhere";
   let description = [{
     The result has the indices' dimensions plus `dim`; an embedding lookup
@@ -416,9 +542,15 @@ def Mtf_OneHotOp : Mtf_Op<"one_hot", [Pure]> {
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$indices `over` $dim attr-dict `:` type($indices) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::whole({getDim()});
+    }
+  }];
 }
 
-def Mtf_ArgmaxOp : Mtf_Op<"argmax", [Pure]> {
+def Mtf_ArgmaxOp : Mtf_Op<"argmax", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_StopsGradient, Pure]> {
   let summary = "index of the first maximum along one dimension";
   let description = [{
     ```mlir
@@ -429,13 +561,19 @@ def Mtf_ArgmaxOp : Mtf_Op<"argmax", [Pure]> {
   let results = (outs Mtf_IntTensor:$result);
   let assemblyFormat = "$input `over` $dim attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::whole({getDim()});
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
 // Reductions and normalisation
 //===----------------------------------------------------------------------===//
 
-class Mtf_ReduceOp<string mnemonic, string what> : Mtf_Op<mnemonic, [Pure]> {
+class Mtf_ReduceOp<string mnemonic, string what, string rule> : Mtf_Op<mnemonic, [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = what # " over the dimensions the result drops";
   let description = [{
     The result's dimensions are a subset of the operand's, in the operand's
@@ -449,13 +587,22 @@ class Mtf_ReduceOp<string mnemonic, string what> : Mtf_Op<mnemonic, [Pure]> {
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return }] # rule # [{;
+    }
+  }];
 }
 
-def Mtf_ReduceSumOp : Mtf_ReduceOp<"reduce_sum", "sum">;
-def Mtf_ReduceMeanOp : Mtf_ReduceOp<"reduce_mean", "mean">;
-def Mtf_ReduceMaxOp : Mtf_ReduceOp<"reduce_max", "maximum">;
+def Mtf_ReduceSumOp : Mtf_ReduceOp<"reduce_sum", "sum",
+    "PartitionRule::contraction(*this, DimRole::Summed)">;
+def Mtf_ReduceMeanOp : Mtf_ReduceOp<"reduce_mean", "mean",
+    "PartitionRule::contraction(*this, DimRole::Summed, /*mean=*/true)">;
+def Mtf_ReduceMaxOp : Mtf_ReduceOp<"reduce_max", "maximum",
+    "PartitionRule::contraction(*this, DimRole::Maxed)">;
 
-def Mtf_SoftmaxOp : Mtf_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Mtf_SoftmaxOp : Mtf_Op<"softmax", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "softmax along one named dimension";
   let description = [{
     ```mlir
@@ -466,9 +613,15 @@ def Mtf_SoftmaxOp : Mtf_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$input `over` $dim attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::whole({getDim()});
+    }
+  }];
 }
 
-def Mtf_SoftmaxCrossEntropyOp : Mtf_Op<"softmax_cross_entropy", [Pure]> {
+def Mtf_SoftmaxCrossEntropyOp : Mtf_Op<"softmax_cross_entropy", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "cross-entropy of softmax(logits) against integer labels";
   let description = [{
     `labels` has the dimensions of `logits` except the class dimension `dim`
@@ -484,13 +637,19 @@ def Mtf_SoftmaxCrossEntropyOp : Mtf_Op<"softmax_cross_entropy", [Pure]> {
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$logits `,` $labels `over` $dim attr-dict `:` type($logits) `,` type($labels) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::whole({getDim()});
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
 // Sinks
 //===----------------------------------------------------------------------===//
 
-def Mtf_OutputOp : Mtf_Op<"output"> {
+def Mtf_OutputOp : Mtf_Op<"output", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>]> {
   let summary = "makes a tensor a named result of the program";
   let description = [{
     ```mlir
@@ -499,9 +658,15 @@ def Mtf_OutputOp : Mtf_Op<"output"> {
   }];
   let arguments = (ins StrAttr:$name, Mtf_AnyTensor:$value);
   let assemblyFormat = "$name $value attr-dict `:` type($value)";
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::output();
+    }
+  }];
 }
 
-def Mtf_AssignOp : Mtf_Op<"assign"> {
+def Mtf_AssignOp : Mtf_Op<"assign", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>]> {
   let summary = "the value a parameter or slot holds in the next step";
   let description = [{
     Written by the optimizer at the end of the step; reads of the
@@ -513,9 +678,15 @@ def Mtf_AssignOp : Mtf_Op<"assign"> {
   }];
   let arguments = (ins StrAttr:$name, Mtf_FloatTensor:$value);
   let assemblyFormat = "$name $value attr-dict `:` type($value)";
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::assign(getName());
+    }
+  }];
 }
 
-def Mtf_TrainOp : Mtf_Op<"train"> {
+def Mtf_TrainOp : Mtf_Op<"train", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>]> {
   let summary = "asks for the program to minimise a scalar loss";
   let description = [{
     Records which scalar to minimise and with which optimizer and
@@ -532,6 +703,11 @@ def Mtf_TrainOp : Mtf_Op<"train"> {
                        DictionaryAttr:$hyperparams);
   let assemblyFormat = "$loss `with` $optimizer $hyperparams attr-dict `:` type($loss)";
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("must be turned into the backward pass and the update by mtf-autodiff before partitioning");
+    }
+  }];
 }
 
 #endif // MESHC_DIALECT_MTFOPS_TD

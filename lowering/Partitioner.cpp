@@ -67,6 +67,8 @@ mtf::ProgramOp Partitioner::run() {
   if (Attribute training = global->getAttr(mtf::MtfDialect::kTrainingAttrName))
     local->setAttr(mtf::MtfDialect::kTrainingAttrName, training);
   dataAxes = dataParallelAxes(global, mesh);
+  for (auto param : global.getBodyBlock().getOps<mtf::ParamOp>())
+    params[param.getName()] = param.getResult();
   builder.setInsertionPointToStart(&local.getBodyBlock());
   builder.setListener(&phaseListener);
   for (Operation &op : global.getBodyBlock()) {
@@ -86,81 +88,90 @@ mtf::ProgramOp Partitioner::run() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult Partitioner::partition(Operation &op) {
-  if (auto param = llvm::dyn_cast<mtf::ParamOp>(op))
-    params[param.getName()] = param.getResult();
-  if (llvm::isa<mtf::InputOp, mtf::ParamOp, mtf::ConstantOp,
-                mtf::DropoutMaskOp>(op)) {
-    Operation *clone = builder.clone(op);
+  auto ruled = llvm::dyn_cast<mtf::PartitionRuleOpInterface>(op);
+  if (!ruled)
+    return op.emitOpError()
+           << "has no partitioning rule (mtf-partition partitions only ops "
+              "that implement the mtf PartitionRuleOpInterface)";
+  mtf::PartitionRule rule = ruled.getPartitionRule();
+  switch (rule.kind) {
+  case mtf::PartitionKind::Dims:
+    if (rule.reduces())
+      return partitionContraction(op, rule);
+    return partitionDims(op, rule);
+  case mtf::PartitionKind::Forward: {
     Layout layout = resultLayout(&op);
-    auto type = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
-    clone->getResult(0).setType(localType(type, layout));
-    define(op.getResult(0), clone->getResult(0), layout);
+    define(op.getResult(0), operandAs(op.getOperand(0), layout, &op), layout);
     return success();
   }
-  if (llvm::isa<mtf::EinsumOp, mtf::ReduceSumOp, mtf::ReduceMeanOp,
-                mtf::ReduceMaxOp>(op))
-    return partitionContraction(op);
-  if (auto softmax = llvm::dyn_cast<mtf::SoftmaxOp>(op))
-    return partitionAlongDim(op, softmax.getDim(), "softmax");
-  if (auto cumsum = llvm::dyn_cast<mtf::CumsumOp>(op))
-    return partitionAlongDim(op, cumsum.getDim(), "running-sum");
-  if (auto topK = llvm::dyn_cast<mtf::TopKOp>(op))
-    return partitionAlongDim(op, topK.getDim(), "top-k");
-  if (auto range = llvm::dyn_cast<mtf::RangeOp>(op))
-    return partitionRange(range);
-  if (auto window = llvm::dyn_cast<mtf::WindowOp>(op))
-    return partitionWindow(window);
-  if (auto rename = llvm::dyn_cast<mtf::RenameOp>(op))
-    return partitionRename(rename);
-  if (auto constrain = llvm::dyn_cast<mtf::ConstrainOp>(op)) {
-    Layout layout = resultLayout(&op);
-    define(constrain.getResult(), operandAs(constrain.getInput(), layout, &op),
-           layout);
-    return success();
-  }
-  if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
-    materialize(output.getValue());
+  case mtf::PartitionKind::Rename:
+    return partitionRename(op, rule);
+  case mtf::PartitionKind::Output: {
+    Value value = op.getOperand(0);
+    materialize(value);
     IRMapping mapping;
-    mapping.map(output.getValue(), locals.lookup(output.getValue()).first);
+    mapping.map(value, locals.lookup(value).first);
     builder.clone(op, mapping);
     return success();
   }
-  if (llvm::isa<mtf::TrainOp>(op))
-    return op.emitOpError() << "must be turned into the backward pass and "
-                               "the update by mtf-autodiff before "
-                               "partitioning";
-  if (auto oneHot = llvm::dyn_cast<mtf::OneHotOp>(op))
-    return partitionOneHot(oneHot);
-  if (auto argmax = llvm::dyn_cast<mtf::ArgmaxOp>(op))
-    return partitionArgmax(argmax);
-  if (auto assign = llvm::dyn_cast<mtf::AssignOp>(op))
-    return partitionAssign(assign);
-  if (auto localGrad = llvm::dyn_cast<mtf::LocalGradOp>(op))
-    return partitionLocalGrad(localGrad);
-  if (op.getNumResults() == 1 &&
-      llvm::isa<mtf::TensorType>(op.getResult(0).getType()) &&
-      op.getDialect() == global->getDialect())
-    return partitionByTarget(op);
-  return op.emitOpError() << "cannot be partitioned";
+  case mtf::PartitionKind::Assign:
+    return partitionAssign(op, rule);
+  case mtf::PartitionKind::LocalGrad:
+    return partitionLocalGrad(op);
+  case mtf::PartitionKind::Refuse:
+    return op.emitOpError() << rule.refusal;
+  }
+  return op.emitOpError() << "has an unknown partitioning kind";
 }
 
-/// Elementwise ops and cross-entropy: every operand takes the result's layout
+/// Ops without reduced dimensions: every operand takes the result's layout
 /// restricted to its own dimensions (a dimension the result splits but the
-/// operand lacks is simply repeated along), and the op runs on blocks.
-LogicalResult Partitioner::partitionByTarget(Operation &op) {
+/// operand lacks is simply repeated along), except that Whole dimensions are
+/// whole in operands and in the local result, which is then sliced to the
+/// result's layout.
+LogicalResult Partitioner::partitionDims(Operation &op,
+                                         const mtf::PartitionRule &rule) {
+  if (op.getNumResults() != 1 ||
+      !llvm::isa<mtf::TensorType>(op.getResult(0).getType()))
+    return op.emitOpError()
+           << "has a dimension rule but not one !mtf.tensor result";
   auto resultType = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
+  for (Value operand : op.getOperands())
+    for (const mtf::NamedDim &dim :
+         llvm::cast<mtf::TensorType>(operand.getType()).getDims())
+      if (!resultType.hasDim(dim.name.getValue()) &&
+          rule.roleOf(dim.name.getValue()) == mtf::DimRole::Parallel)
+        return op.emitOpError()
+               << "partitioning rule leaves operand dimension '"
+               << dim.name.getValue()
+               << "' parallel, but the result lacks it (it must be summed, "
+                  "maxed or whole)";
   Layout layout = resultLayout(&op);
   AxisMap target = axesByName(resultType, layout);
-  if (succeeded(addPartialSums(op, layout, target)))
+  if (rule.linear && succeeded(addPartialSums(op, layout, target)))
     return success();
+  std::string gathered;
+  for (const auto &[dim, role] : rule.roles) {
+    auto it = target.find(dim);
+    if (role != mtf::DimRole::Whole || it == target.end() || it->second.empty())
+      continue;
+    gathered += (gathered.empty() ? "'" : ", '") + dim + "'";
+    it->second.clear();
+  }
   IRMapping mapping;
   for (Value operand : op.getOperands()) {
     auto type = llvm::cast<mtf::TensorType>(operand.getType());
     mapping.map(operand, operandAs(operand, layoutFor(type, target), &op));
   }
+  Layout compute = layoutFor(resultType, target);
   Operation *clone = cloneLocal(builder, op, mapping);
-  clone->getResult(0).setType(localType(resultType, layout));
-  define(op.getResult(0), clone->getResult(0), layout);
+  clone->getResult(0).setType(localType(resultType, compute));
+  Value result = clone->getResult(0);
+  if (!gathered.empty())
+    result = reshard(result, resultType, compute, layout, op.getLoc(),
+                     "the " + op.getName().stripDialect().str() +
+                         " result's layout splits " + gathered);
+  define(op.getResult(0), result, layout);
   return success();
 }
 
@@ -236,12 +247,29 @@ void Partitioner::materialize(Value value) {
 /// partial results are then summed over those axes: reduce-scatter along a
 /// result dimension the layout splits over them (they must be the trailing
 /// axes of its split), all-reduce otherwise.
-LogicalResult Partitioner::partitionContraction(Operation &op) {
+LogicalResult
+Partitioner::partitionContraction(Operation &op,
+                                  const mtf::PartitionRule &rule) {
   auto resultType = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
   Layout outLayout = resultLayout(&op);
   AxisMap outAxes = axesByName(resultType, outLayout);
-  bool isMax = llvm::isa<mtf::ReduceMaxOp>(op);
-  bool isMean = llvm::isa<mtf::ReduceMeanOp>(op);
+  bool isMax = false;
+  for (const auto &[dim, role] : rule.roles) {
+    if (role == mtf::DimRole::Whole || (role == mtf::DimRole::Parallel) ||
+        resultType.hasDim(dim))
+      return op.emitOpError()
+             << "partitioning rule makes dimension '" << dim << "' "
+             << mtf::dimRoleName(role)
+             << " beside reduced dimensions; a reduction's rule may list only "
+                "summed or maxed dimensions the result lacks";
+    isMax |= role == mtf::DimRole::Maxed;
+  }
+  if (isMax && llvm::any_of(rule.roles, [](const auto &entry) {
+        return entry.second == mtf::DimRole::Summed;
+      }))
+    return op.emitOpError()
+           << "partitioning rule both sums and maxes dimensions";
+  bool isMean = rule.mean;
 
   // Contracted dimensions in order of first appearance, with the axes they
   // keep.
@@ -253,7 +281,7 @@ LogicalResult Partitioner::partitionContraction(Operation &op) {
     AxisMap current = axesByName(type, layouts[locals.lookup(operand).second]);
     for (const mtf::NamedDim &dim : type.getDims()) {
       std::string name = dim.name.getValue().str();
-      if (resultType.hasDim(name) || keep.count(name))
+      if (rule.roleOf(name) == mtf::DimRole::Parallel || keep.count(name))
         continue;
       contracted.push_back(name);
       std::vector<size_t> axes = current[name];
@@ -376,159 +404,59 @@ LogicalResult Partitioner::partitionContraction(Operation &op) {
 }
 
 //===----------------------------------------------------------------------===//
-// Softmax and rename
+// Structural kinds: rename, assign, local gradients
 //===----------------------------------------------------------------------===//
 
-/// Softmax normalises along `dim` and a running sum accumulates along it, so
-/// that dimension is gathered whole; the result is sliced again if its layout
-/// splits it.
-LogicalResult Partitioner::partitionAlongDim(Operation &op, StringRef dim,
-                                             StringRef what) {
+/// Renaming keeps the data where it is; the renamed dimension then moves to
+/// the layout the rules give its new name.
+LogicalResult Partitioner::partitionRename(Operation &op,
+                                           const mtf::PartitionRule &rule) {
+  Value operand = op.getOperand(0);
+  materialize(operand);
+  auto [input, index] = locals.lookup(operand);
+  auto inputType = llvm::cast<mtf::TensorType>(operand.getType());
   auto type = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
-  Layout outLayout = resultLayout(&op);
-  AxisMap axes = axesByName(type, outLayout);
-  axes[dim.str()].clear();
-  Layout whole = layoutFor(type, axes);
+  AxisMap axes = axesByName(inputType, layouts[index]);
+  axes[rule.to] = axes[rule.from];
+  if (rule.from != rule.to)
+    axes.erase(rule.from);
+  Layout renamed = layoutFor(type, axes);
   IRMapping mapping;
-  mapping.map(op.getOperand(0), operandAs(op.getOperand(0), whole, &op));
+  mapping.map(operand, input);
   Operation *clone = cloneLocal(builder, op, mapping);
-  clone->getResult(0).setType(localType(type, whole));
-  Value result = reshard(
-      clone->getResult(0), type, whole, outLayout, op.getLoc(),
-      "the " + what.str() + " result's layout splits '" + dim.str() + "'");
+  clone->getResult(0).setType(localType(type, renamed));
+  Layout outLayout = resultLayout(&op);
+  Value result =
+      reshard(clone->getResult(0), type, renamed, outLayout, op.getLoc(),
+              "'" + rule.to + "' is laid out unlike '" + rule.from + "'");
   define(op.getResult(0), result, outLayout);
   return success();
 }
 
-/// A window reads its operand's `from` dimension whole and writes its
-/// result's `to` dimension whole; the result is sliced again if its layout
-/// splits `to`.
-LogicalResult Partitioner::partitionWindow(mtf::WindowOp op) {
-  auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
-  auto inputType = llvm::cast<mtf::TensorType>(op.getInput().getType());
-  Layout outLayout = resultLayout(op);
-  AxisMap axes = axesByName(type, outLayout);
-  axes[op.getTo().str()].clear();
-  Layout whole = layoutFor(type, axes);
-  AxisMap inputAxes = axes;
-  inputAxes.erase(op.getTo().str());
-  inputAxes[op.getFrom().str()].clear();
-  IRMapping mapping;
-  mapping.map(op.getInput(),
-              operandAs(op.getInput(), layoutFor(inputType, inputAxes), op));
-  Operation *clone = cloneLocal(builder, *op, mapping);
-  clone->getResult(0).setType(localType(type, whole));
-  Value result =
-      reshard(clone->getResult(0), type, whole, outLayout, op.getLoc(),
-              "the window's layout splits '" + op.getTo().str() + "'");
-  define(op.getResult(), result, outLayout);
-  return success();
-}
-
-/// Every device builds the whole range (one dimension, small), then keeps
-/// its block.
-LogicalResult Partitioner::partitionRange(mtf::RangeOp op) {
-  auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
-  Layout outLayout = resultLayout(op);
-  AxisMap axes = axesByName(type, outLayout);
-  for (auto &entry : axes)
-    entry.second.clear();
-  Layout whole = layoutFor(type, axes);
-  IRMapping none;
-  Operation *clone = cloneLocal(builder, *op, none);
-  clone->getResult(0).setType(localType(type, whole));
-  Value result = reshard(clone->getResult(0), type, whole, outLayout,
-                         op.getLoc(), "the range's layout splits it");
-  define(op.getResult(), result, outLayout);
-  return success();
-}
-
-/// Renaming keeps the data where it is; the renamed dimension then moves to
-/// the layout the rules give its new name.
-LogicalResult Partitioner::partitionRename(mtf::RenameOp op) {
-  materialize(op.getInput());
-  auto [input, index] = locals.lookup(op.getInput());
-  auto inputType = llvm::cast<mtf::TensorType>(op.getInput().getType());
-  auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
-  AxisMap axes = axesByName(inputType, layouts[index]);
-  axes[op.getTo().str()] = axes[op.getFrom().str()];
-  if (op.getFrom() != op.getTo())
-    axes.erase(op.getFrom().str());
-  Layout renamed = layoutFor(type, axes);
-  IRMapping mapping;
-  mapping.map(op.getInput(), input);
-  Operation *clone = cloneLocal(builder, *op, mapping);
-  clone->getResult(0).setType(localType(type, renamed));
-  Layout outLayout = resultLayout(op);
-  Value result =
-      reshard(clone->getResult(0), type, renamed, outLayout, op.getLoc(),
-              "'" + op.getTo().str() + "' is laid out unlike '" +
-                  op.getFrom().str() + "'");
-  define(op.getResult(), result, outLayout);
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// One-hot, argmax, assign, local gradients
-//===----------------------------------------------------------------------===//
-
-/// One-hot vectors are built whole along `dim` (each device holds all the
-/// indices of its block), then sliced if the result's layout splits `dim`.
-LogicalResult Partitioner::partitionOneHot(mtf::OneHotOp op) {
-  auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
-  Layout outLayout = resultLayout(op);
-  AxisMap axes = axesByName(type, outLayout);
-  axes[op.getDim().str()].clear();
-  Layout whole = layoutFor(type, axes);
-  auto indicesType = llvm::cast<mtf::TensorType>(op.getIndices().getType());
-  IRMapping mapping;
-  mapping.map(op.getIndices(),
-              operandAs(op.getIndices(), layoutFor(indicesType, axes), op));
-  Operation *clone = cloneLocal(builder, *op, mapping);
-  clone->getResult(0).setType(localType(type, whole));
-  Value result =
-      reshard(clone->getResult(0), type, whole, outLayout, op.getLoc(),
-              "the one-hot result's layout splits '" + op.getDim().str() + "'");
-  define(op.getResult(), result, outLayout);
-  return success();
-}
-
-/// The arg-max runs along a whole `dim`; the other dims keep the result's
-/// layout.
-LogicalResult Partitioner::partitionArgmax(mtf::ArgmaxOp op) {
-  auto type = llvm::cast<mtf::TensorType>(op.getResult().getType());
-  auto inputType = llvm::cast<mtf::TensorType>(op.getInput().getType());
-  Layout outLayout = resultLayout(op);
-  AxisMap axes = axesByName(type, outLayout);
-  axes[op.getDim().str()].clear();
-  IRMapping mapping;
-  mapping.map(op.getInput(),
-              operandAs(op.getInput(), layoutFor(inputType, axes), op));
-  Operation *clone = cloneLocal(builder, *op, mapping);
-  clone->getResult(0).setType(localType(type, outLayout));
-  define(op.getResult(), clone->getResult(0), outLayout);
-  return success();
-}
-
 /// The new value takes its parameter's layout.
-LogicalResult Partitioner::partitionAssign(mtf::AssignOp op) {
-  Value param = params.lookup(op.getName());
+LogicalResult Partitioner::partitionAssign(Operation &op,
+                                           const mtf::PartitionRule &rule) {
+  Value param = params.lookup(rule.param);
+  if (!param || !locals.count(param))
+    return op.emitOpError() << "assigns '" << rule.param
+                            << "', which is not a parameter defined before it";
   Layout target = layouts[locals.lookup(param).second];
   IRMapping mapping;
-  mapping.map(op.getValue(), operandAs(op.getValue(), target, op));
-  builder.clone(*op, mapping);
+  Value value = op.getOperand(0);
+  mapping.map(value, operandAs(value, target, &op));
+  builder.clone(op, mapping);
   return success();
 }
 
 /// Local SGD: partial sums over the data-parallel axes stay per replica,
 /// scaled to the replica's own mean (the loss averages over the examples);
 /// partial sums over other axes are pieces of one gradient and are summed.
-LogicalResult Partitioner::partitionLocalGrad(mtf::LocalGradOp op) {
-  Value input = op.getInput();
+LogicalResult Partitioner::partitionLocalGrad(Operation &op) {
+  Value input = op.getOperand(0);
   auto type = llvm::cast<mtf::TensorType>(input.getType());
   auto it = pending.find(input);
   if (it == pending.end()) {
-    define(op.getResult(), locals.lookup(input).first,
+    define(op.getResult(0), locals.lookup(input).first,
            layouts[locals.lookup(input).second]);
     return success();
   }
@@ -547,7 +475,7 @@ LogicalResult Partitioner::partitionLocalGrad(mtf::LocalGradOp op) {
     local = scaleLocal(local, localType(type, layout),
                        static_cast<double>(replicas), op.getLoc());
   }
-  define(op.getResult(), local, layout);
+  define(op.getResult(0), local, layout);
   return success();
 }
 

@@ -46,19 +46,18 @@ private:
   /// Mesh axis indices per dimension name.
   using AxisMap = std::map<std::string, std::vector<size_t>>;
 
+  /// Partitions `op` by the rule its PartitionRuleOpInterface states.
   mlir::LogicalResult partition(mlir::Operation &op);
-  mlir::LogicalResult partitionByTarget(mlir::Operation &op);
-  mlir::LogicalResult partitionContraction(mlir::Operation &op);
-  mlir::LogicalResult partitionAlongDim(mlir::Operation &op,
-                                        llvm::StringRef dim,
-                                        llvm::StringRef what);
-  mlir::LogicalResult partitionRange(mlir::mtf::RangeOp op);
-  mlir::LogicalResult partitionWindow(mlir::mtf::WindowOp op);
-  mlir::LogicalResult partitionRename(mlir::mtf::RenameOp op);
-  mlir::LogicalResult partitionOneHot(mlir::mtf::OneHotOp op);
-  mlir::LogicalResult partitionArgmax(mlir::mtf::ArgmaxOp op);
-  mlir::LogicalResult partitionAssign(mlir::mtf::AssignOp op);
-  mlir::LogicalResult partitionLocalGrad(mlir::mtf::LocalGradOp op);
+  mlir::LogicalResult partitionDims(mlir::Operation &op,
+                                    const mlir::mtf::PartitionRule &rule);
+  mlir::LogicalResult
+  partitionContraction(mlir::Operation &op,
+                       const mlir::mtf::PartitionRule &rule);
+  mlir::LogicalResult partitionRename(mlir::Operation &op,
+                                      const mlir::mtf::PartitionRule &rule);
+  mlir::LogicalResult partitionAssign(mlir::Operation &op,
+                                      const mlir::mtf::PartitionRule &rule);
+  mlir::LogicalResult partitionLocalGrad(mlir::Operation &op);
   mlir::LogicalResult addPartialSums(mlir::Operation &op, const Layout &layout,
                                      const AxisMap &target);
   /// Emits the all-reduce of a pending partial sum (once), right after the

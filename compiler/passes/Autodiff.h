@@ -6,18 +6,22 @@
 // and tagged `mtf.phase = "backward"`. The gradient of an einsum is an
 // einsum, of a rename a rename, of a constrain the same constrain, so the
 // backward pass goes through layout and SPMD partitioning like the forward
-// one. docs/training.md lists the rule of every op.
+// one. Each op's rule is its GradientOpInterface (dialect/MtfGradients.cpp);
+// docs/training.md tables them.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MESHC_COMPILER_PASSES_AUTODIFF_H
 #define MESHC_COMPILER_PASSES_AUTODIFF_H
 
-#include "compiler/passes/OpEmitter.h"
+#include "dialect/OpEmitter.h"
 
 #include "llvm/ADT/MapVector.h"
 
 namespace meshc {
+
+using mlir::mtf::OpEmitter;
+using mlir::mtf::tensorType;
 
 /// dLoss/dParam for every trainable parameter of `program`, in program
 /// order. A parameter the loss does not depend on gets a zero gradient and

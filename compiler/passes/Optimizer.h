@@ -13,11 +13,14 @@
 #ifndef MESHC_COMPILER_PASSES_OPTIMIZER_H
 #define MESHC_COMPILER_PASSES_OPTIMIZER_H
 
-#include "compiler/passes/OpEmitter.h"
+#include "dialect/OpEmitter.h"
 
 #include "llvm/ADT/MapVector.h"
 
 namespace meshc {
+
+using mlir::mtf::OpEmitter;
+using mlir::mtf::tensorType;
 
 /// Appends the updates of every parameter in `grads` (param op → gradient)
 /// for `train`'s optimizer; slots are created at the top of the program.

@@ -1,10 +1,13 @@
-//===- OpEmitter.cpp - building mtf ops for autodiff and optimizers -------===//
+//===- OpEmitter.cpp - Building mtf ops for gradients and optimizers ------===//
 
-#include "compiler/passes/OpEmitter.h"
+#include "dialect/OpEmitter.h"
 
 using namespace mlir;
 
-namespace meshc {
+namespace mlir {
+namespace mtf {
+
+GradientSink::~GradientSink() = default;
 
 OpEmitter::OpEmitter(Block &block, StringRef phase)
     : b(OpBuilder::atBlockEnd(&block)), phase(b.getStringAttr(phase)),
@@ -107,4 +110,5 @@ Value OpEmitter::sumAll(Value value) {
       ->getResult(0);
 }
 
-} // namespace meshc
+} // namespace mtf
+} // namespace mlir

@@ -1,19 +1,22 @@
-//===- OpEmitter.h - building mtf ops for autodiff and optimizers -*- C++
+//===- OpEmitter.h - Building mtf ops for gradients and optimizers -*- C++
 //-*-===//
 //
 // A small builder of mtf ops that infers result types by dimension name
 // (broadcasting like the binary ops do), tags every op it makes with a
-// training phase (`mtf.phase`) and gives it a location. Autodiff and the
-// optimizer update write their math with it.
+// training phase (`mtf.phase`) and gives it a location. The ops' gradients
+// (GradientOpInterface, MtfGradients.cpp) and the optimizer update write
+// their math with it; a GradientSink receives the gradients an op sends to
+// its operands.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_COMPILER_PASSES_OPEMITTER_H
-#define MESHC_COMPILER_PASSES_OPEMITTER_H
+#ifndef MESHC_DIALECT_OPEMITTER_H
+#define MESHC_DIALECT_OPEMITTER_H
 
 #include "dialect/MtfDialect.h"
 
-namespace meshc {
+namespace mlir {
+namespace mtf {
 
 class OpEmitter {
 public:
@@ -75,6 +78,21 @@ inline mlir::mtf::TensorType tensorType(mlir::Value value) {
   return llvm::cast<mlir::mtf::TensorType>(value.getType());
 }
 
-} // namespace meshc
+/// Where an op's gradient rule (GradientOpInterface::buildGradients) sends
+/// the gradient of each operand: autodiff's accumulator.
+class GradientSink {
+public:
+  virtual ~GradientSink();
+  /// True when the loss depends on `operand` through a parameter: only
+  /// those operands need a gradient.
+  virtual bool wants(mlir::Value operand) const = 0;
+  /// Adds `grad` to the gradient of `operand`, first summed over the dims
+  /// `grad` has and `operand` lacks (the gradient of broadcasting). Does
+  /// nothing for an operand the sink does not want.
+  virtual void send(mlir::Value operand, mlir::Value grad) = 0;
+};
 
-#endif // MESHC_COMPILER_PASSES_OPEMITTER_H
+} // namespace mtf
+} // namespace mlir
+
+#endif // MESHC_DIALECT_OPEMITTER_H

@@ -1,0 +1,61 @@
+//===- MtfInterfaces.td - mtf op interfaces ----------------*- tablegen -*-===//
+//
+// What an op is, stated once, read by the generic passes: how mtf-partition
+// splits it (the role of each named dimension) and how mtf-autodiff
+// differentiates it (its vector-Jacobian product).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_DIALECT_MTFINTERFACES_TD
+#define MESHC_DIALECT_MTFINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Mtf_PartitionRuleOpInterface : OpInterface<"PartitionRuleOpInterface"> {
+  let cppNamespace = "::mlir::mtf";
+  let description = [{
+    How `mtf-partition` runs the op on per-device blocks, as Shardy's factor
+    rules and upstream `ShardingInterface` state it: the role of each named
+    dimension (`parallel` unless listed: each device works on its block and
+    operands follow the result's split; `summed` / `maxed`: in the operands
+    and not in the result, each device reduces its block and the partial
+    results are combined over the dimension's mesh axes; `whole`: gathered in
+    the operands, the result computed whole along it and sliced to its
+    layout), or one of the structural kinds (rename, constrain, output,
+    assign, local gradient). The partitioner is generic over this rule; an
+    op without it is refused, never guessed.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "The rule mtf-partition follows for this op.",
+      "::mlir::mtf::PartitionRule", "getPartitionRule">,
+  ];
+}
+
+def Mtf_StopsGradient : NativeOpTrait<"StopsGradient"> {
+  let cppNamespace = "::mlir::mtf";
+}
+
+def Mtf_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::mlir::mtf";
+  let description = [{
+    The reverse-mode rule of the op, read by `mtf-autodiff`: given the
+    gradient of the loss with respect to the op's result, the op sends the
+    vector-Jacobian product to each operand the loss depends on, as mtf ops
+    built with an `OpEmitter` (so the backward pass is partitioned like the
+    forward one). A piecewise-constant op (a comparison, a mask, an index)
+    has the `Mtf_StopsGradient` trait: no gradient flows through it. Ops that cannot lie between a parameter and the
+    loss (sinks, ops of local programs) fail with an error at the op.
+  }];
+  let methods = [
+    InterfaceMethod<
+      [{Sends the gradient of each operand the sink wants, given `grad`, the
+        gradient of the op's result; fails with an error at the op when the
+        op has no gradient.}],
+      "::mlir::LogicalResult", "buildGradients",
+      (ins "::mlir::mtf::OpEmitter &":$emit, "::mlir::Value":$grad,
+           "::mlir::mtf::GradientSink &":$sink)>,
+  ];
+}
+
+#endif // MESHC_DIALECT_MTFINTERFACES_TD
