@@ -78,6 +78,12 @@ class GradientSink;
 /// sends no gradient through it.
 template <typename ConcreteType>
 class StopsGradient : public OpTrait::TraitBase<ConcreteType, StopsGradient> {};
+
+/// A float elementwise function of one tensor: the `.mprog` unary step runs
+/// it, with the op's mnemonic as its `fn`.
+template <typename ConcreteType>
+class UnaryElementwise
+    : public OpTrait::TraitBase<ConcreteType, UnaryElementwise> {};
 } // namespace mtf
 } // namespace mlir
 

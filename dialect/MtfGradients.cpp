@@ -199,6 +199,25 @@ LogicalResult GeluOp::buildGradients(OpEmitter &emit, Value g,
   return success();
 }
 
+/// s + x s (1 - s) with s = sigmoid(x).
+LogicalResult SiluOp::buildGradients(OpEmitter &emit, Value g,
+                                     GradientSink &sink) {
+  Value x = getInput();
+  Value s = emit.unary<SigmoidOp>(x);
+  Value slope =
+      emit.add(s, emit.mul(emit.mul(x, s), emit.sub(ones(emit, s), s)));
+  sink.send(x, emit.mul(g, slope));
+  return success();
+}
+
+/// y (1 - y).
+LogicalResult SigmoidOp::buildGradients(OpEmitter &emit, Value g,
+                                        GradientSink &sink) {
+  Value y = getResult();
+  sink.send(getInput(), emit.mul(g, emit.mul(y, emit.sub(ones(emit, y), y))));
+  return success();
+}
+
 LogicalResult ExpOp::buildGradients(OpEmitter &emit, Value g,
                                     GradientSink &sink) {
   sink.send(getInput(), emit.mul(g, getResult()));
@@ -360,6 +379,17 @@ LogicalResult SoftmaxOp::buildGradients(OpEmitter &emit, Value g,
               TensorType::get(emit.context(), kept, type.getElementType()), gy))
           ->getResult(0);
   sink.send(getInput(), emit.mul(y, emit.sub(g, sum)));
+  return success();
+}
+
+/// g * softmax(x, dim), g repeated along dim.
+LogicalResult LogSumExpOp::buildGradients(OpEmitter &emit, Value g,
+                                          GradientSink &sink) {
+  Value x = getInput();
+  Value probs = emit.tag(SoftmaxOp::create(emit.builder(), emit.getLoc(),
+                                           x.getType(), x, getDim()))
+                    ->getResult(0);
+  sink.send(x, emit.mul(probs, g));
   return success();
 }
 

@@ -32,7 +32,14 @@ def Mtf_PartitionRuleOpInterface : OpInterface<"PartitionRuleOpInterface"> {
   ];
 }
 
+// A piecewise-constant op: mtf-autodiff sends no gradient through it.
 def Mtf_StopsGradient : NativeOpTrait<"StopsGradient"> {
+  let cppNamespace = "::mlir::mtf";
+}
+
+// A float elementwise function of one tensor: the `.mprog` unary step runs
+// it, with the op's mnemonic as its `fn`.
+def Mtf_UnaryElementwise : NativeOpTrait<"UnaryElementwise"> {
   let cppNamespace = "::mlir::mtf";
 }
 
@@ -44,8 +51,9 @@ def Mtf_GradientOpInterface : OpInterface<"GradientOpInterface"> {
     vector-Jacobian product to each operand the loss depends on, as mtf ops
     built with an `OpEmitter` (so the backward pass is partitioned like the
     forward one). A piecewise-constant op (a comparison, a mask, an index)
-    has the `Mtf_StopsGradient` trait: no gradient flows through it. Ops that cannot lie between a parameter and the
-    loss (sinks, ops of local programs) fail with an error at the op.
+    has the `Mtf_StopsGradient` trait: no gradient flows through it. Ops
+    that cannot lie between a parameter and the loss (sinks, ops of local
+    programs) fail with an error at the op.
   }];
   let methods = [
     InterfaceMethod<

@@ -502,21 +502,35 @@ LogicalResult OneHotOp::verify() {
 
 /// Contract: `dim` is an operand dimension; the result has the others, with
 /// their sizes, in the operand's order.
-LogicalResult ArgmaxOp::verify() {
-  TensorType input = tensorOf(getInput());
-  TensorType result = tensorOf(getResult());
-  if (!input.hasDim(getDim()))
-    return emitOpError() << "operand has no dimension '" << getDim()
-                         << "' (type " << input << ")";
+/// Contract: `dim` is a dimension of the operand; the result has the
+/// operand's other dimensions, in order.
+static LogicalResult verifyDropsDim(Operation *op, StringRef dim) {
+  TensorType input = tensorOf(op->getOperand(0));
+  TensorType result = tensorOf(op->getResult(0));
+  if (!input.hasDim(dim))
+    return op->emitOpError()
+           << "operand has no dimension '" << dim << "' (type " << input << ")";
   llvm::SmallVector<NamedDim> expected;
-  for (const NamedDim &dim : input.getDims())
-    if (dim.name.getValue() != getDim())
-      expected.push_back(dim);
+  for (const NamedDim &named : input.getDims())
+    if (named.name.getValue() != dim)
+      expected.push_back(named);
   if (llvm::ArrayRef<NamedDim>(expected) != result.getDims())
-    return emitOpError() << "result must have the operand's dimensions "
-                            "without '"
-                         << getDim() << "' in order, got " << result;
+    return op->emitOpError() << "result must have the operand's dimensions "
+                                "without '"
+                             << dim << "' in order, got " << result;
   return success();
+}
+
+LogicalResult ArgmaxOp::verify() { return verifyDropsDim(*this, getDim()); }
+
+/// Contract: as argmax, and the result keeps the element type.
+LogicalResult LogSumExpOp::verify() {
+  if (tensorOf(getInput()).getElementType() !=
+      tensorOf(getResult()).getElementType())
+    return emitOpError() << "element types must match, got "
+                         << tensorOf(getInput()).getElementType() << " -> "
+                         << tensorOf(getResult()).getElementType();
+  return verifyDropsDim(*this, getDim());
 }
 
 //===----------------------------------------------------------------------===//

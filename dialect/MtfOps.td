@@ -281,7 +281,8 @@ class Mtf_UnaryFloatOp<string mnemonic, string what,
                        string rule = "PartitionRule::parallel()",
                        list<Trait> traits = []>
     : Mtf_Op<mnemonic, !listconcat([DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
-    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType], traits)> {
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_UnaryElementwise, Pure,
+    SameOperandsAndResultType], traits)> {
   let summary = "elementwise " # what;
   let description = [{
     ```mlir
@@ -300,6 +301,8 @@ class Mtf_UnaryFloatOp<string mnemonic, string what,
 
 def Mtf_ReluOp : Mtf_UnaryFloatOp<"relu", "max(x, 0)">;
 def Mtf_GeluOp : Mtf_UnaryFloatOp<"gelu", "Gaussian error linear unit (tanh approximation)">;
+def Mtf_SiluOp : Mtf_UnaryFloatOp<"silu", "x * sigmoid(x) (SiLU, swish)">;
+def Mtf_SigmoidOp : Mtf_UnaryFloatOp<"sigmoid", "logistic function 1 / (1 + exp(-x))">;
 def Mtf_ExpOp : Mtf_UnaryFloatOp<"exp", "exponential">;
 def Mtf_LogOp : Mtf_UnaryFloatOp<"log", "natural logarithm">;
 def Mtf_TanhOp : Mtf_UnaryFloatOp<"tanh", "hyperbolic tangent">;
@@ -612,6 +615,29 @@ def Mtf_SoftmaxOp : Mtf_Op<"softmax", [DeclareOpInterfaceMethods<Mtf_PartitionRu
   let arguments = (ins Mtf_FloatTensor:$input, StrAttr:$dim);
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$input `over` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::whole({getDim()});
+    }
+  }];
+}
+
+def Mtf_LogSumExpOp : Mtf_Op<"logsumexp", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
+  let summary = "log of the sum of exponentials along one named dimension";
+  let description = [{
+    `log(sum_d exp(x))`, computed stably (the row maximum is subtracted
+    first); the result has the operand's dimensions except `dim`, in order.
+    Its gradient is `g * softmax(x, dim)`.
+
+    ```mlir
+    %l = mtf.logsumexp %x over "vocab" : !mtf.tensor<[batch=8, vocab=64], f32> -> !mtf.tensor<[batch=8], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$input, StrAttr:$dim);
+  let results = (outs Mtf_FloatTensor:$result);
+  let assemblyFormat = "$input `over` $dim attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {

@@ -40,38 +40,11 @@ struct NumberLiteral {
   Loc loc;
 };
 
-/// The builtin functions; see Builtins.h for their argument forms.
+/// The builtin functions (Builtins.def); see Builtins.h for their argument
+/// forms.
 enum class Builtin {
-  Einsum,
-  Relu,
-  Gelu,
-  Exp,
-  Log,
-  Tanh,
-  Sqrt,
-  Rsqrt,
-  Cast,
-  Sum,
-  Mean,
-  Max,
-  Maximum,
-  Minimum,
-  Softmax,
-  SoftmaxCrossEntropy,
-  Rename,
-  Constrain,
-  OneHot,
-  Argmax,
-  Equal,
-  Dropout,
-  Less,
-  Range,
-  Cumsum,
-  Slice,
-  Pad,
-  Shift,
-  Concat,
-  TopK,
+#define MESHC_BUILTIN(E, NAME, FORMS, MIN, MAX, OUTPUT_DIMS, USAGE) E,
+#include "frontend/Builtins.def"
 };
 
 //===----------------------------------------------------------------------===//

@@ -122,20 +122,10 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
   };
   FailureOr<mlir::Value> value;
   switch (call.builtin) {
-  case Builtin::Relu:
-    return unary(mtf::ReluOp());
-  case Builtin::Gelu:
-    return unary(mtf::GeluOp());
-  case Builtin::Exp:
-    return unary(mtf::ExpOp());
-  case Builtin::Log:
-    return unary(mtf::LogOp());
-  case Builtin::Tanh:
-    return unary(mtf::TanhOp());
-  case Builtin::Sqrt:
-    return unary(mtf::SqrtOp());
-  case Builtin::Rsqrt:
-    return unary(mtf::RsqrtOp());
+#define MESHC_UNARY_BUILTIN(E, NAME, OP)                                       \
+  case Builtin::E:                                                             \
+    return unary(OP());
+#include "frontend/Builtins.def"
   case Builtin::Cast: {
     FailureOr<mlir::Type> elementType = resolveElementType(call.elementType);
     if (failed(elementType))
@@ -198,6 +188,22 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
     if (failed(hot))
       return failure();
     value = create<mtf::OneHotOp>(loc, *hot, input, stringAttr(dim.name))
+                .getResult();
+    break;
+  }
+  case Builtin::LogSumExp: {
+    if (failed(requireFloat(input, user, call.getLoc())) ||
+        failed(requireDim(input, call.dims[0], "take the logsumexp over")))
+      return failure();
+    llvm::SmallVector<mtf::NamedDim> kept;
+    for (const mtf::NamedDim &dim : tensorType(input).getDims())
+      if (dim.name.getValue() != call.dims[0].name)
+        kept.push_back(dim);
+    value = create<mtf::LogSumExpOp>(
+                loc,
+                mtf::TensorType::get(context, kept,
+                                     tensorType(input).getElementType()),
+                input, stringAttr(call.dims[0].name))
                 .getResult();
     break;
   }

@@ -373,20 +373,12 @@ json::Object MprogEmitter::trainingEntry(DictionaryAttr training) {
   return entry;
 }
 
-/// The name of an elementwise unary op's function in .mprog.
+/// The name of an elementwise unary op's function in .mprog: its mnemonic
+/// (the UnaryElementwise trait says the unary step runs it).
 std::optional<StringRef> unaryName(Operation &op) {
-  return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(&op)
-      .Case([](mtf::ReluOp) { return StringRef("relu"); })
-      .Case([](mtf::GeluOp) { return StringRef("gelu"); })
-      .Case([](mtf::ExpOp) { return StringRef("exp"); })
-      .Case([](mtf::LogOp) { return StringRef("log"); })
-      .Case([](mtf::TanhOp) { return StringRef("tanh"); })
-      .Case([](mtf::SqrtOp) { return StringRef("sqrt"); })
-      .Case([](mtf::RsqrtOp) { return StringRef("rsqrt"); })
-      .Case([](mtf::NegateOp) { return StringRef("negate"); })
-      .Case([](mtf::PositiveOp) { return StringRef("positive"); })
-      .Case([](mtf::GeluGradOp) { return StringRef("gelu_grad"); })
-      .Default([](Operation *) { return std::nullopt; });
+  if (!op.hasTrait<mtf::UnaryElementwise>())
+    return std::nullopt;
+  return op.getName().stripDialect();
 }
 
 std::optional<StringRef> binaryName(Operation &op) {
@@ -508,6 +500,14 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
                                  {"dim", cumsum.getDim()},
                                  {"reverse", cumsum.getReverse()},
                                  {"sizes", sizesOf({cumsum.getInput()})}});
+    return success();
+  }
+  if (auto lse = llvm::dyn_cast<mtf::LogSumExpOp>(op)) {
+    steps.push_back(json::Object{{"op", "logsumexp"},
+                                 {"in", operand(lse.getInput())},
+                                 {"out", operand(result())},
+                                 {"dim", lse.getDim()},
+                                 {"sizes", sizesOf({lse.getInput()})}});
     return success();
   }
   if (auto argmax = llvm::dyn_cast<mtf::ArgmaxOp>(op)) {

@@ -232,6 +232,7 @@ private:
   FailureOr<Tensor> reduce(Operation *op, double init, Fn combine);
   FailureOr<Tensor> reduceMean(mtf::ReduceMeanOp op);
   FailureOr<Tensor> softmax(mtf::SoftmaxOp op);
+  FailureOr<Tensor> logSumExp(mtf::LogSumExpOp op);
   FailureOr<Tensor> crossEntropy(mtf::SoftmaxCrossEntropyOp op);
   FailureOr<Tensor> oneHot(mtf::OneHotOp op);
   FailureOr<Tensor> argmax(mtf::ArgmaxOp op);
@@ -337,6 +338,14 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
       })
       .Case([&](mtf::GeluOp op) { return define(op, unary(op, gelu)); })
       .Case([&](mtf::GeluGradOp op) { return define(op, unary(op, geluGrad)); })
+      .Case([&](mtf::SigmoidOp op) {
+        return define(
+            op, unary(op, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }));
+      })
+      .Case([&](mtf::SiluOp op) {
+        return define(
+            op, unary(op, [](double x) { return x / (1.0 + std::exp(-x)); }));
+      })
       .Case([&](mtf::PositiveOp op) {
         return define(op,
                       unary(op, [](double x) { return x > 0 ? 1.0 : 0.0; }));
@@ -408,6 +417,7 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
                        [](double acc, double x) { return x > acc ? x : acc; }));
       })
       .Case([&](mtf::SoftmaxOp op) { return define(op, softmax(op)); })
+      .Case([&](mtf::LogSumExpOp op) { return define(op, logSumExp(op)); })
       .Case([&](mtf::SoftmaxCrossEntropyOp op) {
         return define(op, crossEntropy(op));
       })
@@ -675,6 +685,29 @@ FailureOr<Tensor> ProgramRun::softmax(mtf::SoftmaxOp op) {
         std::exp(at(index) - rowMax.data[row]) / rowSum.data[row];
   });
   return result;
+}
+
+/// max + log(sum(exp(x - max))) along `dim`, per row.
+FailureOr<Tensor> ProgramRun::logSumExp(mtf::LogSumExpOp op) {
+  const Tensor &input = valueOf(op.getInput());
+  Tensor rowMax = withoutDim(input, op.getDim());
+  Tensor rowSum = withoutDim(input, op.getDim());
+  std::fill(rowMax.data.begin(), rowMax.data.end(),
+            -std::numeric_limits<double>::infinity());
+  std::vector<int64_t> strides = stridesAlong(input, input.dims);
+  std::vector<int64_t> rowStrides = stridesAlong(rowMax, input.dims);
+  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
+    double &top = rowMax.data[offsetAt(index, rowStrides)];
+    top = std::max(top, input.data[offsetAt(index, strides)]);
+  });
+  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
+    int64_t row = offsetAt(index, rowStrides);
+    rowSum.data[row] +=
+        std::exp(input.data[offsetAt(index, strides)] - rowMax.data[row]);
+  });
+  for (size_t row = 0; row < rowSum.data.size(); ++row)
+    rowSum.data[row] = rowMax.data[row] + std::log(rowSum.data[row]);
+  return rowSum;
 }
 
 /// logsumexp(logits) - logits[label] along the class dimension, per row.

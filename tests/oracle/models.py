@@ -57,6 +57,7 @@ def load_jax():
             os.environ["XLA_FLAGS"] = (flags + " --xla_backend_optimization_level=0").strip()
         import jax as _jax
         import jax.numpy as _jnp
+        import jax.scipy.special  # noqa: F401 (jax.scipy.special.logsumexp)
         _jax.config.update("jax_enable_x64", True)
         jax, jnp = _jax, _jnp
     return jax
@@ -170,6 +171,18 @@ def gelu(t: Named) -> Named:
     c = sqrt(2 / pi)."""
     c = (2.0 / jnp.pi) ** 0.5
     return t.map(lambda x: 0.5 * x * (1.0 + jnp.tanh(c * (x + 0.044715 * x * x * x))))
+
+
+def silu(t: Named) -> Named:
+    """x * sigmoid(x)."""
+    return t.map(jax.nn.silu)
+
+
+def logsumexp(t: Named, dim: str) -> Named:
+    """log(sum(exp(x))) along `dim`; the result drops `dim`."""
+    axis = t.dims.index(dim)
+    return Named(jax.scipy.special.logsumexp(t.array, axis=axis),
+                 [d for d in t.dims if d != dim])
 
 
 def rsqrt(t: Named) -> Named:
@@ -400,3 +413,42 @@ register(Model(
     forward=moe_forward,
     outputs=("loss", "balance"),
     objective="objective"))
+
+
+# ---- examples/llama/llama.mtf ---------------------------------------------------
+
+def rms_norm(p, k, x):
+    """Instance k of the .mtf function rms_norm (parameter rms_norm_k.scale)."""
+    return x * rsqrt(mean(x * x, ["d_model"]) + 1e-5) * p[f"rms_norm_{k}.scale"]
+
+
+def llama_forward(p, x):
+    mask = causal_mask(x["tokens"].size("seq"))
+    h = embed_tokens(p, x)
+    # repeat 2 block(x, mask): instance i of block calls rms_norm 2i and
+    # 2i + 1, attention i and swiglu i.
+    for i in range(2):
+        a = h + attention(p, i, rms_norm(p, 2 * i, h), mask)
+        n = rms_norm(p, 2 * i + 1, a)
+        gate = silu(einsum(n, p[f"swiglu_{i}.w_gate"], out=["batch", "seq", "d_ff"]))
+        up = einsum(n, p[f"swiglu_{i}.w_up"], out=["batch", "seq", "d_ff"])
+        h = a + einsum(gate * up, p[f"swiglu_{i}.w_down"], out=["batch", "seq", "d_model"])
+    logits = einsum(rms_norm(p, 4, h), p["unembed"], out=["batch", "seq", "vocab"])
+    vocab = p["unembed"].size("vocab")
+    target_logit = reduce_sum(logits * one_hot(x["targets"], "vocab", vocab), ["vocab"])
+    return mean(logsumexp(logits, "vocab") - target_logit)
+
+
+register(Model(
+    name="llama",
+    source="examples/llama/llama.mtf",
+    params={**EMBEDDINGS,
+            **{name: dims for i in range(2) for name, dims in {
+                f"rms_norm_{2 * i}.scale": ("d_model",), **attention_params(i),
+                f"rms_norm_{2 * i + 1}.scale": ("d_model",),
+                f"swiglu_{i}.w_gate": ("d_model", "d_ff"),
+                f"swiglu_{i}.w_up": ("d_model", "d_ff"),
+                f"swiglu_{i}.w_down": ("d_ff", "d_model")}.items()},
+            "rms_norm_4.scale": ("d_model",)},
+    inputs=TOKENS,
+    forward=llama_forward))

@@ -118,6 +118,14 @@ TEST(GradientCheck, Constrain) {
 }
 TEST(GradientCheck, Relu) { checkGradients(model("relu(x)", "a, b")); }
 TEST(GradientCheck, Gelu) { checkGradients(model("gelu(x)", "a, b")); }
+TEST(GradientCheck, Silu) { checkGradients(model("silu(x)", "a, b")); }
+TEST(GradientCheck, Sigmoid) { checkGradients(model("sigmoid(x)", "a, b")); }
+TEST(GradientCheck, LogSumExp) {
+  checkGradients(model("logsumexp(x * 3, b)", "a"));
+}
+TEST(GradientCheck, LogSumExpOfABroadcastOperand) {
+  checkGradients(model("logsumexp(x + y, a)", "b"));
+}
 TEST(GradientCheck, Exp) { checkGradients(model("exp(x)", "a, b")); }
 TEST(GradientCheck, Log) {
   checkGradients(model("log(x)", "a, b", "uniform(0.5, 2)"));
