@@ -2,7 +2,7 @@
 # the tools (meshc, meshc-opt, meshrun), the runtime's static libraries and
 # their public headers under include/meshc/ with the paths the source tree
 # spells ("runtime/Session.h"), and the CMake package `meshc`
-# (meshcConfig.cmake: targets meshc::runtime, meshc::layout, meshc::random,
+# (meshcConfig.cmake: targets meshc::runtime, meshc::core,
 # meshc::cuda, meshc::meshc, meshc::meshc-opt, meshc::meshrun).
 #
 # Included at the end of the top-level CMakeLists.txt, and by
@@ -23,10 +23,10 @@ set(MESHC_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/meshc)
 # header those include (tests/install compiles them all against the installed
 # tree alone), relative to the repository root.
 set(MESHC_PUBLIC_HEADERS
-  compiler/layout/Error.h
-  compiler/layout/LayoutRules.h
-  compiler/layout/Mesh.h
-  compiler/layout/TensorLayout.h
+  runtime/core/layout/Error.h
+  runtime/core/layout/LayoutRules.h
+  runtime/core/layout/Mesh.h
+  runtime/core/layout/TensorLayout.h
   runtime/Collectives.h
   runtime/Dataset.h
   runtime/Device.h
@@ -36,7 +36,7 @@ set(MESHC_PUBLIC_HEADERS
   runtime/Npy.h
   runtime/ProcessGroup.h
   runtime/Program.h
-  runtime/Random.h
+  runtime/core/Random.h
   runtime/Session.h
   runtime/Trace.h
 )
@@ -50,8 +50,7 @@ set(MESHC_CUDA_PUBLIC_HEADERS
 # Build target -> exported name (meshc::<name>). Executables are exported
 # too, so a consumer can run $<TARGET_FILE:meshc::meshc> in its build.
 set(MESHC_INSTALL_TARGETS
-  MeshcLayout=layout
-  MeshcRandom=random
+  MeshcCore=core
   MeshcRuntime=runtime
   MeshcCuda=cuda
   meshrun=meshrun

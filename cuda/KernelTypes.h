@@ -10,7 +10,7 @@
 // decomposing `i`. An operand lacking a dim has stride 0 along it, which
 // gives broadcasting and reductions as on the CPU.
 //
-// The generator is runtime/Random.h's splitmix64 stream, transcribed so
+// The generator is runtime/core/Random.h's splitmix64 stream, transcribed so
 // that kernels draw bit-identical dropout masks (only integer arithmetic and
 // one exact double multiply, so host and device agree bit for bit).
 //

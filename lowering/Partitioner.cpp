@@ -8,7 +8,7 @@
 
 #include "lowering/Partitioner.h"
 
-#include "compiler/layout/ReshardPlan.h"
+#include "runtime/core/layout/ReshardPlan.h"
 #include "compiler/passes/LayoutBridge.h"
 
 #include "llvm/ADT/STLExtras.h"

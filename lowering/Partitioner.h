@@ -9,8 +9,8 @@
 #ifndef MESHC_LOWERING_PARTITIONER_H
 #define MESHC_LOWERING_PARTITIONER_H
 
-#include "compiler/layout/Mesh.h"
-#include "compiler/layout/TensorLayout.h"
+#include "runtime/core/layout/Mesh.h"
+#include "runtime/core/layout/TensorLayout.h"
 #include "dialect/MtfDialect.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"

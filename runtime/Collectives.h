@@ -17,7 +17,7 @@
 #ifndef MESHC_RUNTIME_COLLECTIVES_H
 #define MESHC_RUNTIME_COLLECTIVES_H
 
-#include "compiler/layout/Mesh.h"
+#include "runtime/core/layout/Mesh.h"
 #include "runtime/Program.h"
 
 #include <cstdint>

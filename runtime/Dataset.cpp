@@ -7,7 +7,7 @@
 
 #include "runtime/Dataset.h"
 
-#include "runtime/Random.h"
+#include "runtime/core/Random.h"
 
 #include <cstring>
 

@@ -12,9 +12,9 @@
 #ifndef MESHC_RUNTIME_PROGRAM_H
 #define MESHC_RUNTIME_PROGRAM_H
 
-#include "compiler/layout/Mesh.h"
-#include "compiler/layout/TensorLayout.h"
-#include "runtime/Random.h"
+#include "runtime/core/layout/Mesh.h"
+#include "runtime/core/layout/TensorLayout.h"
+#include "runtime/core/Random.h"
 
 #include <cstdint>
 #include <optional>

@@ -11,7 +11,7 @@
 
 #include "runtime/Error.h"
 #include "runtime/Npy.h"
-#include "runtime/Random.h"
+#include "runtime/core/Random.h"
 
 #include <chrono>
 #include <cstring>

@@ -7,7 +7,7 @@
 
 #include "compiler/driver/Explain.h"
 
-#include "compiler/layout/ReshardPlan.h"
+#include "runtime/core/layout/ReshardPlan.h"
 #include "compiler/passes/LayoutBridge.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -11,8 +11,8 @@
 #define MESHC_COMPILER_DRIVER_PIPELINE_H
 
 #include "compiler/interpreter/Interpreter.h"
-#include "compiler/layout/LayoutRules.h"
-#include "compiler/layout/Mesh.h"
+#include "runtime/core/layout/LayoutRules.h"
+#include "runtime/core/layout/Mesh.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"

@@ -15,7 +15,7 @@
 
 #include "compiler/interpreter/Interpreter.h"
 #include "compiler/interpreter/NamedIndex.h"
-#include "runtime/Random.h"
+#include "runtime/core/Random.h"
 
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/DenseMap.h"

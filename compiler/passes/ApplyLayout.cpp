@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/LayoutRules.h"
+#include "runtime/core/layout/LayoutRules.h"
 #include "compiler/passes/LayoutBridge.h"
 #include "compiler/passes/Passes.h"
 

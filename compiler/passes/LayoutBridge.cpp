@@ -1,6 +1,6 @@
 //===- LayoutBridge.cpp - mtf attributes <-> the layout library -----------===//
 //
-// Conversions between the mtf dialect and compiler/layout values.
+// Conversions between the mtf dialect and runtime/core/layout values.
 //
 //===----------------------------------------------------------------------===//
 

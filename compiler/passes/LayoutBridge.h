@@ -1,6 +1,6 @@
 //===- LayoutBridge.h - mtf attributes <-> the layout library ---*- C++ -*-===//
 //
-// The layout algebra (compiler/layout) is plain C++; these functions convert
+// The layout algebra (runtime/core/layout) is plain C++; these functions convert
 // between its values and the mtf dialect's types and attributes, and turn
 // its errors into MLIR diagnostics.
 //
@@ -9,8 +9,8 @@
 #ifndef MESHC_COMPILER_PASSES_LAYOUTBRIDGE_H
 #define MESHC_COMPILER_PASSES_LAYOUTBRIDGE_H
 
-#include "compiler/layout/Mesh.h"
-#include "compiler/layout/TensorLayout.h"
+#include "runtime/core/layout/Mesh.h"
+#include "runtime/core/layout/TensorLayout.h"
 #include "dialect/MtfDialect.h"
 
 #include <map>

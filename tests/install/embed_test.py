@@ -46,7 +46,7 @@ def main():
     run([args.cmake, "--install", args.build, "--prefix", prefix])
     for path in ["bin/meshc", "bin/meshc-opt", "bin/meshrun",
                  "include/meshc/runtime/Session.h",
-                 "include/meshc/compiler/layout/Mesh.h"]:
+                 "include/meshc/runtime/core/layout/Mesh.h"]:
         if not os.path.exists(os.path.join(prefix, path)):
             sys.exit(f"embed_test: not installed: {path}")
 

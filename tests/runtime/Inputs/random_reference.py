@@ -1,5 +1,5 @@
 # The .mprog random generator (docs/mprog.md, "Random values") transcribed
-# from the formulas, independently of runtime/Random.cpp.
+# from the formulas, independently of runtime/core/Random.cpp.
 import math
 
 MASK = (1 << 64) - 1

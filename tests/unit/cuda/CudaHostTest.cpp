@@ -5,7 +5,7 @@
 // - the check macros name the call, file:line and the library's error;
 // - the collective mode choice and its errors;
 // - the generator transcription (KernelTypes.h) is bit-identical to
-//   runtime/Random.h;
+//   runtime/core/Random.h;
 // - the kernels' element functions and iteration spaces, run on the host
 //   (Exec::onHost), compute what the CPU backend's kernels compute.
 //

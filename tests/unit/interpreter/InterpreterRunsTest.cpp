@@ -3,14 +3,14 @@
 // interpretRuns: parameters and slots carried across runs by mtf.assign
 // (against counts and closed forms), evaluation runs (no backward or update
 // op, no assign, dropout off), given initial parameters and their errors, and
-// dropout masks against runtime/Random.h.
+// dropout masks against runtime/core/Random.h.
 //
 //===----------------------------------------------------------------------===//
 
 #include "InterpreterTestSupport.h"
 
 #include "compiler/interpreter/NamedIndex.h"
-#include "runtime/Random.h"
+#include "runtime/core/Random.h"
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 //===- InterpreterSourcesTest.cpp - parameters and synthetic inputs -------===//
 //
 // Parameters and synthetic inputs must equal what the runtime generates
-// (runtime/Random.h over the whole tensor) bit for bit; synthetic labels must
+// (runtime/core/Random.h over the whole tensor) bit for bit; synthetic labels must
 // be valid class indices.
 //
 //===----------------------------------------------------------------------===//
@@ -9,7 +9,7 @@
 #include "InterpreterTestSupport.h"
 
 #include "compiler/interpreter/NamedIndex.h"
-#include "runtime/Random.h"
+#include "runtime/core/Random.h"
 
 #include <set>
 

@@ -10,7 +10,7 @@
 #include "InterpreterTestSupport.h"
 
 #include "compiler/interpreter/NamedIndex.h"
-#include "runtime/Random.h"
+#include "runtime/core/Random.h"
 
 #include <limits>
 

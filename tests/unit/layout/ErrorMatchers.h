@@ -9,7 +9,7 @@
 #ifndef MESHC_TESTS_UNIT_LAYOUT_ERRORMATCHERS_H
 #define MESHC_TESTS_UNIT_LAYOUT_ERRORMATCHERS_H
 
-#include "compiler/layout/Error.h"
+#include "runtime/core/layout/Error.h"
 
 #include <gtest/gtest.h>
 

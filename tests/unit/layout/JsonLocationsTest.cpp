@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/JsonLocations.h"
+#include "runtime/core/layout/JsonLocations.h"
 
 #include <gtest/gtest.h>
 

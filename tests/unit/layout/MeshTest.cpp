@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/Mesh.h"
+#include "runtime/core/layout/Mesh.h"
 
 #include "ErrorMatchers.h"
 

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/ReshardPlan.h"
+#include "runtime/core/layout/ReshardPlan.h"
 
 #include <gtest/gtest.h>
 

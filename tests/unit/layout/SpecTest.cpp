@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/Spec.h"
+#include "runtime/core/layout/Spec.h"
 
 #include "ErrorMatchers.h"
 

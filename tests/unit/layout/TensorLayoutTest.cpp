@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/TensorLayout.h"
+#include "runtime/core/layout/TensorLayout.h"
 
 #include "ErrorMatchers.h"
 

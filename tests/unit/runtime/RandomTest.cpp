@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Random.h"
+#include "runtime/core/Random.h"
 
-#include "compiler/layout/TensorLayout.h"
+#include "runtime/core/layout/TensorLayout.h"
 
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@
 
 #include "runtime/Device.h"
 #include "runtime/Loader.h"
-#include "runtime/Random.h"
+#include "runtime/core/Random.h"
 
 #include <nlohmann/json.hpp>
 

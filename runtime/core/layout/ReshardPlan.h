@@ -10,11 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_COMPILER_LAYOUT_RESHARDPLAN_H
-#define MESHC_COMPILER_LAYOUT_RESHARDPLAN_H
+#ifndef MESHC_RUNTIME_CORE_LAYOUT_RESHARDPLAN_H
+#define MESHC_RUNTIME_CORE_LAYOUT_RESHARDPLAN_H
 
-#include "compiler/layout/Mesh.h"
-#include "compiler/layout/TensorLayout.h"
+#include "runtime/core/layout/Mesh.h"
+#include "runtime/core/layout/TensorLayout.h"
 
 #include <cstdint>
 #include <string>
@@ -65,4 +65,4 @@ int64_t collectiveBytesPerDevice(CollectiveKind kind, int64_t bytes,
 
 } // namespace meshc::layout
 
-#endif // MESHC_COMPILER_LAYOUT_RESHARDPLAN_H
+#endif // MESHC_RUNTIME_CORE_LAYOUT_RESHARDPLAN_H

@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_COMPILER_LAYOUT_MESH_H
-#define MESHC_COMPILER_LAYOUT_MESH_H
+#ifndef MESHC_RUNTIME_CORE_LAYOUT_MESH_H
+#define MESHC_RUNTIME_CORE_LAYOUT_MESH_H
 
-#include "compiler/layout/Error.h"
+#include "runtime/core/layout/Error.h"
 
 #include <cstdint>
 #include <optional>
@@ -96,4 +96,4 @@ private:
 
 } // namespace meshc::layout
 
-#endif // MESHC_COMPILER_LAYOUT_MESH_H
+#endif // MESHC_RUNTIME_CORE_LAYOUT_MESH_H

@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_COMPILER_LAYOUT_NAMES_H
-#define MESHC_COMPILER_LAYOUT_NAMES_H
+#ifndef MESHC_RUNTIME_CORE_LAYOUT_NAMES_H
+#define MESHC_RUNTIME_CORE_LAYOUT_NAMES_H
 
-#include "compiler/layout/Error.h"
+#include "runtime/core/layout/Error.h"
 
 #include <cstddef>
 #include <optional>
@@ -56,4 +56,4 @@ Error unknownMeshAxisError(const std::string &subject, std::string_view dim,
 
 } // namespace meshc::layout
 
-#endif // MESHC_COMPILER_LAYOUT_NAMES_H
+#endif // MESHC_RUNTIME_CORE_LAYOUT_NAMES_H

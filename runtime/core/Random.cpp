@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Random.h"
+#include "runtime/core/Random.h"
 
 #include <algorithm>
 #include <cmath>

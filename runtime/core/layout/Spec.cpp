@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/Spec.h"
+#include "runtime/core/layout/Spec.h"
 
-#include "compiler/layout/JsonLocations.h"
-#include "compiler/layout/Names.h"
+#include "runtime/core/layout/JsonLocations.h"
+#include "runtime/core/layout/Names.h"
 
 #include <nlohmann/json.hpp>
 

@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/LayoutRules.h"
+#include "runtime/core/layout/LayoutRules.h"
 
-#include "compiler/layout/Names.h"
-#include "compiler/layout/PairSyntax.h"
+#include "runtime/core/layout/Names.h"
+#include "runtime/core/layout/PairSyntax.h"
 
 #include <algorithm>
 

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_COMPILER_LAYOUT_ERROR_H
-#define MESHC_COMPILER_LAYOUT_ERROR_H
+#ifndef MESHC_RUNTIME_CORE_LAYOUT_ERROR_H
+#define MESHC_RUNTIME_CORE_LAYOUT_ERROR_H
 
 #include <cassert>
 #include <string>
@@ -112,4 +112,4 @@ inline Status success() { return Status(std::monostate{}); }
 
 } // namespace meshc::layout
 
-#endif // MESHC_COMPILER_LAYOUT_ERROR_H
+#endif // MESHC_RUNTIME_CORE_LAYOUT_ERROR_H

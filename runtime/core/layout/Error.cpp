@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/Error.h"
+#include "runtime/core/layout/Error.h"
 
 namespace meshc::layout {
 

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/JsonLocations.h"
+#include "runtime/core/layout/JsonLocations.h"
 
 namespace meshc::layout {
 

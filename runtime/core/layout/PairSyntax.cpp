@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/PairSyntax.h"
+#include "runtime/core/layout/PairSyntax.h"
 
-#include "compiler/layout/Names.h"
+#include "runtime/core/layout/Names.h"
 
 #include <string>
 

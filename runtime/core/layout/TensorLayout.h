@@ -9,12 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_COMPILER_LAYOUT_TENSORLAYOUT_H
-#define MESHC_COMPILER_LAYOUT_TENSORLAYOUT_H
+#ifndef MESHC_RUNTIME_CORE_LAYOUT_TENSORLAYOUT_H
+#define MESHC_RUNTIME_CORE_LAYOUT_TENSORLAYOUT_H
 
-#include "compiler/layout/Error.h"
-#include "compiler/layout/LayoutRules.h"
-#include "compiler/layout/Mesh.h"
+#include "runtime/core/layout/Error.h"
+#include "runtime/core/layout/LayoutRules.h"
+#include "runtime/core/layout/Mesh.h"
 
 #include <cstdint>
 #include <string>
@@ -109,4 +109,4 @@ private:
 
 } // namespace meshc::layout
 
-#endif // MESHC_COMPILER_LAYOUT_TENSORLAYOUT_H
+#endif // MESHC_RUNTIME_CORE_LAYOUT_TENSORLAYOUT_H

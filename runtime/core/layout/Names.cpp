@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/Names.h"
+#include "runtime/core/layout/Names.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 //===- ReshardPlan.cpp - Changing a tensor's layout -----------------------===//
 
-#include "compiler/layout/ReshardPlan.h"
+#include "runtime/core/layout/ReshardPlan.h"
 
 #include <algorithm>
 

@@ -4,10 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/Mesh.h"
+#include "runtime/core/layout/Mesh.h"
 
-#include "compiler/layout/Names.h"
-#include "compiler/layout/PairSyntax.h"
+#include "runtime/core/layout/Names.h"
+#include "runtime/core/layout/PairSyntax.h"
 
 #include <algorithm>
 #include <charconv>

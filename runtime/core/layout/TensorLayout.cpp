@@ -4,9 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/layout/TensorLayout.h"
+#include "runtime/core/layout/TensorLayout.h"
 
-#include "compiler/layout/Names.h"
+#include "runtime/core/layout/Names.h"
 
 #include <algorithm>
 

@@ -13,12 +13,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_COMPILER_LAYOUT_SPEC_H
-#define MESHC_COMPILER_LAYOUT_SPEC_H
+#ifndef MESHC_RUNTIME_CORE_LAYOUT_SPEC_H
+#define MESHC_RUNTIME_CORE_LAYOUT_SPEC_H
 
-#include "compiler/layout/Error.h"
-#include "compiler/layout/LayoutRules.h"
-#include "compiler/layout/Mesh.h"
+#include "runtime/core/layout/Error.h"
+#include "runtime/core/layout/LayoutRules.h"
+#include "runtime/core/layout/Mesh.h"
 
 #include <map>
 #include <string>
@@ -46,4 +46,4 @@ Result<Spec> loadSpecFile(const std::string &path);
 
 } // namespace meshc::layout
 
-#endif // MESHC_COMPILER_LAYOUT_SPEC_H
+#endif // MESHC_RUNTIME_CORE_LAYOUT_SPEC_H

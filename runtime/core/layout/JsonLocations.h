@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_COMPILER_LAYOUT_JSONLOCATIONS_H
-#define MESHC_COMPILER_LAYOUT_JSONLOCATIONS_H
+#ifndef MESHC_RUNTIME_CORE_LAYOUT_JSONLOCATIONS_H
+#define MESHC_RUNTIME_CORE_LAYOUT_JSONLOCATIONS_H
 
-#include "compiler/layout/Error.h"
+#include "runtime/core/layout/Error.h"
 
 #include <map>
 #include <optional>
@@ -64,4 +64,4 @@ private:
 
 } // namespace meshc::layout
 
-#endif // MESHC_COMPILER_LAYOUT_JSONLOCATIONS_H
+#endif // MESHC_RUNTIME_CORE_LAYOUT_JSONLOCATIONS_H

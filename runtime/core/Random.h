@@ -23,8 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_RUNTIME_RANDOM_H
-#define MESHC_RUNTIME_RANDOM_H
+#ifndef MESHC_RUNTIME_CORE_RANDOM_H
+#define MESHC_RUNTIME_CORE_RANDOM_H
 
 #include <cstdint>
 #include <string_view>
@@ -126,4 +126,4 @@ void fillBlockInt(int64_t lo, int64_t hi, uint64_t seed, std::string_view name,
 
 } // namespace meshc::runtime
 
-#endif // MESHC_RUNTIME_RANDOM_H
+#endif // MESHC_RUNTIME_CORE_RANDOM_H

@@ -10,11 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_COMPILER_LAYOUT_LAYOUTRULES_H
-#define MESHC_COMPILER_LAYOUT_LAYOUTRULES_H
+#ifndef MESHC_RUNTIME_CORE_LAYOUT_LAYOUTRULES_H
+#define MESHC_RUNTIME_CORE_LAYOUT_LAYOUTRULES_H
 
-#include "compiler/layout/Error.h"
-#include "compiler/layout/Mesh.h"
+#include "runtime/core/layout/Error.h"
+#include "runtime/core/layout/Mesh.h"
 
 #include <cstdint>
 #include <map>
@@ -79,4 +79,4 @@ private:
 
 } // namespace meshc::layout
 
-#endif // MESHC_COMPILER_LAYOUT_LAYOUTRULES_H
+#endif // MESHC_RUNTIME_CORE_LAYOUT_LAYOUTRULES_H

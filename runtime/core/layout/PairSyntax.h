@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_COMPILER_LAYOUT_PAIRSYNTAX_H
-#define MESHC_COMPILER_LAYOUT_PAIRSYNTAX_H
+#ifndef MESHC_RUNTIME_CORE_LAYOUT_PAIRSYNTAX_H
+#define MESHC_RUNTIME_CORE_LAYOUT_PAIRSYNTAX_H
 
-#include "compiler/layout/Error.h"
+#include "runtime/core/layout/Error.h"
 
 #include <string_view>
 #include <vector>
@@ -52,4 +52,4 @@ Result<std::vector<PairItem>> splitPairs(std::string_view text,
 
 } // namespace meshc::layout
 
-#endif // MESHC_COMPILER_LAYOUT_PAIRSYNTAX_H
+#endif // MESHC_RUNTIME_CORE_LAYOUT_PAIRSYNTAX_H
