@@ -4,11 +4,11 @@
 // one __host__ __device__ element function (an extended lambda), so the
 // same function runs on the host under Exec::onHost. Element-wise kernels
 // give one index per element; row kernels (cross entropy, one_hot, argmax,
-// cumsum) one per row; reductions one per output element, which walks the
-// reduced dims in the CPU's order so sums round the same way. Softmax, the
-// largest row kernel of attention, takes a warp per row on the device (its
-// sums then round differently from the CPU's; the host path keeps the
-// serial order).
+// cumsum, window) one per row, top_k one per element of a row; reductions one
+// per output element, which walks the reduced dims in the CPU's order so sums
+// round the same way. Softmax, the largest row kernel of attention, takes a
+// warp per row on the device (its sums then round differently from the CPU's;
+// the host path keeps the serial order).
 //
 // The formulas are the CPU backend's, in f32 with CUDA's math library
 // (expf/tanhf/logf may differ from glibc by an ulp or two).
@@ -18,6 +18,7 @@
 #include "cuda/CudaKernels.h"
 
 #include "cuda/CudaCheck.h"
+#include "runtime/ElementFunctions.h"
 
 #include <algorithm>
 #include <cmath>
@@ -243,6 +244,17 @@ void cumsumKernel(const Exec &exec, const float *in, float *out,
       sum += x[j * walk.step[0]];
       y[j * walk.step[1]] = sum;
     }
+  });
+}
+
+void topKKernel(const Exec &exec, const float *in, float *out,
+                const RowWalk &walk, int64_t k) {
+  int64_t n = walk.length;
+  forEach(exec, walk.rows.count() * n, [=] __host__ __device__(int64_t i) {
+    int64_t o[3];
+    walk.rows.offsets(i / n, o);
+    int64_t c = i % n;
+    out[o[1] + c * walk.step[1]] = topKValue(in + o[0], walk.step[0], n, c, k);
   });
 }
 

@@ -82,6 +82,11 @@ void softmaxKernel(const Exec &exec, const float *in, float *out,
 /// coordinate 0 up or, `reverse`, from the last down.
 void cumsumKernel(const Exec &exec, const float *in, float *out,
                   const RowWalk &walk, bool reverse);
+/// out row = 1 at the k largest elements of the in row, else 0, in
+/// topKValue's order (operands in, out; steps in, out); one index per
+/// element.
+void topKKernel(const Exec &exec, const float *in, float *out,
+                const RowWalk &walk, int64_t k);
 /// out row[j] = in row[j + offset] where 0 <= j + offset < inLength, else
 /// 0, for j < walk.length (operands in, out; steps in, out).
 void windowKernel(const Exec &exec, const float *in, float *out,

@@ -9,6 +9,7 @@
 
 #include "runtime/cpu/CpuKernels.h"
 
+#include "runtime/ElementFunctions.h"
 #include "runtime/Error.h"
 
 #include <cblas.h>
@@ -306,20 +307,8 @@ void topKKernel(const float *in, const NamedShape &inShape, float *out,
   Rows rows = rowsAlong(inShape, outShape, dim);
   int64_t n = rows.length, inStep = rows.step, outStep = rows.otherStep;
   rows.walk.run([&](const int64_t *o) {
-    const float *x = in + o[0];
-    float *y = out + o[1];
-    for (int64_t c = 0; c < n; ++c) {
-      float v = x[c * inStep];
-      int64_t before = 0;
-      for (int64_t j = 0; j < n && before < k; ++j) {
-        float w = x[j * inStep];
-        bool ahead = std::isnan(v)
-                         ? (!std::isnan(w) || j < c)
-                         : (!std::isnan(w) && (w > v || (w == v && j < c)));
-        before += ahead ? 1 : 0;
-      }
-      y[c * outStep] = before < k ? 1.0f : 0.0f;
-    }
+    for (int64_t c = 0; c < n; ++c)
+      out[o[1] + c * outStep] = topKValue(in + o[0], inStep, n, c, k);
   });
 }
 

@@ -7,7 +7,8 @@
 // - the generator transcription (KernelTypes.h) is bit-identical to
 //   runtime/Random.h;
 // - the kernels' element functions and iteration spaces, run on the host
-//   (Exec::onHost), compute what the CPU backend's kernels compute.
+//   (Exec::onHost), compute what the CPU backend's kernels compute;
+// - the backend declares every step kind of StepKinds.def.
 //
 //===----------------------------------------------------------------------===//
 
@@ -274,6 +275,28 @@ TEST(CudaHostTest, RangeAndCumsumMatchTheCpu) {
                        reverse);
     rt::cumsumKernel(x.data(), in, want.data(), out, "c", reverse);
     EXPECT_EQ(got, want) << reverse;
+  }
+}
+
+TEST(CudaHostTest, SupportsEveryStepKind) {
+  for (size_t kind = 0; kind < kStepKindCount; ++kind)
+    EXPECT_TRUE(cudaSupports(static_cast<OpKind>(kind)))
+        << opName(static_cast<OpKind>(kind));
+}
+
+TEST(CudaHostTest, TopKMatchesTheCpu) {
+  NamedShape in = shape({"a", "e", "b"}, {2, 7, 3}),
+             out = shape({"b", "a", "e"}, {3, 2, 7});
+  std::vector<float> x = testData("x", 42);
+  // Ties and NaNs: row (a=0, b=0) has three equal maxima and a NaN.
+  x[0 * 21 + 1 * 3] = x[0 * 21 + 4 * 3] = x[0 * 21 + 6 * 3] = 5.0f;
+  x[0 * 21 + 2 * 3] = std::nanf("");
+  x[1 * 21 + 0 * 3 + 2] = std::nanf("");
+  for (int64_t k : {1, 2, 3, 7}) {
+    std::vector<float> got(42, 9.0f), want(42, 9.0f);
+    cuda::topKKernel(kHost, x.data(), got.data(), inOutRows(in, out, "e"), k);
+    rt::topKKernel(x.data(), in, want.data(), out, "e", k);
+    EXPECT_EQ(got, want) << k;
   }
 }
 

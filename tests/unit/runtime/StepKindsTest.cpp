@@ -1,0 +1,132 @@
+//===- StepKindsTest.cpp - The table of step kinds and its users ----------===//
+//
+// Walks StepKinds.def: every kind has one spelling the loader finds it by,
+// attributes of its own, and a declaration in every backend built here (the
+// CPU must run every kind). A session refuses a program with a kind its
+// backend lacks before any step runs, naming the step, kind and backend.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StepHarness.h"
+
+#include "runtime/Error.h"
+#include "runtime/Session.h"
+#include "runtime/cpu/CpuDevice.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace meshc::runtime;
+using namespace meshc::runtime::testing;
+using nlohmann::json;
+
+namespace {
+
+std::vector<OpKind> allKinds() {
+  std::vector<OpKind> kinds;
+  for (size_t kind = 0; kind < kStepKindCount; ++kind)
+    kinds.push_back(static_cast<OpKind>(kind));
+  return kinds;
+}
+
+// Kind K's attributes are KAttrs, at K's position in StepAttrs.
+static_assert(std::variant_size_v<StepAttrs> == kStepKindCount);
+#define MESHC_STEP_KIND(Kind, Spelling, Group, Category)                       \
+  static_assert(                                                               \
+      std::is_same_v<std::variant_alternative_t<                               \
+                         static_cast<size_t>(OpKind::Kind), StepAttrs>,        \
+                     Kind##Attrs>);
+#include "runtime/StepKinds.def"
+
+TEST(StepKindsTest, EveryKindHasOneSpelling) {
+  std::set<std::string> spellings;
+  for (OpKind kind : allKinds()) {
+    EXPECT_TRUE(spellings.insert(opName(kind)).second) << opName(kind);
+    EXPECT_EQ(opKindNamed(opName(kind)), kind) << opName(kind);
+  }
+  EXPECT_EQ(opKindNamed("conv"), std::nullopt);
+  EXPECT_EQ(spellings.size(), kStepKindCount);
+}
+
+TEST(StepKindsTest, GroupsComeFromTheTable) {
+  Step step;
+  step.attrs = SliceAttrs{{3}, "batch"};
+  EXPECT_EQ(step.op(), OpKind::Slice);
+  EXPECT_EQ(step.group(), 3u);
+  EXPECT_TRUE(usesGroup(OpKind::Slice));
+  EXPECT_EQ(stepGroup(OpKind::Slice), StepGroup::Rank);
+  EXPECT_EQ(stepGroup(OpKind::AllToAll), StepGroup::Collective);
+  step.attrs = TopKAttrs{"experts", 2};
+  EXPECT_EQ(step.group(), std::nullopt);
+  EXPECT_FALSE(usesGroup(OpKind::TopK));
+}
+
+TEST(StepKindsTest, CpuSupportsEveryKind) {
+  CpuBackend cpu;
+  for (OpKind kind : allKinds())
+    EXPECT_TRUE(cpu.supports(kind)) << opName(kind);
+}
+
+/// The kind the "lacking" backend does not run.
+OpKind lackedKind = OpKind::TopK;
+
+/// The CPU backend without `lackedKind`.
+class LackingBackend : public CpuBackend {
+public:
+  std::string name() const override { return "lacking"; }
+  bool supports(OpKind op) const override { return op != lackedKind; }
+};
+
+std::unique_ptr<Backend> makeLackingBackend() {
+  return std::make_unique<LackingBackend>();
+}
+
+/// The message Session(program, {backend "lacking"}) fails with.
+std::string refusal(const Program &program) {
+  registerBackend("lacking", &makeLackingBackend);
+  SessionOptions options;
+  options.backend = "lacking";
+  try {
+    Session session(program, options);
+  } catch (const RuntimeError &error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(StepKindsTest, SessionRefusesAKindItsBackendLacks) {
+  StepHarness harness;
+  int64_t in = harness.f32(testData("x", 8)),
+          out = harness.f32(std::vector<float>(8));
+  Program program =
+      harness.load({{"op", "top_k"},
+                    {"in", {{"buf", in}, {"dims", {"row", "experts"}}}},
+                    {"out", {{"buf", out}, {"dims", {"row", "experts"}}}},
+                    {"dim", "experts"},
+                    {"k", 2},
+                    {"sizes", {{"row", 2}, {"experts", 4}}}});
+  lackedKind = OpKind::TopK;
+  EXPECT_EQ(refusal(program),
+            "step 0 (top_k): the lacking backend does not support this step "
+            "kind");
+  lackedKind = OpKind::Window;
+  EXPECT_EQ(refusal(program), "");
+}
+
+TEST(StepKindsTest, SessionRefusesALackedKindInTheSyncSteps) {
+  Program program = loadProgram(MESHC_RUNTIME_INPUTS "/linreg-local-sgd.mprog");
+  lackedKind = OpKind::AllReduce;
+  size_t first = 0;
+  while (program.steps[first].op() != OpKind::AllReduce)
+    ++first;
+  EXPECT_EQ(refusal(program),
+            "step " + std::to_string(first) +
+                " (all_reduce): the lacking backend does not support this "
+                "step kind");
+  program.steps.clear();
+  EXPECT_EQ(refusal(program), "training.sync (all_reduce): the lacking "
+                              "backend does not support this step kind");
+}
+
+} // namespace
