@@ -5,9 +5,10 @@
 // definition to their last use (inputs, parameters and outputs for the whole
 // step) and are placed first-fit in one arena; a step's outputs are placed
 // before the buffers it reads for the last time are released, so no step
-// writes over its own operands unless it works in place. Step kinds are
-// spelled by the runtime's table (runtime/StepKinds.h), so the emitter cannot
-// write a kind the runtime lacks.
+// writes over its own operands unless it works in place. Step kinds and
+// unary/binary functions are spelled by the runtime's tables
+// (runtime/StepKinds.def, runtime/ElementFunctions.def), so the emitter
+// cannot write one the runtime lacks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include "compiler/passes/LayoutBridge.h"
 #include "lowering/Partitioner.h"
+#include "runtime/ElementFunctions.h"
 #include "runtime/StepKinds.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -379,29 +381,65 @@ json::Object MprogEmitter::trainingEntry(DictionaryAttr training) {
 /// The name of an elementwise unary op's function in .mprog.
 std::optional<StringRef> unaryName(Operation &op) {
   return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(&op)
-      .Case([](mtf::ReluOp) { return StringRef("relu"); })
-      .Case([](mtf::GeluOp) { return StringRef("gelu"); })
-      .Case([](mtf::ExpOp) { return StringRef("exp"); })
-      .Case([](mtf::LogOp) { return StringRef("log"); })
-      .Case([](mtf::TanhOp) { return StringRef("tanh"); })
-      .Case([](mtf::SqrtOp) { return StringRef("sqrt"); })
-      .Case([](mtf::RsqrtOp) { return StringRef("rsqrt"); })
-      .Case([](mtf::NegateOp) { return StringRef("negate"); })
-      .Case([](mtf::PositiveOp) { return StringRef("positive"); })
-      .Case([](mtf::GeluGradOp) { return StringRef("gelu_grad"); })
+      .Case([](mtf::ReluOp) {
+        return StringRef(runtime::unaryFnName(runtime::UnaryFn::Relu));
+      })
+      .Case([](mtf::GeluOp) {
+        return StringRef(runtime::unaryFnName(runtime::UnaryFn::Gelu));
+      })
+      .Case([](mtf::ExpOp) {
+        return StringRef(runtime::unaryFnName(runtime::UnaryFn::Exp));
+      })
+      .Case([](mtf::LogOp) {
+        return StringRef(runtime::unaryFnName(runtime::UnaryFn::Log));
+      })
+      .Case([](mtf::TanhOp) {
+        return StringRef(runtime::unaryFnName(runtime::UnaryFn::Tanh));
+      })
+      .Case([](mtf::SqrtOp) {
+        return StringRef(runtime::unaryFnName(runtime::UnaryFn::Sqrt));
+      })
+      .Case([](mtf::RsqrtOp) {
+        return StringRef(runtime::unaryFnName(runtime::UnaryFn::Rsqrt));
+      })
+      .Case([](mtf::NegateOp) {
+        return StringRef(runtime::unaryFnName(runtime::UnaryFn::Negate));
+      })
+      .Case([](mtf::PositiveOp) {
+        return StringRef(runtime::unaryFnName(runtime::UnaryFn::Positive));
+      })
+      .Case([](mtf::GeluGradOp) {
+        return StringRef(runtime::unaryFnName(runtime::UnaryFn::GeluGrad));
+      })
       .Default([](Operation *) { return std::nullopt; });
 }
 
 std::optional<StringRef> binaryName(Operation &op) {
   return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(&op)
-      .Case([](mtf::AddOp) { return StringRef("add"); })
-      .Case([](mtf::SubOp) { return StringRef("sub"); })
-      .Case([](mtf::MulOp) { return StringRef("mul"); })
-      .Case([](mtf::DivOp) { return StringRef("div"); })
-      .Case([](mtf::MaxOp) { return StringRef("max"); })
-      .Case([](mtf::MinOp) { return StringRef("min"); })
-      .Case([](mtf::EqualOp) { return StringRef("eq"); })
-      .Case([](mtf::LessOp) { return StringRef("lt"); })
+      .Case([](mtf::AddOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Add));
+      })
+      .Case([](mtf::SubOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Sub));
+      })
+      .Case([](mtf::MulOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Mul));
+      })
+      .Case([](mtf::DivOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Div));
+      })
+      .Case([](mtf::MaxOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Max));
+      })
+      .Case([](mtf::MinOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Min));
+      })
+      .Case([](mtf::EqualOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Eq));
+      })
+      .Case([](mtf::LessOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Lt));
+      })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -569,7 +607,7 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
           llvm::cast<mtf::TensorType>(result().getType()).getNumElements();
       steps.push_back(
           json::Object{{"op", runtime::opName(runtime::OpKind::Unary)},
-                       {"fn", "scale"},
+                       {"fn", runtime::unaryFnName(runtime::UnaryFn::Scale)},
                        {"in", bufferOf(result())},
                        {"out", bufferOf(result())},
                        {"value", 1.0 / static_cast<double>(count)}});

@@ -14,6 +14,7 @@
 
 #include "compiler/layout/Mesh.h"
 #include "compiler/layout/TensorLayout.h"
+#include "runtime/ElementFunctions.h"
 #include "runtime/Random.h"
 #include "runtime/StepKinds.h"
 
@@ -94,25 +95,6 @@ struct Tensor {
   std::vector<int64_t> globalShape() const;
 };
 
-/// The functions of the unary step. Positive is the step function (1 where
-/// x > 0, else 0) and GeluGrad the derivative of Gelu: the pieces of their
-/// gradients.
-enum class UnaryFn {
-  Relu,
-  Gelu,
-  Exp,
-  Log,
-  Tanh,
-  Sqrt,
-  Rsqrt,
-  Negate,
-  Scale,
-  Positive,
-  GeluGrad
-};
-/// The functions of the binary step. Eq (1 where equal, else 0) and Lt (1
-/// where lhs < rhs, else 0) also compare two i32 operands.
-enum class BinaryFn { Add, Sub, Mul, Div, Max, Min, Eq, Lt };
 /// Which part of a training program a step belongs to: an eval run executes
 /// only the forward steps, a training run all of them.
 enum class Phase { Forward, Backward, Update };

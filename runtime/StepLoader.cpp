@@ -98,6 +98,16 @@ OpKind parseOpKind(const JsonNode &node) {
   node.fail("unknown op \"" + text + "\" (known: " + known + ")");
 }
 
+const std::vector<std::pair<const char *, UnaryFn>> kUnaryFns = {
+#define MESHC_UNARY_FN(Fn, Spelling) {Spelling, UnaryFn::Fn},
+#include "runtime/ElementFunctions.def"
+};
+
+const std::vector<std::pair<const char *, BinaryFn>> kBinaryFns = {
+#define MESHC_BINARY_FN(Fn, Spelling) {Spelling, BinaryFn::Fn},
+#include "runtime/ElementFunctions.def"
+};
+
 const std::vector<std::pair<const char *, Reduction>> kReductions = {
     {"sum", Reduction::Sum}, {"max", Reduction::Max}};
 
@@ -397,18 +407,7 @@ void StepParser::parseFlatInOut() {
 
 void StepParser::parseAttrs(UnaryAttrs &attrs) {
   parseFlatInOut();
-  attrs.fn = choose<UnaryFn>(node.member("fn"), "unary fn",
-                             {{"relu", UnaryFn::Relu},
-                              {"gelu", UnaryFn::Gelu},
-                              {"exp", UnaryFn::Exp},
-                              {"log", UnaryFn::Log},
-                              {"tanh", UnaryFn::Tanh},
-                              {"sqrt", UnaryFn::Sqrt},
-                              {"rsqrt", UnaryFn::Rsqrt},
-                              {"negate", UnaryFn::Negate},
-                              {"scale", UnaryFn::Scale},
-                              {"positive", UnaryFn::Positive},
-                              {"gelu_grad", UnaryFn::GeluGrad}});
+  attrs.fn = choose(node.member("fn"), "unary fn", kUnaryFns);
   requireDType("in", step.in[0], DType::F32);
   requireDType("out", step.out, DType::F32);
   if (attrs.fn == UnaryFn::Scale)
@@ -455,15 +454,7 @@ void StepParser::parseAttrs(EinsumAttrs &attrs) {
 
 void StepParser::parseAttrs(BinaryAttrs &attrs) {
   readSizes();
-  attrs.fn = choose<BinaryFn>(node.member("fn"), "binary fn",
-                              {{"add", BinaryFn::Add},
-                               {"sub", BinaryFn::Sub},
-                               {"mul", BinaryFn::Mul},
-                               {"div", BinaryFn::Div},
-                               {"max", BinaryFn::Max},
-                               {"min", BinaryFn::Min},
-                               {"eq", BinaryFn::Eq},
-                               {"lt", BinaryFn::Lt}});
+  attrs.fn = choose(node.member("fn"), "binary fn", kBinaryFns);
   step.in = {operand("lhs"), operand("rhs")};
   step.out = operand("out");
   const Operand &lhs = step.in[0], &rhs = step.in[1], &out = step.out;
@@ -471,11 +462,11 @@ void StepParser::parseAttrs(BinaryAttrs &attrs) {
     // eq and lt compare two f32 or two i32 operands.
     DType lhsType = bufferOf(lhs).dtype, rhsType = bufferOf(rhs).dtype;
     if (lhsType != rhsType)
-      node.member("rhs").fail(
-          std::string(attrs.fn == BinaryFn::Eq ? "eq" : "lt") +
-          " compares operands of one dtype but " + bufferName(lhs) + " is " +
-          dtypeName(lhsType) + " and " + bufferName(rhs) + " is " +
-          dtypeName(rhsType));
+      node.member("rhs").fail(std::string(binaryFnName(attrs.fn)) +
+                              " compares operands of one dtype but " +
+                              bufferName(lhs) + " is " + dtypeName(lhsType) +
+                              " and " + bufferName(rhs) + " is " +
+                              dtypeName(rhsType));
   } else {
     requireDType("lhs", lhs, DType::F32);
     requireDType("rhs", rhs, DType::F32);
