@@ -2,8 +2,9 @@
 //
 // Walks StepKinds.def: every kind has one spelling the loader finds it by,
 // attributes of its own, and a declaration in every backend built here (the
-// CPU must run every kind). A session refuses a program with a kind its
-// backend lacks before any step runs, naming the step, kind and backend.
+// CPU must run every kind), and docs/mprog.md's tables list exactly the kinds
+// and the unary and binary functions. A session refuses a program with a kind
+// its backend lacks before any step runs, naming the step, kind and backend.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <set>
 
 using namespace meshc::runtime;
@@ -66,6 +69,53 @@ TEST(StepKindsTest, CpuSupportsEveryKind) {
   CpuBackend cpu;
   for (OpKind kind : allKinds())
     EXPECT_TRUE(cpu.supports(kind)) << opName(kind);
+}
+
+/// The names in the first column of the tables of docs/mprog.md whose
+/// header's first cell is `column` ("op", "unary fn", "binary fn"), in
+/// order.
+std::vector<std::string> documented(const std::string &column) {
+  std::ifstream file(MESHC_MPROG_DOC);
+  EXPECT_TRUE(file) << "cannot open " MESHC_MPROG_DOC;
+  std::vector<std::string> names;
+  bool inTable = false;
+  std::string line;
+  while (std::getline(file, line)) {
+    size_t bar = line.find_first_not_of(' ');
+    if (bar == std::string::npos || line[bar] != '|') {
+      inTable = false;
+      continue;
+    }
+    size_t end = line.find('|', bar + 1);
+    std::string cell = line.substr(bar + 1, end - bar - 1);
+    cell.erase(0, cell.find_first_not_of(' '));
+    cell.erase(cell.find_last_not_of(' ') + 1);
+    if (cell == column) {
+      inTable = true;
+      continue;
+    }
+    if (inTable && cell.size() > 2 && cell.front() == '`' && cell.back() == '`')
+      names.push_back(cell.substr(1, cell.size() - 2));
+  }
+  return names;
+}
+
+TEST(StepKindsTest, MprogDocsListExactlyTheKindsAndFunctions) {
+  std::vector<std::string> kinds, unary, binary;
+  for (OpKind kind : allKinds())
+    kinds.push_back(opName(kind));
+  for (size_t fn = 0; fn < kUnaryFnCount; ++fn)
+    unary.push_back(unaryFnName(static_cast<UnaryFn>(fn)));
+  for (size_t fn = 0; fn < kBinaryFnCount; ++fn)
+    binary.push_back(binaryFnName(static_cast<BinaryFn>(fn)));
+  auto sorted = [](std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  // Each listed once, and nothing else.
+  EXPECT_EQ(sorted(documented("op")), sorted(kinds));
+  EXPECT_EQ(documented("unary fn"), unary);
+  EXPECT_EQ(documented("binary fn"), binary);
 }
 
 /// The kind the "lacking" backend does not run.
