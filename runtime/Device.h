@@ -44,7 +44,7 @@ public:
   /// Copies `bytes` of the arena at `offset` into host memory `dst`.
   virtual void read(int64_t offset, void *dst, int64_t bytes) const = 0;
   /// Runs `step` (validated by the loader) on this device. `comm` is the
-  /// device's communicator for the step's group when usesGroup(step.op),
+  /// device's communicator for the step's group when usesGroup(step.op()),
   /// else null; `context` says which run this is. Throws RuntimeError for
   /// data errors (a label out of range).
   virtual void run(const Step &step, Communicator *comm,
