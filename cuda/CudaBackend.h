@@ -36,6 +36,9 @@ void registerCudaBackend();
 /// "cudaGetDeviceCount: CUDA driver version is insufficient ...".
 std::string cudaUnavailableReason();
 
+/// The step kinds CudaDevice runs (CudaBackend::supports), without a GPU.
+bool cudaSupports(OpKind op);
+
 /// The CUDA backend.
 class CudaBackend : public Backend {
 public:
@@ -51,6 +54,7 @@ public:
                                        int64_t deviceId) override;
   /// Valid once a device was created (before that: virtual mode).
   Collectives &collectives() override;
+  bool supports(OpKind op) const override { return cudaSupports(op); }
   /// The mode chosen by the first createDevice.
   std::optional<CollectiveMode> collectiveMode() const { return mode; }
 

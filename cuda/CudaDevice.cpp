@@ -43,9 +43,11 @@ CudaDevice::CudaDevice(const Program &program, int64_t deviceId, int gpu,
       dropoutOffsets(program.steps.size()) {
   const Step *lastForward = nullptr;
   for (const Step &step : program.steps) {
-    if (step.op == OpKind::Dropout)
-      dropoutOffsets[step.index] = step.dropoutLayout.sliceOffset(
-          step.dropoutDims, program.mesh, deviceId);
+    if (step.op() == OpKind::Dropout) {
+      const DropoutAttrs &dropout = step.as<DropoutAttrs>();
+      dropoutOffsets[step.index] =
+          dropout.layout.sliceOffset(dropout.dims, program.mesh, deviceId);
+    }
     if (step.phase == Phase::Forward)
       lastForward = &step;
   }
@@ -144,24 +146,22 @@ void CudaDevice::run(const Step &step, Communicator *comm,
     throw RuntimeError("cuda device " + std::to_string(deviceId) +
                        ": run() before allocate()");
   MESHC_CUDA_CHECK(cudaSetDevice(gpu));
-  if (usesGroup(step.op)) {
-    if (!comm)
-      throw RuntimeError(std::string(opName(step.op)) +
-                         " needs its group's communicator");
-    runCollective(step, *comm);
-  } else {
-    runLocal(step, context);
-  }
+  if (usesGroup(step.op()) && !comm)
+    throw RuntimeError(std::string(opName(step.op())) +
+                       " needs its group's communicator");
+  runKernels(step, comm, context);
   if (syncEveryStep ||
       std::find(runEnds.begin(), runEnds.end(), step.index) != runEnds.end())
     MESHC_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-void CudaDevice::runLocal(const Step &step, const RunContext &context) {
+void CudaDevice::runKernels(const Step &step, Communicator *comm,
+                            const RunContext &context) {
   const Operand &out = step.out;
-  switch (step.op) {
+  switch (step.op()) {
   case OpKind::Fill:
-    fillKernel(exec(), dtypeOf(out), step.value, at(out), out.shape.elements());
+    fillKernel(exec(), dtypeOf(out), step.as<FillAttrs>().value, at(out),
+               out.shape.elements());
     return;
   case OpKind::Copy:
     if (at(out) != at(step.in[0]))
@@ -171,7 +171,7 @@ void CudaDevice::runLocal(const Step &step, const RunContext &context) {
                                        cudaMemcpyDeviceToDevice, stream));
     return;
   case OpKind::Einsum:
-    for (const EinsumStage &stage : step.einsum.stages) {
+    for (const EinsumStage &stage : step.as<EinsumAttrs>().plan.stages) {
       if (stage.isGemm) {
         runGemm(stage.gemm);
         continue;
@@ -182,10 +182,12 @@ void CudaDevice::runLocal(const Step &step, const RunContext &context) {
                    f32(at(stage.reduce.dst)), spaces.outer, spaces.inner);
     }
     return;
-  case OpKind::Unary:
-    unaryKernel(exec(), step.unary, static_cast<float>(step.value),
+  case OpKind::Unary: {
+    const UnaryAttrs &unary = step.as<UnaryAttrs>();
+    unaryKernel(exec(), unary.fn, static_cast<float>(unary.value),
                 f32(at(step.in[0])), f32(at(out)), out.shape.elements());
     return;
+  }
   case OpKind::Cast:
     if (dtypeOf(step.in[0]) == dtypeOf(out)) {
       if (at(out) != at(step.in[0]))
@@ -202,26 +204,28 @@ void CudaDevice::runLocal(const Step &step, const RunContext &context) {
     IterationSpace<3> space =
         binarySpace(step.in[0].shape, step.in[1].shape, out.shape);
     if (dtypeOf(step.in[0]) == DType::I32)
-      compareKernel(exec(), step.binary, i32(at(step.in[0])),
+      compareKernel(exec(), step.as<BinaryAttrs>().fn, i32(at(step.in[0])),
                     i32(at(step.in[1])), f32(at(out)), space);
     else
-      binaryKernel(exec(), step.binary, f32(at(step.in[0])),
+      binaryKernel(exec(), step.as<BinaryAttrs>().fn, f32(at(step.in[0])),
                    f32(at(step.in[1])), f32(at(out)), space);
     return;
   }
   case OpKind::Reduce: {
     ReduceSpaces spaces = reduceSpaces(step.in[0].shape, out.shape);
-    reduceKernel(exec(), step.reduction, f32(at(step.in[0])), f32(at(out)),
-                 spaces.outer, spaces.inner);
+    reduceKernel(exec(), step.as<ReduceAttrs>().fn, f32(at(step.in[0])),
+                 f32(at(out)), spaces.outer, spaces.inner);
     return;
   }
   case OpKind::Softmax:
-    softmaxKernel(exec(), f32(at(step.in[0])), f32(at(out)),
-                  inOutRows(step.in[0].shape, out.shape, step.dim));
+    softmaxKernel(
+        exec(), f32(at(step.in[0])), f32(at(out)),
+        inOutRows(step.in[0].shape, out.shape, step.as<SoftmaxAttrs>().dim));
     return;
   case OpKind::SoftmaxCrossEntropy: {
-    RowWalk walk = crossEntropyWalk(step.in[0].shape, step.in[1].shape,
-                                    out.shape, step.dim);
+    RowWalk walk =
+        crossEntropyWalk(step.in[0].shape, step.in[1].shape, out.shape,
+                         step.as<SoftmaxCrossEntropyAttrs>().dim);
     MESHC_CUDA_CHECK(
         cudaMemsetAsync(status, 0xff, sizeof(KernelStatus), stream));
     crossEntropyKernel(exec(), f32(at(step.in[0])), i32(at(step.in[1])),
@@ -230,28 +234,36 @@ void CudaDevice::runLocal(const Step &step, const RunContext &context) {
     return;
   }
   case OpKind::OneHot: {
-    RowWalk walk = oneHotWalk(step.in[0].shape, out.shape, step.dim);
+    RowWalk walk =
+        oneHotWalk(step.in[0].shape, out.shape, step.as<OneHotAttrs>().dim);
     MESHC_CUDA_CHECK(
         cudaMemsetAsync(status, 0xff, sizeof(KernelStatus), stream));
     oneHotKernel(exec(), i32(at(step.in[0])), f32(at(out)), walk, status);
     checkRows(step, walk);
     return;
   }
+  case OpKind::LogSumExp:
+    logSumExpKernel(
+        exec(), f32(at(step.in[0])), f32(at(out)),
+        argmaxWalk(step.in[0].shape, out.shape, step.as<LogSumExpAttrs>().dim));
+    return;
   case OpKind::Argmax:
-    argmaxKernel(exec(), f32(at(step.in[0])), i32(at(out)),
-                 argmaxWalk(step.in[0].shape, out.shape, step.dim));
+    argmaxKernel(
+        exec(), f32(at(step.in[0])), i32(at(out)),
+        argmaxWalk(step.in[0].shape, out.shape, step.as<ArgmaxAttrs>().dim));
     return;
   case OpKind::Dropout: {
     if (context.eval) {
       fillKernel(exec(), DType::F32, 1.0, at(out), out.shape.elements());
       return;
     }
+    const DropoutAttrs &dropout = step.as<DropoutAttrs>();
     DropoutParams mask;
-    mask.key = runKey(context.seed, step.dropoutName, context.run);
-    mask.rate = step.dropoutRate;
-    mask.keptScale = 1.0 / (1.0 - step.dropoutRate);
+    mask.key = runKey(context.seed, dropout.name, context.run);
+    mask.rate = dropout.rate;
+    mask.keptScale = 1.0 / (1.0 - dropout.rate);
     DropoutSpace block =
-        dropoutSpace(step.dropoutDims, dropoutOffsets[step.index], out.shape);
+        dropoutSpace(dropout.dims, dropoutOffsets[step.index], out.shape);
     dropoutKernel(exec(), mask, block.first, f32(at(out)), block.space);
     return;
   }
@@ -260,20 +272,32 @@ void CudaDevice::runLocal(const Step &step, const RunContext &context) {
     return;
   case OpKind::Window: {
     const NamedShape &in = step.in[0].shape;
+    const WindowAttrs &window = step.as<WindowAttrs>();
     windowKernel(exec(), f32(at(step.in[0])), f32(at(out)),
-                 windowRows(in, out.shape, step.dim, step.toDim),
-                 in.sizes[in.position(step.dim)], step.offset);
+                 windowRows(in, out.shape, window.dim, window.toDim),
+                 in.sizes[in.position(window.dim)], window.offset);
     return;
   }
-  case OpKind::Cumsum:
+  case OpKind::Cumsum: {
+    const CumsumAttrs &cumsum = step.as<CumsumAttrs>();
     cumsumKernel(exec(), f32(at(step.in[0])), f32(at(out)),
-                 inOutRows(step.in[0].shape, out.shape, step.dim),
-                 step.reverse);
+                 inOutRows(step.in[0].shape, out.shape, cumsum.dim),
+                 cumsum.reverse);
     return;
-  default:
-    throw RuntimeError("step " + std::to_string(step.index) + " (" +
-                       opName(step.op) +
-                       "): the cuda backend does not implement this step kind");
+  }
+  case OpKind::TopK: {
+    const TopKAttrs &topK = step.as<TopKAttrs>();
+    topKKernel(exec(), f32(at(step.in[0])), f32(at(out)),
+               inOutRows(step.in[0].shape, out.shape, topK.dim), topK.k);
+    return;
+  }
+  case OpKind::AllReduce:
+  case OpKind::AllGather:
+  case OpKind::ReduceScatter:
+  case OpKind::AllToAll:
+  case OpKind::Slice:
+    runCollective(step, *comm);
+    return;
   }
 }
 
@@ -290,7 +314,7 @@ void CudaDevice::checkRows(const Step &step, const RowWalk &walk) {
   int32_t value = 0;
   MESHC_CUDA_CHECK(cudaMemcpy(&value, i32(at(step.in.back())) + element,
                               sizeof(value), cudaMemcpyDeviceToHost));
-  bool labels = step.op == OpKind::SoftmaxCrossEntropy;
+  bool labels = step.op() == OpKind::SoftmaxCrossEntropy;
   throw RuntimeError(std::string(labels ? "label " : "index ") +
                      std::to_string(value) +
                      (labels ? " (labels element " : " (in element ") +
@@ -349,13 +373,14 @@ void CudaDevice::runCollective(const Step &step, Communicator &comm) {
       copy2D(dst + g * run, n * run, src + g * chunk, run, run,
              chunkView.outer);
   };
-  switch (step.op) {
+  switch (step.op()) {
   case OpKind::AllReduce:
-    comm.allReduce(at(out), out.shape.elements(), dtype, step.reduction);
+    comm.allReduce(at(out), out.shape.elements(), dtype,
+                   step.as<AllReduceAttrs>().reduction);
     return;
   case OpKind::AllGather: {
     const Operand &in = step.in[0];
-    AroundDim view = aroundDim(in.shape, step.dim);
+    AroundDim view = aroundDim(in.shape, step.as<AllGatherAttrs>().dim);
     int64_t chunkBytes = in.shape.elements() * bytes;
     char *chunks = view.outer == 1 ? at(out) : scratch;
     if (chunkBytes > 0)
@@ -371,9 +396,10 @@ void CudaDevice::runCollective(const Step &step, Communicator &comm) {
   }
   case OpKind::ReduceScatter: {
     const Operand &in = step.in[0];
-    split(at(in), aroundDim(in.shape, step.dim), scratch);
+    const ReduceScatterAttrs &scatter = step.as<ReduceScatterAttrs>();
+    split(at(in), aroundDim(in.shape, scatter.dim), scratch);
     int64_t chunkCount = out.shape.elements();
-    comm.reduceScatter(scratch, chunkCount, dtype, step.reduction);
+    comm.reduceScatter(scratch, chunkCount, dtype, scatter.reduction);
     if (chunkCount > 0)
       MESHC_CUDA_CHECK(cudaMemcpyAsync(
           at(out), scratch + rank * chunkCount * bytes, chunkCount * bytes,
@@ -382,11 +408,13 @@ void CudaDevice::runCollective(const Step &step, Communicator &comm) {
   }
   case OpKind::AllToAll: {
     const Operand &in = step.in[0];
+    const AllToAllAttrs &allToAll = step.as<AllToAllAttrs>();
     int64_t inBytes = in.shape.elements() * bytes;
-    split(at(in), aroundDim(in.shape, step.dim), scratch);
+    split(at(in), aroundDim(in.shape, allToAll.splitDim), scratch);
     comm.allToAll(scratch, scratch + inBytes, inBytes / n);
-    AroundDim chunkView = aroundDim(in.shape, step.concatDim);
-    if (in.shape.position(step.dim) < in.shape.position(step.concatDim))
+    AroundDim chunkView = aroundDim(in.shape, allToAll.concatDim);
+    if (in.shape.position(allToAll.splitDim) <
+        in.shape.position(allToAll.concatDim))
       chunkView.outer /= n;
     else
       chunkView.inner /= n;
@@ -395,12 +423,13 @@ void CudaDevice::runCollective(const Step &step, Communicator &comm) {
   }
   case OpKind::Slice: {
     const Operand &in = step.in[0];
-    slice(at(in), aroundDim(in.shape, step.dim), rank, at(out));
+    slice(at(in), aroundDim(in.shape, step.as<SliceAttrs>().dim), rank,
+          at(out));
     return;
   }
   default:
     throw RuntimeError("step " + std::to_string(step.index) + " (" +
-                       opName(step.op) +
+                       opName(step.op()) +
                        "): the cuda backend does not implement this "
                        "collective");
   }

@@ -55,7 +55,10 @@ private:
   DType dtypeOf(const Operand &operand) const;
   Exec exec() const { return {stream, false}; }
 
-  void runLocal(const Step &step, const RunContext &context);
+  /// Runs `step` with its kernels; `comm` is its group's communicator when
+  /// usesGroup(step.op()). Every kind of StepKinds.def has a case here.
+  void runKernels(const Step &step, Communicator *comm,
+                  const RunContext &context);
   void runGemm(const GemmStage &stage);
   void runCollective(const Step &step, Communicator &comm);
   /// Throws the CPU backend's message when a one_hot or cross-entropy

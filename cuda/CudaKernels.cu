@@ -4,20 +4,22 @@
 // one __host__ __device__ element function (an extended lambda), so the
 // same function runs on the host under Exec::onHost. Element-wise kernels
 // give one index per element; row kernels (cross entropy, one_hot, argmax,
-// cumsum) one per row; reductions one per output element, which walks the
-// reduced dims in the CPU's order so sums round the same way. Softmax, the
-// largest row kernel of attention, takes a warp per row on the device (its
-// sums then round differently from the CPU's; the host path keeps the
-// serial order).
+// logsumexp, cumsum, window) one per row, top_k one per element of a row;
+// reductions one per output element, which walks the reduced dims in the CPU's
+// order so sums round the same way. Softmax, the largest row kernel of
+// attention, takes a warp per row on the device (its sums then round
+// differently from the CPU's; the host path keeps the serial order).
 //
-// The formulas are the CPU backend's, in f32 with CUDA's math library
-// (expf/tanhf/logf may differ from glibc by an ulp or two).
+// The element formulas are runtime/ElementFunctions.h's, shared with the
+// CPU backend, in f32 with CUDA's math library (expf/tanhf/logf may differ
+// from glibc by an ulp or two).
 //
 //===----------------------------------------------------------------------===//
 
 #include "cuda/CudaKernels.h"
 
 #include "cuda/CudaCheck.h"
+#include "runtime/ElementFunctions.h"
 
 #include <algorithm>
 #include <cmath>
@@ -54,7 +56,7 @@ void forEach(const Exec &exec, int64_t count, Body body) {
 /// Calls fn(offset) for every index of `space` (operand 0), last dim
 /// fastest, carrying the offset incrementally as the CPU's Walk does.
 template <typename Fn>
-MESHC_HD void walkOffsets(const IterationSpace<1> &space, Fn fn) {
+MESHC_HOST_DEVICE void walkOffsets(const IterationSpace<1> &space, Fn fn) {
   for (int d = 0; d < space.rank; ++d)
     if (space.sizes[d] == 0)
       return;
@@ -75,8 +77,8 @@ MESHC_HD void walkOffsets(const IterationSpace<1> &space, Fn fn) {
   }
 }
 
-MESHC_HD inline void recordBadRow(KernelStatus *status,
-                                  unsigned long long row) {
+MESHC_HOST_DEVICE inline void recordBadRow(KernelStatus *status,
+                                           unsigned long long row) {
 #if defined(__CUDA_ARCH__)
   atomicMin(&status->firstBadRow, row);
 #else
@@ -85,64 +87,24 @@ MESHC_HD inline void recordBadRow(KernelStatus *status,
 #endif
 }
 
-/// std::max(a, b) as the CPU computes it: b only when a < b (NaN b loses).
-MESHC_HD inline float maxLikeStd(float a, float b) { return a < b ? b : a; }
-MESHC_HD inline int32_t maxLikeStd(int32_t a, int32_t b) {
-  return a < b ? b : a;
-}
-
-constexpr float kSqrtTwoOverPi = 0.7978845608028654f;
-
-MESHC_HD inline float unaryValue(UnaryFn fn, float factor, float x) {
+/// unary fn `fn` of x, dispatched to ElementFunctions.h's formulas.
+MESHC_HOST_DEVICE inline float unaryOf(UnaryFn fn, float factor, float x) {
   switch (fn) {
-  case UnaryFn::Relu:
-    return x > 0.0f ? x : 0.0f;
-  case UnaryFn::Gelu:
-    return 0.5f * x *
-           (1.0f + tanhf(kSqrtTwoOverPi * (x + 0.044715f * x * x * x)));
-  case UnaryFn::Exp:
-    return expf(x);
-  case UnaryFn::Log:
-    return logf(x);
-  case UnaryFn::Tanh:
-    return tanhf(x);
-  case UnaryFn::Sqrt:
-    return sqrtf(x);
-  case UnaryFn::Rsqrt:
-    return 1.0f / sqrtf(x);
-  case UnaryFn::Negate:
-    return -x;
-  case UnaryFn::Scale:
-    return x * factor;
-  case UnaryFn::Positive:
-    return x > 0.0f ? 1.0f : 0.0f;
-  case UnaryFn::GeluGrad: {
-    float t = tanhf(kSqrtTwoOverPi * (x + 0.044715f * x * x * x));
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrtTwoOverPi *
-                                   (1.0f + 3.0f * 0.044715f * x * x);
-  }
+#define MESHC_UNARY_FN(Fn, Spelling)                                           \
+  case UnaryFn::Fn:                                                            \
+    return unaryValue<UnaryFn::Fn>(x, factor);
+#include "runtime/ElementFunctions.def"
   }
   return x;
 }
 
-MESHC_HD inline float binaryValue(BinaryFn fn, float x, float y) {
+/// binary fn `fn` of x and y, dispatched to ElementFunctions.h's formulas.
+MESHC_HOST_DEVICE inline float binaryOf(BinaryFn fn, float x, float y) {
   switch (fn) {
-  case BinaryFn::Add:
-    return x + y;
-  case BinaryFn::Sub:
-    return x - y;
-  case BinaryFn::Mul:
-    return x * y;
-  case BinaryFn::Div:
-    return x / y;
-  case BinaryFn::Max:
-    return maxLikeStd(x, y);
-  case BinaryFn::Min:
-    return y < x ? y : x; // std::min
-  case BinaryFn::Eq:
-    return x == y ? 1.0f : 0.0f;
-  case BinaryFn::Lt:
-    return x < y ? 1.0f : 0.0f;
+#define MESHC_BINARY_FN(Fn, Spelling)                                          \
+  case BinaryFn::Fn:                                                           \
+    return binaryValue<BinaryFn::Fn>(x, y);
+#include "runtime/ElementFunctions.def"
   }
   return x;
 }
@@ -165,7 +127,7 @@ void fillKernel(const Exec &exec, DType dtype, double value, void *out,
 void unaryKernel(const Exec &exec, UnaryFn fn, float factor, const float *in,
                  float *out, int64_t count) {
   forEach(exec, count, [=] __host__ __device__(int64_t i) {
-    out[i] = unaryValue(fn, factor, in[i]);
+    out[i] = unaryOf(fn, factor, in[i]);
   });
 }
 
@@ -183,14 +145,8 @@ void castKernel(const Exec &exec, DType from, DType to, const void *in,
   }
   const float *x = static_cast<const float *>(in);
   int32_t *y = static_cast<int32_t *>(out);
-  forEach(exec, count, [=] __host__ __device__(int64_t i) {
-    const float low = -2147483648.0f, high = 2147483648.0f;
-    float v = x[i];
-    y[i] = isnan(v)    ? 0
-           : v <= low  ? INT32_MIN
-           : v >= high ? INT32_MAX
-                       : static_cast<int32_t>(v);
-  });
+  forEach(exec, count,
+          [=] __host__ __device__(int64_t i) { y[i] = castToI32(x[i]); });
 }
 
 void binaryKernel(const Exec &exec, BinaryFn fn, const float *lhs,
@@ -199,7 +155,7 @@ void binaryKernel(const Exec &exec, BinaryFn fn, const float *lhs,
   forEach(exec, space.count(), [=] __host__ __device__(int64_t i) {
     int64_t o[3];
     space.offsets(i, o);
-    out[o[2]] = binaryValue(fn, lhs[o[0]], rhs[o[1]]);
+    out[o[2]] = binaryOf(fn, lhs[o[0]], rhs[o[1]]);
   });
 }
 
@@ -211,7 +167,7 @@ void compareKernel(const Exec &exec, BinaryFn fn, const int32_t *lhs,
     int64_t o[3];
     space.offsets(i, o);
     int32_t x = lhs[o[0]], y = rhs[o[1]];
-    out[o[2]] = (less ? x < y : x == y) ? 1.0f : 0.0f;
+    out[o[2]] = less ? lessOf(x, y) : equalOf(x, y);
   });
 }
 
@@ -246,6 +202,17 @@ void cumsumKernel(const Exec &exec, const float *in, float *out,
   });
 }
 
+void topKKernel(const Exec &exec, const float *in, float *out,
+                const RowWalk &walk, int64_t k) {
+  int64_t n = walk.length;
+  forEach(exec, walk.rows.count() * n, [=] __host__ __device__(int64_t i) {
+    int64_t o[3];
+    walk.rows.offsets(i / n, o);
+    int64_t c = i % n;
+    out[o[1] + c * walk.step[1]] = topKValue(in + o[0], walk.step[0], n, c, k);
+  });
+}
+
 void reduceKernel(const Exec &exec, Reduction fn, const float *src, float *dst,
                   const IterationSpace<2> &outer,
                   const IterationSpace<1> &inner) {
@@ -258,7 +225,7 @@ void reduceKernel(const Exec &exec, Reduction fn, const float *src, float *dst,
     if (sum)
       walkOffsets(inner, [&](int64_t at) { acc += x[at]; });
     else
-      walkOffsets(inner, [&](int64_t at) { acc = maxLikeStd(acc, x[at]); });
+      walkOffsets(inner, [&](int64_t at) { acc = maxOf(acc, x[at]); });
     dst[o[1]] = acc;
   });
 }
@@ -281,9 +248,9 @@ static __global__ void softmaxWarpRows(const float *in, float *out,
     float *y = out + o[1];
     float top = -INFINITY;
     for (int64_t j = lane; j < n; j += 32)
-      top = maxLikeStd(top, x[j * inStep]);
+      top = maxOf(top, x[j * inStep]);
     for (int offset = 16; offset > 0; offset >>= 1)
-      top = maxLikeStd(top, __shfl_xor_sync(all, top, offset));
+      top = maxOf(top, __shfl_xor_sync(all, top, offset));
     float sum = 0.0f;
     for (int64_t j = lane; j < n; j += 32) {
       float e = expf(x[j * inStep] - top);
@@ -320,7 +287,7 @@ void softmaxKernel(const Exec &exec, const float *in, float *out,
     int64_t n = walk.length, inStep = walk.step[0], outStep = walk.step[1];
     float top = -INFINITY;
     for (int64_t j = 0; j < n; ++j)
-      top = maxLikeStd(top, x[j * inStep]);
+      top = maxOf(top, x[j * inStep]);
     float sum = 0.0f;
     for (int64_t j = 0; j < n; ++j) {
       float e = expf(x[j * inStep] - top);
@@ -362,7 +329,7 @@ void crossEntropyKernel(const Exec &exec, const float *logits,
     }
     float top = -INFINITY;
     for (int64_t j = 0; j < n; ++j)
-      top = maxLikeStd(top, x[j * step]);
+      top = maxOf(top, x[j * step]);
     float sum = 0.0f;
     for (int64_t j = 0; j < n; ++j)
       sum += expf(x[j * step] - top);
@@ -386,6 +353,15 @@ void oneHotKernel(const Exec &exec, const int32_t *in, float *out,
   });
 }
 
+void logSumExpKernel(const Exec &exec, const float *in, float *out,
+                     const RowWalk &walk) {
+  forEach(exec, walk.rows.count(), [=] __host__ __device__(int64_t i) {
+    int64_t o[3];
+    walk.rows.offsets(i, o);
+    out[o[1]] = logSumExpRow(in + o[0], walk.step[0], walk.length);
+  });
+}
+
 void argmaxKernel(const Exec &exec, const float *in, int32_t *out,
                   const RowWalk &walk) {
   forEach(exec, walk.rows.count(), [=] __host__ __device__(int64_t i) {
@@ -396,7 +372,7 @@ void argmaxKernel(const Exec &exec, const float *in, int32_t *out,
     float top = 0.0f;
     for (int64_t c = 0; c < walk.length; ++c) {
       float v = x[c * walk.step[0]];
-      if (!isnan(v) && (best < 0 || v > top)) {
+      if (argmaxTakes(v, best, top)) {
         best = c;
         top = v;
       }
@@ -423,7 +399,7 @@ void groupReduceKernel(const Exec &exec, DType dtype, Reduction fn,
       float acc = static_cast<const float *>(inputs.data[0])[i];
       for (int m = 1; m < inputs.count; ++m) {
         float v = static_cast<const float *>(inputs.data[m])[i];
-        acc = sum ? acc + v : maxLikeStd(acc, v);
+        acc = sum ? acc + v : maxOf(acc, v);
       }
       y[i] = acc;
     });
@@ -434,7 +410,7 @@ void groupReduceKernel(const Exec &exec, DType dtype, Reduction fn,
     int32_t acc = static_cast<const int32_t *>(inputs.data[0])[i];
     for (int m = 1; m < inputs.count; ++m) {
       int32_t v = static_cast<const int32_t *>(inputs.data[m])[i];
-      acc = sum ? acc + v : maxLikeStd(acc, v);
+      acc = sum ? acc + v : maxOf(acc, v);
     }
     y[i] = acc;
   });

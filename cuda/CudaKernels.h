@@ -82,6 +82,11 @@ void softmaxKernel(const Exec &exec, const float *in, float *out,
 /// coordinate 0 up or, `reverse`, from the last down.
 void cumsumKernel(const Exec &exec, const float *in, float *out,
                   const RowWalk &walk, bool reverse);
+/// out row = 1 at the k largest elements of the in row, else 0, in
+/// topKValue's order (operands in, out; steps in, out); one index per
+/// element.
+void topKKernel(const Exec &exec, const float *in, float *out,
+                const RowWalk &walk, int64_t k);
 /// out row[j] = in row[j + offset] where 0 <= j + offset < inLength, else
 /// 0, for j < walk.length (operands in, out; steps in, out).
 void windowKernel(const Exec &exec, const float *in, float *out,
@@ -95,6 +100,9 @@ void crossEntropyKernel(const Exec &exec, const float *logits,
 /// [0, length) records its row in `status`.
 void oneHotKernel(const Exec &exec, const int32_t *in, float *out,
                   const RowWalk &walk, KernelStatus *status);
+/// out = logSumExpRow of the in row (operands in, out).
+void logSumExpKernel(const Exec &exec, const float *in, float *out,
+                     const RowWalk &walk);
 /// out = index of the first maximum of the in row, NaNs skipped (operands
 /// in, out).
 void argmaxKernel(const Exec &exec, const float *in, int32_t *out,

@@ -19,13 +19,9 @@
 #ifndef MESHC_CUDA_KERNELTYPES_H
 #define MESHC_CUDA_KERNELTYPES_H
 
-#include <cstdint>
+#include "runtime/ElementFunctions.h"
 
-#if defined(__CUDACC__)
-#define MESHC_HD __host__ __device__
-#else
-#define MESHC_HD
-#endif
+#include <cstdint>
 
 namespace meshc::runtime::cuda {
 
@@ -39,21 +35,22 @@ template <int Operands> struct IterationSpace {
   int64_t strides[Operands][kSpaceRank] = {};
 
   /// Appends a dim of `size` along which operand k advances by step[k].
-  MESHC_HD void addDim(int64_t size, const int64_t (&step)[Operands]) {
+  MESHC_HOST_DEVICE void addDim(int64_t size, const int64_t (&step)[Operands]) {
     sizes[rank] = size;
     for (int k = 0; k < Operands; ++k)
       strides[k][rank] = step[k];
     ++rank;
   }
   /// The number of indices (1 for rank 0, 0 when a dim is empty).
-  MESHC_HD int64_t count() const {
+  MESHC_HOST_DEVICE int64_t count() const {
     int64_t total = 1;
     for (int d = 0; d < rank; ++d)
       total *= sizes[d];
     return total;
   }
   /// The operand offsets of index `linear` (last dim fastest).
-  MESHC_HD void offsets(int64_t linear, int64_t (&out)[Operands]) const {
+  MESHC_HOST_DEVICE void offsets(int64_t linear,
+                                 int64_t (&out)[Operands]) const {
     for (int k = 0; k < Operands; ++k)
       out[k] = 0;
     for (int d = rank - 1; d >= 0; --d) {
@@ -66,7 +63,7 @@ template <int Operands> struct IterationSpace {
 };
 
 /// runtime::splitmix64.
-MESHC_HD inline uint64_t splitmix64(uint64_t x) {
+MESHC_HOST_DEVICE inline uint64_t splitmix64(uint64_t x) {
   uint64_t z = x + 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -74,7 +71,8 @@ MESHC_HD inline uint64_t splitmix64(uint64_t x) {
 }
 
 /// TensorRandom::withKey(key).uniform(index, j).
-MESHC_HD inline double uniformAt(uint64_t key, uint64_t index, unsigned j) {
+MESHC_HOST_DEVICE inline double uniformAt(uint64_t key, uint64_t index,
+                                          unsigned j) {
   uint64_t bits = splitmix64(key + (2 * index + j) * 0x9e3779b97f4a7c15ULL);
   return static_cast<double>(bits >> 11) * 0x1.0p-53;
 }
@@ -89,7 +87,8 @@ struct DropoutParams {
 };
 
 /// DropoutMask::scale(index), rounded to f32 as the dropout step writes it.
-MESHC_HD inline float dropoutValue(const DropoutParams &mask, uint64_t index) {
+MESHC_HOST_DEVICE inline float dropoutValue(const DropoutParams &mask,
+                                            uint64_t index) {
   return static_cast<float>(
       uniformAt(mask.key, index, 0) >= mask.rate ? mask.keptScale : 0.0);
 }

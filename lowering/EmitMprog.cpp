@@ -5,7 +5,10 @@
 // definition to their last use (inputs, parameters and outputs for the whole
 // step) and are placed first-fit in one arena; a step's outputs are placed
 // before the buffers it reads for the last time are released, so no step
-// writes over its own operands unless it works in place.
+// writes over its own operands unless it works in place. Step kinds and
+// unary/binary functions are spelled by the runtime's tables
+// (runtime/StepKinds.def, runtime/ElementFunctions.def), so the emitter
+// cannot write one the runtime lacks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,8 @@
 
 #include "compiler/passes/LayoutBridge.h"
 #include "lowering/Partitioner.h"
+#include "runtime/ElementFunctions.h"
+#include "runtime/StepKinds.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -383,14 +388,30 @@ std::optional<StringRef> unaryName(Operation &op) {
 
 std::optional<StringRef> binaryName(Operation &op) {
   return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(&op)
-      .Case([](mtf::AddOp) { return StringRef("add"); })
-      .Case([](mtf::SubOp) { return StringRef("sub"); })
-      .Case([](mtf::MulOp) { return StringRef("mul"); })
-      .Case([](mtf::DivOp) { return StringRef("div"); })
-      .Case([](mtf::MaxOp) { return StringRef("max"); })
-      .Case([](mtf::MinOp) { return StringRef("min"); })
-      .Case([](mtf::EqualOp) { return StringRef("eq"); })
-      .Case([](mtf::LessOp) { return StringRef("lt"); })
+      .Case([](mtf::AddOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Add));
+      })
+      .Case([](mtf::SubOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Sub));
+      })
+      .Case([](mtf::MulOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Mul));
+      })
+      .Case([](mtf::DivOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Div));
+      })
+      .Case([](mtf::MaxOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Max));
+      })
+      .Case([](mtf::MinOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Min));
+      })
+      .Case([](mtf::EqualOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Eq));
+      })
+      .Case([](mtf::LessOp) {
+        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Lt));
+      })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -403,30 +424,32 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
   if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
     auto it = snapshots.find(output);
     if (it != snapshots.end())
-      steps.push_back(json::Object{{"op", "copy"},
-                                   {"in", bufferOf(output.getValue())},
-                                   {"out", it->second}});
+      steps.push_back(
+          json::Object{{"op", runtime::opName(runtime::OpKind::Copy)},
+                       {"in", bufferOf(output.getValue())},
+                       {"out", it->second}});
     return success();
   }
   if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op) || isView(&op))
     return success();
   if (auto constant = llvm::dyn_cast<mtf::ConstantOp>(op)) {
     steps.push_back(
-        json::Object{{"op", "fill"},
+        json::Object{{"op", runtime::opName(runtime::OpKind::Fill)},
                      {"out", bufferOf(result())},
                      {"value", constant.getValue().convertToDouble()}});
     return success();
   }
   if (std::optional<StringRef> fn = unaryName(op)) {
-    steps.push_back(json::Object{{"op", "unary"},
-                                 {"fn", *fn},
-                                 {"in", bufferOf(op.getOperand(0))},
-                                 {"out", bufferOf(result())}});
+    steps.push_back(
+        json::Object{{"op", runtime::opName(runtime::OpKind::Unary)},
+                     {"fn", *fn},
+                     {"in", bufferOf(op.getOperand(0))},
+                     {"out", bufferOf(result())}});
     return success();
   }
   if (llvm::isa<mtf::CastOp>(op)) {
     steps.push_back(
-        json::Object{{"op", "cast"},
+        json::Object{{"op", runtime::opName(runtime::OpKind::Cast)},
                      {"in", bufferOf(op.getOperand(0))},
                      {"out", bufferOf(result())},
                      {"from", dtypeOf(elementOf(op.getOperand(0).getType()))},
@@ -440,7 +463,7 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
              << "the runtime has no i32 elementwise arithmetic yet ('"
              << op.getName() << "'); cast the operands to f32 first";
     steps.push_back(json::Object{
-        {"op", "binary"},
+        {"op", runtime::opName(runtime::OpKind::Binary)},
         {"fn", *fn},
         {"lhs", operand(op.getOperand(0))},
         {"rhs", operand(op.getOperand(1))},
@@ -450,17 +473,18 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
   }
   if (auto mask = llvm::dyn_cast<mtf::DropoutMaskOp>(op)) {
     json::Object global = tensorEntry("", "", result());
-    steps.push_back(json::Object{{"op", "dropout"},
-                                 {"out", operand(result())},
-                                 {"sizes", sizesOf({result()})},
-                                 {"name", mask.getName()},
-                                 {"rate", mask.getRate().convertToDouble()},
-                                 {"dims", std::move(*global.get("dims"))}});
+    steps.push_back(
+        json::Object{{"op", runtime::opName(runtime::OpKind::Dropout)},
+                     {"out", operand(result())},
+                     {"sizes", sizesOf({result()})},
+                     {"name", mask.getName()},
+                     {"rate", mask.getRate().convertToDouble()},
+                     {"dims", std::move(*global.get("dims"))}});
     return success();
   }
   if (auto oneHot = llvm::dyn_cast<mtf::OneHotOp>(op)) {
     steps.push_back(
-        json::Object{{"op", "one_hot"},
+        json::Object{{"op", runtime::opName(runtime::OpKind::OneHot)},
                      {"in", operand(oneHot.getIndices())},
                      {"out", operand(result())},
                      {"dim", oneHot.getDim()},
@@ -468,14 +492,15 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
     return success();
   }
   if (llvm::isa<mtf::RangeOp>(op)) {
-    steps.push_back(json::Object{{"op", "range"},
-                                 {"out", operand(result())},
-                                 {"sizes", sizesOf({result()})}});
+    steps.push_back(
+        json::Object{{"op", runtime::opName(runtime::OpKind::Range)},
+                     {"out", operand(result())},
+                     {"sizes", sizesOf({result()})}});
     return success();
   }
   if (auto window = llvm::dyn_cast<mtf::WindowOp>(op)) {
     steps.push_back(
-        json::Object{{"op", "window"},
+        json::Object{{"op", runtime::opName(runtime::OpKind::Window)},
                      {"in", operand(window.getInput())},
                      {"out", operand(result())},
                      {"from", window.getFrom()},
@@ -485,7 +510,7 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
     return success();
   }
   if (auto topK = llvm::dyn_cast<mtf::TopKOp>(op)) {
-    steps.push_back(json::Object{{"op", "top_k"},
+    steps.push_back(json::Object{{"op", runtime::opName(runtime::OpKind::TopK)},
                                  {"in", operand(topK.getInput())},
                                  {"out", operand(result())},
                                  {"dim", topK.getDim()},
@@ -494,35 +519,41 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
     return success();
   }
   if (auto cumsum = llvm::dyn_cast<mtf::CumsumOp>(op)) {
-    steps.push_back(json::Object{{"op", "cumsum"},
-                                 {"in", operand(cumsum.getInput())},
-                                 {"out", operand(result())},
-                                 {"dim", cumsum.getDim()},
-                                 {"reverse", cumsum.getReverse()},
-                                 {"sizes", sizesOf({cumsum.getInput()})}});
+    steps.push_back(
+        json::Object{{"op", runtime::opName(runtime::OpKind::Cumsum)},
+                     {"in", operand(cumsum.getInput())},
+                     {"out", operand(result())},
+                     {"dim", cumsum.getDim()},
+                     {"reverse", cumsum.getReverse()},
+                     {"sizes", sizesOf({cumsum.getInput()})}});
     return success();
   }
   if (auto lse = llvm::dyn_cast<mtf::LogSumExpOp>(op)) {
-    steps.push_back(json::Object{{"op", "logsumexp"},
-                                 {"in", operand(lse.getInput())},
-                                 {"out", operand(result())},
-                                 {"dim", lse.getDim()},
-                                 {"sizes", sizesOf({lse.getInput()})}});
+    steps.push_back(
+        json::Object{{"op", runtime::opName(runtime::OpKind::LogSumExp)},
+                     {"in", operand(lse.getInput())},
+                     {"out", operand(result())},
+                     {"dim", lse.getDim()},
+                     {"sizes", sizesOf({lse.getInput()})}});
     return success();
   }
   if (auto argmax = llvm::dyn_cast<mtf::ArgmaxOp>(op)) {
-    steps.push_back(json::Object{{"op", "argmax"},
-                                 {"in", operand(argmax.getInput())},
-                                 {"out", operand(result())},
-                                 {"dim", argmax.getDim()},
-                                 {"sizes", sizesOf({argmax.getInput()})}});
+    steps.push_back(
+        json::Object{{"op", runtime::opName(runtime::OpKind::Argmax)},
+                     {"in", operand(argmax.getInput())},
+                     {"out", operand(result())},
+                     {"dim", argmax.getDim()},
+                     {"sizes", sizesOf({argmax.getInput()})}});
     return success();
   }
   if (auto assign = llvm::dyn_cast<mtf::AssignOp>(op)) {
     int64_t from = bufferOf(assign.getValue());
     int64_t to = paramBuffers.lookup(assign.getName());
     if (from != to)
-      steps.push_back(json::Object{{"op", "copy"}, {"in", from}, {"out", to}});
+      steps.push_back(
+          json::Object{{"op", runtime::opName(runtime::OpKind::Copy)},
+                       {"in", from},
+                       {"out", to}});
     return success();
   }
   if (auto einsum = llvm::dyn_cast<mtf::EinsumOp>(op)) {
@@ -533,19 +564,21 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
       for (auto &[key, size] : sizesOf({input}))
         sizes[key] = size;
     }
-    steps.push_back(json::Object{{"op", "einsum"},
-                                 {"in", std::move(inputs)},
-                                 {"out", operand(result())},
-                                 {"sizes", std::move(sizes)}});
+    steps.push_back(
+        json::Object{{"op", runtime::opName(runtime::OpKind::Einsum)},
+                     {"in", std::move(inputs)},
+                     {"out", operand(result())},
+                     {"sizes", std::move(sizes)}});
     return success();
   }
   if (llvm::isa<mtf::ReduceSumOp, mtf::ReduceMaxOp, mtf::ReduceMeanOp>(op)) {
     bool isMax = llvm::isa<mtf::ReduceMaxOp>(op);
-    steps.push_back(json::Object{{"op", "reduce"},
-                                 {"fn", isMax ? "max" : "sum"},
-                                 {"in", operand(op.getOperand(0))},
-                                 {"out", operand(result())},
-                                 {"sizes", sizesOf({op.getOperand(0)})}});
+    steps.push_back(
+        json::Object{{"op", runtime::opName(runtime::OpKind::Reduce)},
+                     {"fn", isMax ? "max" : "sum"},
+                     {"in", operand(op.getOperand(0))},
+                     {"out", operand(result())},
+                     {"sizes", sizesOf({op.getOperand(0)})}});
     if (llvm::isa<mtf::ReduceMeanOp>(op)) {
       // Only ever local here: the partitioner turns a mean over split
       // dimensions into a sum, its reduction and a scale.
@@ -554,8 +587,8 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
               .getNumElements() /
           llvm::cast<mtf::TensorType>(result().getType()).getNumElements();
       steps.push_back(
-          json::Object{{"op", "unary"},
-                       {"fn", "scale"},
+          json::Object{{"op", runtime::opName(runtime::OpKind::Unary)},
+                       {"fn", runtime::unaryFnName(runtime::UnaryFn::Scale)},
                        {"in", bufferOf(result())},
                        {"out", bufferOf(result())},
                        {"value", 1.0 / static_cast<double>(count)}});
@@ -563,30 +596,33 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
     return success();
   }
   if (auto softmax = llvm::dyn_cast<mtf::SoftmaxOp>(op)) {
-    steps.push_back(json::Object{{"op", "softmax"},
-                                 {"in", operand(softmax.getInput())},
-                                 {"out", operand(result())},
-                                 {"dim", softmax.getDim()},
-                                 {"sizes", sizesOf({softmax.getInput()})}});
+    steps.push_back(
+        json::Object{{"op", runtime::opName(runtime::OpKind::Softmax)},
+                     {"in", operand(softmax.getInput())},
+                     {"out", operand(result())},
+                     {"dim", softmax.getDim()},
+                     {"sizes", sizesOf({softmax.getInput()})}});
     return success();
   }
   if (auto xent = llvm::dyn_cast<mtf::SoftmaxCrossEntropyOp>(op)) {
-    steps.push_back(json::Object{{"op", "softmax_cross_entropy"},
-                                 {"logits", operand(xent.getLogits())},
-                                 {"labels", operand(xent.getLabels())},
-                                 {"out", operand(result())},
-                                 {"dim", xent.getDim()},
-                                 {"sizes", sizesOf({xent.getLogits()})}});
+    steps.push_back(json::Object{
+        {"op", runtime::opName(runtime::OpKind::SoftmaxCrossEntropy)},
+        {"logits", operand(xent.getLogits())},
+        {"labels", operand(xent.getLabels())},
+        {"out", operand(result())},
+        {"dim", xent.getDim()},
+        {"sizes", sizesOf({xent.getLogits()})}});
     return success();
   }
   if (auto reduce = llvm::dyn_cast<shard::AllReduceOp>(op)) {
     Value input = reduce.getInput();
     if (bufferOf(input) != bufferOf(result()))
-      steps.push_back(json::Object{{"op", "copy"},
-                                   {"in", bufferOf(input)},
-                                   {"out", bufferOf(result())}});
+      steps.push_back(
+          json::Object{{"op", runtime::opName(runtime::OpKind::Copy)},
+                       {"in", bufferOf(input)},
+                       {"out", bufferOf(result())}});
     steps.push_back(
-        json::Object{{"op", "all_reduce"},
+        json::Object{{"op", runtime::opName(runtime::OpKind::AllReduce)},
                      {"buf", bufferOf(result())},
                      {"axes", axisNames(reduce.getGridAxes())},
                      {"reduction", reductionName(reduce.getReduction())}});
@@ -595,7 +631,7 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
   auto named = [&](Value value, int64_t axis) { return dimNames(value)[axis]; };
   if (auto gather = llvm::dyn_cast<shard::AllGatherOp>(op)) {
     steps.push_back(
-        json::Object{{"op", "all_gather"},
+        json::Object{{"op", runtime::opName(runtime::OpKind::AllGather)},
                      {"in", operand(gather.getInput())},
                      {"out", operand(result())},
                      {"dim", named(gather.getInput(),
@@ -606,7 +642,7 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
   }
   if (auto slice = llvm::dyn_cast<shard::AllSliceOp>(op)) {
     steps.push_back(json::Object{
-        {"op", "slice"},
+        {"op", runtime::opName(runtime::OpKind::Slice)},
         {"in", operand(slice.getInput())},
         {"out", operand(result())},
         {"dim", named(slice.getInput(), slice.getSliceAxis().getZExtValue())},
@@ -616,7 +652,7 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
   }
   if (auto scatter = llvm::dyn_cast<shard::ReduceScatterOp>(op)) {
     steps.push_back(
-        json::Object{{"op", "reduce_scatter"},
+        json::Object{{"op", runtime::opName(runtime::OpKind::ReduceScatter)},
                      {"in", operand(scatter.getInput())},
                      {"out", operand(result())},
                      {"dim", named(scatter.getInput(),
@@ -628,7 +664,7 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
   }
   if (auto exchange = llvm::dyn_cast<shard::AllToAllOp>(op)) {
     steps.push_back(json::Object{
-        {"op", "all_to_all"},
+        {"op", runtime::opName(runtime::OpKind::AllToAll)},
         {"in", operand(exchange.getInput())},
         {"out", operand(result())},
         {"split_dim",

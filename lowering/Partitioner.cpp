@@ -8,8 +8,8 @@
 
 #include "lowering/Partitioner.h"
 
-#include "runtime/core/layout/ReshardPlan.h"
 #include "compiler/passes/LayoutBridge.h"
+#include "runtime/core/layout/ReshardPlan.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"

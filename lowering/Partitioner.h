@@ -9,9 +9,9 @@
 #ifndef MESHC_LOWERING_PARTITIONER_H
 #define MESHC_LOWERING_PARTITIONER_H
 
+#include "dialect/MtfDialect.h"
 #include "runtime/core/layout/Mesh.h"
 #include "runtime/core/layout/TensorLayout.h"
-#include "dialect/MtfDialect.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"

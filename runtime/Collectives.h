@@ -17,8 +17,8 @@
 #ifndef MESHC_RUNTIME_COLLECTIVES_H
 #define MESHC_RUNTIME_COLLECTIVES_H
 
-#include "runtime/core/layout/Mesh.h"
 #include "runtime/Program.h"
+#include "runtime/core/layout/Mesh.h"
 
 #include <cstdint>
 #include <memory>

@@ -51,6 +51,20 @@ void registerBackend(const std::string &name, BackendFactory factory) {
   registry().factories[name] = factory;
 }
 
+void requireSupportedSteps(const Backend &backend, const Program &program) {
+  auto check = [&](const Step &step, const std::string &where) {
+    if (!backend.supports(step.op()))
+      throw RuntimeError(where + " (" + opName(step.op()) + "): the " +
+                         backend.name() +
+                         " backend does not support this step kind");
+  };
+  for (const Step &step : program.steps)
+    check(step, "step " + std::to_string(step.index));
+  if (program.training && program.training->sync)
+    for (const Step &step : program.training->sync->steps)
+      check(step, "training.sync");
+}
+
 std::unique_ptr<Backend> createBackend(std::string_view name) {
   if (name == "cpu")
     return std::make_unique<CpuBackend>();

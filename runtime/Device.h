@@ -44,7 +44,7 @@ public:
   /// Copies `bytes` of the arena at `offset` into host memory `dst`.
   virtual void read(int64_t offset, void *dst, int64_t bytes) const = 0;
   /// Runs `step` (validated by the loader) on this device. `comm` is the
-  /// device's communicator for the step's group when usesGroup(step.op),
+  /// device's communicator for the step's group when usesGroup(step.op()),
   /// else null; `context` says which run this is. Throws RuntimeError for
   /// data errors (a label out of range).
   virtual void run(const Step &step, Communicator *comm,
@@ -67,7 +67,15 @@ public:
                                                int64_t deviceId) = 0;
   /// The collectives between this backend's devices.
   virtual Collectives &collectives() = 0;
+  /// True when this backend's devices run steps of kind `op`: every
+  /// backend declares its kinds against StepKinds.def.
+  virtual bool supports(OpKind op) const = 0;
 };
+
+/// Refuses `program` on `backend` before anything runs: throws RuntimeError
+/// "step N (kind): the B backend does not support this step kind" for the
+/// first step (training.sync steps included) whose kind `backend` lacks.
+void requireSupportedSteps(const Backend &backend, const Program &program);
 
 /// The backend called `name` ("cpu", "cuda" where registered). Throws
 /// RuntimeError for a backend this build lacks ("cuda" in a build without

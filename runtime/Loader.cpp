@@ -269,19 +269,19 @@ SyncSpec parseSync(const JsonNode &node, Program &program,
     // all_reduce(sum) then scale by 1/G, as steps after the program's own.
     Step reduce;
     reduce.index = program.steps.size() + sync.steps.size();
-    reduce.op = OpKind::AllReduce;
     reduce.phase = Phase::Update;
     reduce.out.buffer = buffer->second;
     reduce.out.shape.sizes = {
         param->layout.numElementsPerDevice(param->dims, program.mesh)};
-    reduce.reduction = Reduction::Sum;
-    reduce.group = group;
+    AllReduceAttrs sum;
+    sum.group = group;
+    sum.reduction = Reduction::Sum;
+    reduce.attrs = sum;
     Step scale = reduce;
     scale.index = reduce.index + 1;
-    scale.op = OpKind::Unary;
     scale.in = {reduce.out};
-    scale.unary = UnaryFn::Scale;
-    scale.value = 1.0 / static_cast<double>(groupSize);
+    scale.attrs =
+        UnaryAttrs{UnaryFn::Scale, 1.0 / static_cast<double>(groupSize)};
     sync.steps.push_back(reduce);
     sync.steps.push_back(scale);
   }

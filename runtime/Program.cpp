@@ -66,54 +66,6 @@ std::vector<int64_t> Tensor::globalShape() const {
   return shape;
 }
 
-const char *opName(OpKind op) {
-  switch (op) {
-  case OpKind::Fill:
-    return "fill";
-  case OpKind::Copy:
-    return "copy";
-  case OpKind::Einsum:
-    return "einsum";
-  case OpKind::Unary:
-    return "unary";
-  case OpKind::Cast:
-    return "cast";
-  case OpKind::Binary:
-    return "binary";
-  case OpKind::Reduce:
-    return "reduce";
-  case OpKind::Softmax:
-    return "softmax";
-  case OpKind::SoftmaxCrossEntropy:
-    return "softmax_cross_entropy";
-  case OpKind::OneHot:
-    return "one_hot";
-  case OpKind::Argmax:
-    return "argmax";
-  case OpKind::Dropout:
-    return "dropout";
-  case OpKind::Range:
-    return "range";
-  case OpKind::Cumsum:
-    return "cumsum";
-  case OpKind::Window:
-    return "window";
-  case OpKind::TopK:
-    return "top_k";
-  case OpKind::AllReduce:
-    return "all_reduce";
-  case OpKind::AllGather:
-    return "all_gather";
-  case OpKind::ReduceScatter:
-    return "reduce_scatter";
-  case OpKind::AllToAll:
-    return "all_to_all";
-  case OpKind::Slice:
-    return "slice";
-  }
-  return "";
-}
-
 const char *phaseName(Phase phase) {
   switch (phase) {
   case Phase::Forward:
@@ -126,10 +78,16 @@ const char *phaseName(Phase phase) {
   return "";
 }
 
-bool usesGroup(OpKind op) {
-  return op == OpKind::AllReduce || op == OpKind::AllGather ||
-         op == OpKind::ReduceScatter || op == OpKind::AllToAll ||
-         op == OpKind::Slice;
+std::optional<size_t> Step::group() const {
+  return std::visit(
+      [](const auto &kind) -> std::optional<size_t> {
+        if constexpr (std::is_base_of_v<GroupAttrs,
+                                        std::decay_t<decltype(kind)>>)
+          return kind.group;
+        else
+          return std::nullopt;
+      },
+      attrs);
 }
 
 const Tensor *Program::findTensor(Role role, const std::string &name) const {

@@ -12,14 +12,18 @@
 #ifndef MESHC_RUNTIME_PROGRAM_H
 #define MESHC_RUNTIME_PROGRAM_H
 
+#include "runtime/ElementFunctions.h"
+#include "runtime/StepKinds.h"
+#include "runtime/core/Random.h"
 #include "runtime/core/layout/Mesh.h"
 #include "runtime/core/layout/TensorLayout.h"
-#include "runtime/core/Random.h"
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace meshc::runtime {
@@ -91,56 +95,6 @@ struct Tensor {
   std::vector<int64_t> globalShape() const;
 };
 
-/// The step kinds (the "op" field). Slice stays last: the loader enumerates
-/// the kinds up to it.
-enum class OpKind {
-  Fill,
-  Copy,
-  Einsum,
-  Unary,
-  Cast,
-  Binary,
-  Reduce,
-  Softmax,
-  SoftmaxCrossEntropy,
-  OneHot,
-  Argmax,
-  Dropout,
-  Range,
-  Cumsum,
-  Window,
-  TopK,
-  AllReduce,
-  AllGather,
-  ReduceScatter,
-  AllToAll,
-  Slice,
-};
-/// The "op" spelling of `op`.
-const char *opName(OpKind op);
-/// True for the steps that run over a group of devices (and slice, which
-/// needs the device's rank in its group).
-bool usesGroup(OpKind op);
-
-/// The functions of the unary step. Positive is the step function (1 where
-/// x > 0, else 0) and GeluGrad the derivative of Gelu: the pieces of their
-/// gradients.
-enum class UnaryFn {
-  Relu,
-  Gelu,
-  Exp,
-  Log,
-  Tanh,
-  Sqrt,
-  Rsqrt,
-  Negate,
-  Scale,
-  Positive,
-  GeluGrad
-};
-/// The functions of the binary step. Eq (1 where equal, else 0) and Lt (1
-/// where lhs < rhs, else 0) also compare two i32 operands.
-enum class BinaryFn { Add, Sub, Mul, Div, Max, Min, Eq, Lt };
 /// Which part of a training program a step belongs to: an eval run executes
 /// only the forward steps, a training run all of them.
 enum class Phase { Forward, Backward, Update };
@@ -195,49 +149,155 @@ struct EinsumPlan {
   int64_t scratchBytes = 0;
 };
 
+// The attributes of each step kind: kind K of StepKinds.def has KAttrs,
+// which holds what a K step has besides its operands.
+
+/// fill: the value written.
+struct FillAttrs {
+  double value = 0;
+};
+/// copy: none (the bytes of in).
+struct CopyAttrs {};
+/// einsum: the plan made at load time.
+struct EinsumAttrs {
+  EinsumPlan plan;
+};
+/// unary: the function.
+struct UnaryAttrs {
+  UnaryFn fn = UnaryFn::Relu;
+  /// The factor of Scale.
+  double value = 0;
+};
+/// cast: none (it converts between its buffers' dtypes).
+struct CastAttrs {};
+/// binary: the function.
+struct BinaryAttrs {
+  BinaryFn fn = BinaryFn::Add;
+};
+/// reduce: how elements combine.
+struct ReduceAttrs {
+  Reduction fn = Reduction::Sum;
+};
+/// softmax: the dim normalised over.
+struct SoftmaxAttrs {
+  std::string dim;
+};
+/// logsumexp: the dim of in reduced.
+struct LogSumExpAttrs {
+  std::string dim;
+};
+/// softmax_cross_entropy: the class dim of the logits.
+struct SoftmaxCrossEntropyAttrs {
+  std::string dim;
+};
+/// one_hot: the class dim of out.
+struct OneHotAttrs {
+  std::string dim;
+};
+/// argmax: the dim of in searched.
+struct ArgmaxAttrs {
+  std::string dim;
+};
+/// dropout: the global shape the mask is drawn over, with its split over the
+/// mesh (out is this device's block of it), the stream name and the rate.
+struct DropoutAttrs {
+  std::vector<layout::Dim> dims;
+  layout::TensorLayout layout = layout::TensorLayout::replicated(0);
+  std::string name;
+  double rate = 0;
+};
+/// range: none (out[i] = i).
+struct RangeAttrs {};
+/// cumsum: the dim summed along.
+struct CumsumAttrs {
+  std::string dim;
+  /// Run from the last coordinate down.
+  bool reverse = false;
+};
+/// window: out[.., j, ..] = in[.., j + offset, ..] along in's `dim` and out's
+/// `toDim` (0 outside in).
+struct WindowAttrs {
+  std::string dim;
+  std::string toDim;
+  int64_t offset = 0;
+};
+/// top_k: how many elements per row along `dim` get 1.
+struct TopKAttrs {
+  std::string dim;
+  int64_t k = 1;
+};
+/// What every step that uses a group has: the index of its "axes" in
+/// Program::groupAxes.
+struct GroupAttrs {
+  size_t group = 0;
+};
+/// all_reduce: how members combine.
+struct AllReduceAttrs : GroupAttrs {
+  Reduction reduction = Reduction::Sum;
+};
+/// all_gather: the dim concatenated.
+struct AllGatherAttrs : GroupAttrs {
+  std::string dim;
+};
+/// reduce_scatter: the dim cut and how members combine.
+struct ReduceScatterAttrs : GroupAttrs {
+  std::string dim;
+  Reduction reduction = Reduction::Sum;
+};
+/// all_to_all: the dim cut and the dim concatenated.
+struct AllToAllAttrs : GroupAttrs {
+  std::string splitDim;
+  std::string concatDim;
+};
+/// slice: the dim cut.
+struct SliceAttrs : GroupAttrs {
+  std::string dim;
+};
+
+namespace detail {
+template <typename First, typename... Rest>
+using VariantOfRest = std::variant<Rest...>;
+} // namespace detail
+
+/// The attributes of a step: alternative i is those of OpKind i.
+using StepAttrs = detail::VariantOfRest<void
+#define MESHC_STEP_KIND(Kind, Spelling, Group, Category) , Kind##Attrs
+#include "runtime/StepKinds.def"
+                                        >;
+
+// A kind uses a group exactly when its attributes carry one.
+#define MESHC_STEP_KIND(Kind, Spelling, Group, Category)                       \
+  static_assert(std::is_base_of_v<GroupAttrs, Kind##Attrs> ==                  \
+                    (StepGroup::Group != StepGroup::None),                     \
+                #Kind "Attrs must derive from GroupAttrs exactly when "        \
+                      "StepKinds.def gives " #Kind " a group");
+#include "runtime/StepKinds.def"
+
 /// One step of the program, validated.
 struct Step {
   /// Position in the "steps" array.
   size_t index = 0;
-  OpKind op = OpKind::Fill;
   Phase phase = Phase::Forward;
   /// The operands read: einsum inputs; binary lhs, rhs;
   /// softmax_cross_entropy logits, labels; the single input of the others
-  /// (none for fill).
+  /// (none for fill, range, dropout and all_reduce).
   std::vector<Operand> in;
   /// The operand written (the buffer itself for all_reduce).
   Operand out;
-  UnaryFn unary = UnaryFn::Relu;
-  BinaryFn binary = BinaryFn::Add;
-  Reduction reduction = Reduction::Sum;
-  /// fill: the value; unary scale: the factor.
-  double value = 0;
-  /// cumsum: run from the last coordinate down.
-  bool reverse = false;
-  /// window: out[.., j, ..] = in[.., j + offset, ..] along in's `dim` and
-  /// out's `toDim` (0 outside in).
-  std::string toDim;
-  int64_t offset = 0;
-  /// top_k: how many elements per row get 1.
-  int64_t k = 1;
-  /// softmax / softmax_cross_entropy / one_hot / argmax / cumsum: the dim;
-  /// all_gather, reduce_scatter, slice: the dim; all_to_all: split_dim.
-  std::string dim;
-  /// all_to_all: concat_dim.
-  std::string concatDim;
-  /// Collectives and slice: index into Program::groupAxes.
-  size_t group = 0;
-  /// einsum only.
-  EinsumPlan einsum;
-  /// dropout only: the global shape the mask is drawn over, with its split
-  /// over the mesh (out is this device's block of it), the stream name and
-  /// the rate.
-  std::vector<layout::Dim> dropoutDims;
-  layout::TensorLayout dropoutLayout = layout::TensorLayout::replicated(0);
-  std::string dropoutName;
-  double dropoutRate = 0;
   /// Scratch this step needs on every device.
   int64_t scratchBytes = 0;
+  /// The kind's attributes; their alternative is the step's kind.
+  StepAttrs attrs;
+
+  /// The step's kind.
+  OpKind op() const { return static_cast<OpKind>(attrs.index()); }
+  /// The attributes of a step of the kind whose attributes are `Attrs`.
+  template <typename Attrs> const Attrs &as() const {
+    return std::get<Attrs>(attrs);
+  }
+  /// The index into Program::groupAxes of a step that uses a group
+  /// (usesGroup(op())); none for the others.
+  std::optional<size_t> group() const;
 };
 
 /// Local SGD: after every `every`-th training run, the param buffers are

@@ -92,6 +92,7 @@ Session::Session(const Program &program, const SessionOptions &options)
         meshDescription(program.mesh) + "); run one rank per device (mpirun " +
         "-np " + std::to_string(meshDevices) + ")");
   backend = createBackend(options.backend);
+  requireSupportedSteps(*backend, program);
   if (processes)
     localIds.push_back(processes->rank());
   else
@@ -378,9 +379,8 @@ double Session::runSteps(const std::vector<const Step *> &steps,
     try {
       for (const Step *step : steps) {
         current = step;
-        Communicator *comm = usesGroup(step->op)
-                                 ? communicators[step->group][id].get()
-                                 : nullptr;
+        std::optional<size_t> group = step->group();
+        Communicator *comm = group ? communicators[*group][id].get() : nullptr;
         devices[d]->run(*step, comm, context);
         if (tracing) {
           auto end = TraceRecorder::Clock::now();
@@ -396,7 +396,7 @@ double Session::runSteps(const std::vector<const Step *> &steps,
         std::string where = current->index < program.steps.size()
                                 ? "step " + std::to_string(current->index)
                                 : std::string("training.sync");
-        firstError = where + " (" + opName(current->op) + ") on device " +
+        firstError = where + " (" + opName(current->op()) + ") on device " +
                      std::to_string(id) + ": " + error.what();
       }
       backend->collectives().abort();

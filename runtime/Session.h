@@ -91,8 +91,9 @@ enum class RunMode {
 class Session {
 public:
   /// Sets up `program`, which must outlive the session. Throws RuntimeError
-  /// for an unknown or unavailable backend, a device count other than the
-  /// mesh's, and bad input files.
+  /// for an unknown or unavailable backend, a step kind the backend does not
+  /// support (requireSupportedSteps), a device count other than the mesh's,
+  /// and bad input files.
   Session(const Program &program, const SessionOptions &options);
   ~Session();
 

@@ -86,13 +86,27 @@ Enum choose(const JsonNode &node, const char *what,
             "\" (known: " + known + ")");
 }
 
-/// Every op with its spelling.
-std::vector<std::pair<const char *, OpKind>> allOps() {
-  std::vector<std::pair<const char *, OpKind>> ops;
-  for (int op = 0; op <= static_cast<int>(OpKind::Slice); ++op)
-    ops.emplace_back(opName(static_cast<OpKind>(op)), static_cast<OpKind>(op));
-  return ops;
+/// The kind spelled by the "op" member `node`.
+OpKind parseOpKind(const JsonNode &node) {
+  std::string text = node.string();
+  if (std::optional<OpKind> kind = opKindNamed(text))
+    return *kind;
+  std::string known;
+  for (size_t kind = 0; kind < kStepKindCount; ++kind)
+    known += (known.empty() ? "" : ", ") +
+             std::string(opName(static_cast<OpKind>(kind)));
+  node.fail("unknown op \"" + text + "\" (known: " + known + ")");
 }
+
+const std::vector<std::pair<const char *, UnaryFn>> kUnaryFns = {
+#define MESHC_UNARY_FN(Fn, Spelling) {Spelling, UnaryFn::Fn},
+#include "runtime/ElementFunctions.def"
+};
+
+const std::vector<std::pair<const char *, BinaryFn>> kBinaryFns = {
+#define MESHC_BINARY_FN(Fn, Spelling) {Spelling, BinaryFn::Fn},
+#include "runtime/ElementFunctions.def"
+};
 
 const std::vector<std::pair<const char *, Reduction>> kReductions = {
     {"sum", Reduction::Sum}, {"max", Reduction::Max}};
@@ -179,7 +193,7 @@ private:
   void requireDType(const std::string &key, const Operand &operand,
                     DType dtype) const {
     if (bufferOf(operand).dtype != dtype)
-      node.member(key).fail(std::string(opName(step.op)) + " needs " +
+      node.member(key).fail(std::string(opName(kind)) + " needs " +
                             dtypeName(dtype) + " here but " +
                             bufferName(operand) + " is " +
                             dtypeName(bufferOf(operand).dtype));
@@ -187,7 +201,7 @@ private:
 
   void requireSameCount(const Operand &in, const Operand &out) const {
     if (in.shape.elements() != out.shape.elements())
-      node.fail(std::string(opName(step.op)) + " needs buffers of the same " +
+      node.fail(std::string(opName(kind)) + " needs buffers of the same " +
                 "element count: " + bufferName(in) + " has " +
                 std::to_string(in.shape.elements()) + ", " + bufferName(out) +
                 " has " + std::to_string(out.shape.elements()));
@@ -214,7 +228,7 @@ private:
     if (in.shape.names != out.shape.names)
       node.member("out").fail("dims [" + quoted(out.shape.names) +
                               "] differ from in dims [" +
-                              quoted(in.shape.names) + "]; " + opName(step.op) +
+                              quoted(in.shape.names) + "]; " + opName(kind) +
                               " keeps the dim order");
   }
 
@@ -237,7 +251,7 @@ private:
         std::to_string(bufferOf(out).offset + bytesOf(out)) + ") overlaps " +
         bufferName(in) + " [" + std::to_string(bufferOf(in).offset) + ", " +
         std::to_string(bufferOf(in).offset + bytesOf(in)) + ") that " +
-        opName(step.op) + " reads" +
+        opName(kind) + " reads" +
         (inPlace ? " (only an exact in-place update is allowed)" : ""));
   }
 
@@ -252,8 +266,8 @@ private:
     return name;
   }
 
-  /// Reads "axes" into step.group; returns the group size.
-  int64_t readAxes() {
+  /// Reads "axes" into `attrs`; returns the group size.
+  int64_t readAxes(GroupAttrs &attrs) {
     JsonNode axesNode = node.member("axes");
     std::vector<std::string> axes;
     int64_t size = 1;
@@ -270,7 +284,7 @@ private:
     }
     auto found =
         std::find(program.groupAxes.begin(), program.groupAxes.end(), axes);
-    step.group = found - program.groupAxes.begin();
+    attrs.group = found - program.groupAxes.begin();
     if (found == program.groupAxes.end())
       program.groupAxes.push_back(axes);
     return size;
@@ -286,13 +300,41 @@ private:
     return size / groupSize;
   }
 
-  void parseElementwise();
-  void parseEinsum();
-  void parseBinaryLike();
-  void parseClassIndex();
-  void parseDropout();
-  void parseWindow();
-  void parseCollective();
+  // One parser per kind, chosen by the type of its attributes (a kind of
+  // StepKinds.def without one does not compile).
+  void parseAttrs(FillAttrs &attrs);
+  void parseAttrs(CopyAttrs &attrs);
+  void parseAttrs(EinsumAttrs &attrs);
+  void parseAttrs(UnaryAttrs &attrs);
+  void parseAttrs(CastAttrs &attrs);
+  void parseAttrs(BinaryAttrs &attrs);
+  void parseAttrs(ReduceAttrs &attrs);
+  void parseAttrs(SoftmaxAttrs &attrs);
+  void parseAttrs(SoftmaxCrossEntropyAttrs &attrs);
+  void parseAttrs(OneHotAttrs &attrs);
+  void parseAttrs(ArgmaxAttrs &attrs);
+  void parseAttrs(LogSumExpAttrs &attrs);
+  void parseAttrs(DropoutAttrs &attrs);
+  void parseAttrs(RangeAttrs &attrs);
+  void parseAttrs(CumsumAttrs &attrs);
+  void parseAttrs(WindowAttrs &attrs);
+  void parseAttrs(TopKAttrs &attrs);
+  void parseAttrs(AllReduceAttrs &attrs);
+  void parseAttrs(AllGatherAttrs &attrs);
+  void parseAttrs(ReduceScatterAttrs &attrs);
+  void parseAttrs(AllToAllAttrs &attrs);
+  void parseAttrs(SliceAttrs &attrs);
+
+  /// The flat out and in of unary and cast: same element count, in place or
+  /// apart.
+  void parseFlatInOut();
+  /// The in and out of softmax, cumsum and top_k (f32 in, the same dims in
+  /// any order); returns the "dim" of in.
+  std::string parseRows();
+  /// The in and out of one_hot and argmax.
+  void parseClassIndexOperands();
+  /// The checks every collective but all_reduce ends with.
+  void finishCollective();
 
   /// `operand` without dim `dim`.
   static Operand without(Operand operand, const std::string &dim) {
@@ -305,6 +347,7 @@ private:
   const JsonNode &node;
   Program &program;
   const std::map<int64_t, size_t> &bufferIndex;
+  OpKind kind = OpKind::Fill;
   Step step;
   std::optional<JsonNode> sizesNode;
   std::map<std::string, int64_t> sizes;
@@ -313,50 +356,21 @@ private:
 
 Step StepParser::parse(size_t index) {
   step.index = index;
-  step.op = choose(node.member("op"), "op", allOps());
+  kind = parseOpKind(node.member("op"));
   if (std::optional<JsonNode> phase = node.optionalMember("phase"))
     step.phase = choose<Phase>(*phase, "phase",
                                {{"forward", Phase::Forward},
                                 {"backward", Phase::Backward},
                                 {"update", Phase::Update}});
-  switch (step.op) {
-  case OpKind::Fill:
-  case OpKind::Copy:
-  case OpKind::Unary:
-  case OpKind::Cast:
-    parseElementwise();
-    break;
-  case OpKind::Einsum:
-    parseEinsum();
-    break;
-  case OpKind::Binary:
-  case OpKind::Reduce:
-  case OpKind::Softmax:
-  case OpKind::Cumsum:
-  case OpKind::TopK:
-  case OpKind::SoftmaxCrossEntropy:
-    parseBinaryLike();
-    break;
-  case OpKind::OneHot:
-  case OpKind::Argmax:
-    parseClassIndex();
-    break;
-  case OpKind::Dropout:
-    parseDropout();
-    break;
-  case OpKind::Window:
-    parseWindow();
-    break;
-  case OpKind::Range:
-    readSizes();
-    step.out = operand("out");
-    if (step.out.shape.names.size() != 1)
-      node.member("out").fail("range needs a one-dim out, got " +
-                              step.out.shape.str());
-    break;
-  default:
-    parseCollective();
-    break;
+  switch (kind) {
+#define MESHC_STEP_KIND(Kind, Spelling, Group, Category)                       \
+  case OpKind::Kind: {                                                         \
+    Kind##Attrs attrs;                                                         \
+    parseAttrs(attrs);                                                         \
+    step.attrs = std::move(attrs);                                             \
+    break;                                                                     \
+  }
+#include "runtime/StepKinds.def"
   }
   if (sizesNode)
     for (const auto &[name, size] : sizesNode->members())
@@ -365,58 +379,55 @@ Step StepParser::parse(size_t index) {
   return step;
 }
 
-void StepParser::parseElementwise() {
+void StepParser::parseAttrs(FillAttrs &attrs) {
   step.out = flat("out");
-  Operand &out = step.out;
-  if (step.op == OpKind::Fill) {
-    JsonNode value = node.member("value");
-    step.value = value.number();
-    if (bufferOf(out).dtype == DType::I32 &&
-        (step.value != std::trunc(step.value) || std::abs(step.value) > 2e9))
-      value.fail("value " + value.json().dump() + " is not an i32 but " +
-                 bufferName(out) + " is i32");
-    return;
-  }
-  step.in = {flat("in")};
-  const Operand &in = step.in[0];
-  if (step.op == OpKind::Copy) {
-    if (bytesOf(in) != bytesOf(out))
-      node.fail("copy needs buffers of the same size: " + bufferName(in) +
-                " holds " + std::to_string(bytesOf(in)) + " bytes, " +
-                bufferName(out) + " holds " + std::to_string(bytesOf(out)));
-    return;
-  }
-  requireSameCount(in, out);
-  requireNoOverlap(in, out, /*inPlace=*/true);
-  if (step.op == OpKind::Cast) {
-    JsonNode from = node.member("from"), to = node.member("to");
-    if (parseDType(from) != bufferOf(in).dtype)
-      from.fail("cast from " + from.string() + " but " + bufferName(in) +
-                " is " + dtypeName(bufferOf(in).dtype));
-    if (parseDType(to) != bufferOf(out).dtype)
-      to.fail("cast to " + to.string() + " but " + bufferName(out) + " is " +
-              dtypeName(bufferOf(out).dtype));
-    return;
-  }
-  step.unary = choose<UnaryFn>(node.member("fn"), "unary fn",
-                               {{"relu", UnaryFn::Relu},
-                                {"gelu", UnaryFn::Gelu},
-                                {"exp", UnaryFn::Exp},
-                                {"log", UnaryFn::Log},
-                                {"tanh", UnaryFn::Tanh},
-                                {"sqrt", UnaryFn::Sqrt},
-                                {"rsqrt", UnaryFn::Rsqrt},
-                                {"negate", UnaryFn::Negate},
-                                {"scale", UnaryFn::Scale},
-                                {"positive", UnaryFn::Positive},
-                                {"gelu_grad", UnaryFn::GeluGrad}});
-  requireDType("in", in, DType::F32);
-  requireDType("out", out, DType::F32);
-  if (step.unary == UnaryFn::Scale)
-    step.value = node.member("value").number();
+  JsonNode value = node.member("value");
+  attrs.value = value.number();
+  if (bufferOf(step.out).dtype == DType::I32 &&
+      (attrs.value != std::trunc(attrs.value) || std::abs(attrs.value) > 2e9))
+    value.fail("value " + value.json().dump() + " is not an i32 but " +
+               bufferName(step.out) + " is i32");
 }
 
-void StepParser::parseEinsum() {
+void StepParser::parseAttrs(CopyAttrs &) {
+  step.out = flat("out");
+  step.in = {flat("in")};
+  const Operand &in = step.in[0], &out = step.out;
+  if (bytesOf(in) != bytesOf(out))
+    node.fail("copy needs buffers of the same size: " + bufferName(in) +
+              " holds " + std::to_string(bytesOf(in)) + " bytes, " +
+              bufferName(out) + " holds " + std::to_string(bytesOf(out)));
+}
+
+void StepParser::parseFlatInOut() {
+  step.out = flat("out");
+  step.in = {flat("in")};
+  requireSameCount(step.in[0], step.out);
+  requireNoOverlap(step.in[0], step.out, /*inPlace=*/true);
+}
+
+void StepParser::parseAttrs(UnaryAttrs &attrs) {
+  parseFlatInOut();
+  attrs.fn = choose(node.member("fn"), "unary fn", kUnaryFns);
+  requireDType("in", step.in[0], DType::F32);
+  requireDType("out", step.out, DType::F32);
+  if (attrs.fn == UnaryFn::Scale)
+    attrs.value = node.member("value").number();
+}
+
+void StepParser::parseAttrs(CastAttrs &) {
+  parseFlatInOut();
+  const Operand &in = step.in[0], &out = step.out;
+  JsonNode from = node.member("from"), to = node.member("to");
+  if (parseDType(from) != bufferOf(in).dtype)
+    from.fail("cast from " + from.string() + " but " + bufferName(in) + " is " +
+              dtypeName(bufferOf(in).dtype));
+  if (parseDType(to) != bufferOf(out).dtype)
+    to.fail("cast to " + to.string() + " but " + bufferName(out) + " is " +
+            dtypeName(bufferOf(out).dtype));
+}
+
+void StepParser::parseAttrs(EinsumAttrs &attrs) {
   readSizes();
   JsonNode inputs = node.member("in");
   for (const JsonNode &input : inputs.elements())
@@ -437,219 +448,274 @@ void StepParser::parseEinsum() {
     if (std::none_of(step.in.begin(), step.in.end(),
                      [&](const Operand &in) { return in.shape.has(name); }))
       node.member("out").fail("dim '" + name + "' is in no einsum operand");
-  step.einsum =
+  attrs.plan =
       planEinsum(planned, {false, bufferOf(step.out).offset, step.out.shape});
-  step.scratchBytes = step.einsum.scratchBytes;
+  step.scratchBytes = attrs.plan.scratchBytes;
 }
 
-void StepParser::parseBinaryLike() {
+void StepParser::parseAttrs(BinaryAttrs &attrs) {
   readSizes();
-  Operand &out = step.out;
-  switch (step.op) {
-  case OpKind::Binary:
-    step.binary = choose<BinaryFn>(node.member("fn"), "binary fn",
-                                   {{"add", BinaryFn::Add},
-                                    {"sub", BinaryFn::Sub},
-                                    {"mul", BinaryFn::Mul},
-                                    {"div", BinaryFn::Div},
-                                    {"max", BinaryFn::Max},
-                                    {"min", BinaryFn::Min},
-                                    {"eq", BinaryFn::Eq},
-                                    {"lt", BinaryFn::Lt}});
-    step.in = {operand("lhs"), operand("rhs")};
-    out = operand("out");
-    if (step.binary == BinaryFn::Eq || step.binary == BinaryFn::Lt) {
-      // eq and lt compare two f32 or two i32 operands.
-      DType lhs = bufferOf(step.in[0]).dtype, rhs = bufferOf(step.in[1]).dtype;
-      if (lhs != rhs)
-        node.member("rhs").fail(
-            std::string(step.binary == BinaryFn::Eq ? "eq" : "lt") +
-            " compares operands of one dtype but " + bufferName(step.in[0]) +
-            " is " + dtypeName(lhs) + " and " + bufferName(step.in[1]) +
-            " is " + dtypeName(rhs));
-    } else {
-      requireDType("lhs", step.in[0], DType::F32);
-      requireDType("rhs", step.in[1], DType::F32);
-    }
-    requireSubset("lhs", step.in[0], "out", out);
-    requireSubset("rhs", step.in[1], "out", out);
-    requireNoOverlap(step.in[0], out, /*inPlace=*/true);
-    requireNoOverlap(step.in[1], out, /*inPlace=*/true);
-    break;
-  case OpKind::Reduce:
-    step.reduction = choose(node.member("fn"), "reduce fn", kReductions);
-    step.in = {operand("in")};
-    out = operand("out");
-    requireDType("in", step.in[0], DType::F32);
-    requireSubset("out", out, "in", step.in[0]);
-    requireNoOverlap(step.in[0], out);
-    break;
-  case OpKind::Softmax:
-  case OpKind::Cumsum:
-  case OpKind::TopK:
-    step.in = {operand("in")};
-    out = operand("out");
-    requireDType("in", step.in[0], DType::F32);
-    step.dim = dimOf("dim", step.in[0], "in");
-    requireSameSet("in", step.in[0], "out", out);
-    requireNoOverlap(step.in[0], out, /*inPlace=*/step.op == OpKind::Softmax);
-    if (step.op == OpKind::Cumsum)
-      if (std::optional<JsonNode> reverse = node.optionalMember("reverse"))
-        step.reverse = reverse->boolean();
-    if (step.op == OpKind::TopK) {
-      JsonNode k = node.member("k");
-      int64_t size =
-          step.in[0].shape.sizes[step.in[0].shape.position(step.dim)];
-      step.k = k.integer();
-      if (step.k < 1 || step.k > size)
-        k.fail("k " + std::to_string(step.k) + " is outside [1, " +
-               std::to_string(size) + "] (the size of '" + step.dim + "')");
-    }
-    break;
-  default: {
-    step.in = {operand("logits"), operand("labels")};
-    out = operand("out");
-    requireDType("logits", step.in[0], DType::F32);
-    requireDType("labels", step.in[1], DType::I32);
-    step.dim = dimOf("dim", step.in[0], "logits");
-    if (step.in[1].shape.has(step.dim))
-      node.member("labels").fail("labels must not have the class dim '" +
-                                 step.dim + "'");
-    if (out.shape.has(step.dim))
-      node.member("out").fail("out must not have the class dim '" + step.dim +
-                              "'");
-    Operand rows = without(step.in[0], step.dim);
-    requireSameSet("labels", step.in[1], "logits without '" + step.dim + "'",
-                   rows);
-    requireSameSet("out", out, "logits without '" + step.dim + "'", rows);
-    requireNoOverlap(step.in[0], out);
-    requireNoOverlap(step.in[1], out);
-    break;
+  attrs.fn = choose(node.member("fn"), "binary fn", kBinaryFns);
+  step.in = {operand("lhs"), operand("rhs")};
+  step.out = operand("out");
+  const Operand &lhs = step.in[0], &rhs = step.in[1], &out = step.out;
+  if (attrs.fn == BinaryFn::Eq || attrs.fn == BinaryFn::Lt) {
+    // eq and lt compare two f32 or two i32 operands.
+    DType lhsType = bufferOf(lhs).dtype, rhsType = bufferOf(rhs).dtype;
+    if (lhsType != rhsType)
+      node.member("rhs").fail(std::string(binaryFnName(attrs.fn)) +
+                              " compares operands of one dtype but " +
+                              bufferName(lhs) + " is " + dtypeName(lhsType) +
+                              " and " + bufferName(rhs) + " is " +
+                              dtypeName(rhsType));
+  } else {
+    requireDType("lhs", lhs, DType::F32);
+    requireDType("rhs", rhs, DType::F32);
   }
-  }
+  requireSubset("lhs", lhs, "out", out);
+  requireSubset("rhs", rhs, "out", out);
+  requireNoOverlap(lhs, out, /*inPlace=*/true);
+  requireNoOverlap(rhs, out, /*inPlace=*/true);
   requireDType("out", out, DType::F32);
 }
 
-void StepParser::parseClassIndex() {
+void StepParser::parseAttrs(ReduceAttrs &attrs) {
+  readSizes();
+  attrs.fn = choose(node.member("fn"), "reduce fn", kReductions);
+  step.in = {operand("in")};
+  step.out = operand("out");
+  requireDType("in", step.in[0], DType::F32);
+  requireSubset("out", step.out, "in", step.in[0]);
+  requireNoOverlap(step.in[0], step.out);
+  requireDType("out", step.out, DType::F32);
+}
+
+std::string StepParser::parseRows() {
   readSizes();
   step.in = {operand("in")};
   step.out = operand("out");
-  const Operand &in = step.in[0];
-  const Operand &out = step.out;
-  if (step.op == OpKind::OneHot) {
-    requireDType("in", in, DType::I32);
-    requireDType("out", out, DType::F32);
-    step.dim = dimOf("dim", out, "out");
-    if (in.shape.has(step.dim))
-      node.member("in").fail("in must not have the class dim '" + step.dim +
-                             "'");
-    requireSameSet("in", in, "out without '" + step.dim + "'",
-                   without(out, step.dim));
-  } else {
-    requireDType("in", in, DType::F32);
-    requireDType("out", out, DType::I32);
-    step.dim = dimOf("dim", in, "in");
-    if (out.shape.has(step.dim))
-      node.member("out").fail("out must not have the class dim '" + step.dim +
-                              "'");
-    requireSameSet("out", out, "in without '" + step.dim + "'",
-                   without(in, step.dim));
-  }
+  const Operand &in = step.in[0], &out = step.out;
+  requireDType("in", in, DType::F32);
+  std::string dim = dimOf("dim", in, "in");
+  requireSameSet("in", in, "out", out);
+  requireNoOverlap(in, out, /*inPlace=*/kind == OpKind::Softmax);
+  return dim;
+}
+
+void StepParser::parseAttrs(SoftmaxAttrs &attrs) {
+  attrs.dim = parseRows();
+  requireDType("out", step.out, DType::F32);
+}
+
+void StepParser::parseAttrs(CumsumAttrs &attrs) {
+  attrs.dim = parseRows();
+  if (std::optional<JsonNode> reverse = node.optionalMember("reverse"))
+    attrs.reverse = reverse->boolean();
+  requireDType("out", step.out, DType::F32);
+}
+
+void StepParser::parseAttrs(TopKAttrs &attrs) {
+  attrs.dim = parseRows();
+  const NamedShape &in = step.in[0].shape;
+  JsonNode k = node.member("k");
+  int64_t size = in.sizes[in.position(attrs.dim)];
+  attrs.k = k.integer();
+  if (attrs.k < 1 || attrs.k > size)
+    k.fail("k " + std::to_string(attrs.k) + " is outside [1, " +
+           std::to_string(size) + "] (the size of '" + attrs.dim + "')");
+  requireDType("out", step.out, DType::F32);
+}
+
+void StepParser::parseAttrs(SoftmaxCrossEntropyAttrs &attrs) {
+  readSizes();
+  step.in = {operand("logits"), operand("labels")};
+  step.out = operand("out");
+  const Operand &logits = step.in[0], &labels = step.in[1], &out = step.out;
+  requireDType("logits", logits, DType::F32);
+  requireDType("labels", labels, DType::I32);
+  attrs.dim = dimOf("dim", logits, "logits");
+  if (labels.shape.has(attrs.dim))
+    node.member("labels").fail("labels must not have the class dim '" +
+                               attrs.dim + "'");
+  if (out.shape.has(attrs.dim))
+    node.member("out").fail("out must not have the class dim '" + attrs.dim +
+                            "'");
+  Operand rows = without(logits, attrs.dim);
+  std::string rowsKey = "logits without '" + attrs.dim + "'";
+  requireSameSet("labels", labels, rowsKey, rows);
+  requireSameSet("out", out, rowsKey, rows);
+  requireNoOverlap(logits, out);
+  requireNoOverlap(labels, out);
+  requireDType("out", out, DType::F32);
+}
+
+void StepParser::parseClassIndexOperands() {
+  readSizes();
+  step.in = {operand("in")};
+  step.out = operand("out");
+}
+
+void StepParser::parseAttrs(OneHotAttrs &attrs) {
+  parseClassIndexOperands();
+  const Operand &in = step.in[0], &out = step.out;
+  requireDType("in", in, DType::I32);
+  requireDType("out", out, DType::F32);
+  attrs.dim = dimOf("dim", out, "out");
+  if (in.shape.has(attrs.dim))
+    node.member("in").fail("in must not have the class dim '" + attrs.dim +
+                           "'");
+  requireSameSet("in", in, "out without '" + attrs.dim + "'",
+                 without(out, attrs.dim));
   requireNoOverlap(in, out);
 }
 
-void StepParser::parseWindow() {
+void StepParser::parseAttrs(ArgmaxAttrs &attrs) {
+  parseClassIndexOperands();
+  const Operand &in = step.in[0], &out = step.out;
+  requireDType("in", in, DType::F32);
+  requireDType("out", out, DType::I32);
+  attrs.dim = dimOf("dim", in, "in");
+  if (out.shape.has(attrs.dim))
+    node.member("out").fail("out must not have the class dim '" + attrs.dim +
+                            "'");
+  requireSameSet("out", out, "in without '" + attrs.dim + "'",
+                 without(in, attrs.dim));
+  requireNoOverlap(in, out);
+}
+
+void StepParser::parseAttrs(LogSumExpAttrs &attrs) {
+  parseClassIndexOperands();
+  const Operand &in = step.in[0], &out = step.out;
+  requireDType("in", in, DType::F32);
+  requireDType("out", out, DType::F32);
+  attrs.dim = dimOf("dim", in, "in");
+  if (out.shape.has(attrs.dim))
+    node.member("out").fail("out must not have the reduced dim '" + attrs.dim +
+                            "'");
+  requireSameSet("out", out, "in without '" + attrs.dim + "'",
+                 without(in, attrs.dim));
+  requireNoOverlap(in, out);
+}
+
+void StepParser::parseAttrs(RangeAttrs &) {
+  readSizes();
+  step.out = operand("out");
+  if (step.out.shape.names.size() != 1)
+    node.member("out").fail("range needs a one-dim out, got " +
+                            step.out.shape.str());
+}
+
+void StepParser::parseAttrs(WindowAttrs &attrs) {
   readSizes();
   step.in = {operand("in")};
   step.out = operand("out");
   const Operand &in = step.in[0], &out = step.out;
   requireDType("in", in, DType::F32);
   requireDType("out", out, DType::F32);
-  step.dim = dimOf("from", in, "in");
-  step.toDim = dimOf("to", out, "out");
-  if (step.toDim != step.dim && in.shape.has(step.toDim))
-    node.member("to").fail("in already has dim '" + step.toDim + "'");
-  requireSameSet("in", without(in, step.dim), "out", without(out, step.toDim));
-  step.offset = node.member("offset").integer();
+  attrs.dim = dimOf("from", in, "in");
+  attrs.toDim = dimOf("to", out, "out");
+  if (attrs.toDim != attrs.dim && in.shape.has(attrs.toDim))
+    node.member("to").fail("in already has dim '" + attrs.toDim + "'");
+  requireSameSet("in", without(in, attrs.dim), "out",
+                 without(out, attrs.toDim));
+  attrs.offset = node.member("offset").integer();
   requireNoOverlap(in, out);
 }
 
-void StepParser::parseDropout() {
+void StepParser::parseAttrs(DropoutAttrs &attrs) {
   readSizes();
   step.out = operand("out");
   const Operand &out = step.out;
   requireDType("out", out, DType::F32);
   JsonNode name = node.member("name");
-  step.dropoutName = name.string();
-  if (step.dropoutName.empty())
+  attrs.name = name.string();
+  if (attrs.name.empty())
     name.fail("dropout name is empty");
   JsonNode rate = node.member("rate");
-  step.dropoutRate = rate.number();
-  if (!(step.dropoutRate >= 0 && step.dropoutRate < 1))
+  attrs.rate = rate.number();
+  if (!(attrs.rate >= 0 && attrs.rate < 1))
     rate.fail("dropout rate " + rate.json().dump() + " is outside [0, 1)");
   JsonNode dims = node.member("dims");
-  step.dropoutLayout =
-      parseGlobalDims(dims, step.dropoutName, program.mesh, step.dropoutDims);
+  attrs.layout = parseGlobalDims(dims, attrs.name, program.mesh, attrs.dims);
   std::vector<std::string> names;
-  for (const layout::Dim &dim : step.dropoutDims)
+  for (const layout::Dim &dim : attrs.dims)
     names.push_back(dim.name);
   if (names != out.shape.names)
     node.member("out").fail("dims [" + quoted(out.shape.names) +
                             "] differ from the dropout dims [" + quoted(names) +
                             "]; out is this device's block of them, in order");
   std::vector<int64_t> block =
-      step.dropoutLayout.sliceShape(step.dropoutDims, program.mesh);
+      attrs.layout.sliceShape(attrs.dims, program.mesh);
   for (size_t d = 0; d < block.size(); ++d)
     if (out.shape.sizes[d] != block[d])
       sizesNode->member(names[d]).fail(
           "size " + std::to_string(out.shape.sizes[d]) + " of dim '" +
           names[d] + "' is not its block of the dropout dims (" +
-          std::to_string(step.dropoutDims[d].size) + " in " +
-          std::to_string(step.dropoutLayout.shardCount(d, program.mesh)) +
+          std::to_string(attrs.dims[d].size) + " in " +
+          std::to_string(attrs.layout.shardCount(d, program.mesh)) +
           " blocks of " + std::to_string(block[d]) + ")");
 }
 
-void StepParser::parseCollective() {
-  int64_t groupSize = readAxes();
-  if (step.op == OpKind::AllReduce) {
-    step.out = flat("buf");
-    step.reduction = choose(node.member("reduction"), "reduction", kReductions);
-    return;
-  }
+void StepParser::parseAttrs(AllReduceAttrs &attrs) {
+  readAxes(attrs);
+  step.out = flat("buf");
+  attrs.reduction = choose(node.member("reduction"), "reduction", kReductions);
+}
+
+void StepParser::parseAttrs(AllGatherAttrs &attrs) {
+  int64_t groupSize = readAxes(attrs);
   readSizes();
-  if (step.op == OpKind::AllGather) {
-    step.out = operand("out");
-    step.dim = dimOf("dim", step.out, "out");
-    step.in = {operand("in", {{step.dim, sizeOverGroup(step.dim, groupSize)}})};
-    int64_t outer = 1;
-    for (int d = 0; d < step.out.shape.position(step.dim); ++d)
-      outer *= step.out.shape.sizes[d];
-    step.scratchBytes = outer == 1 ? 0 : bytesOf(step.out);
-  } else {
-    step.in = {operand("in")};
-    const Operand &in = step.in[0];
-    SizeOverrides outSizes;
-    if (step.op == OpKind::AllToAll) {
-      step.dim = dimOf("split_dim", in, "in");
-      step.concatDim = dimOf("concat_dim", in, "in");
-      if (step.dim == step.concatDim)
-        node.member("concat_dim")
-            .fail("split_dim and concat_dim are both '" + step.dim + "'");
-      outSizes[step.dim] = sizeOverGroup(step.dim, groupSize);
-      outSizes[step.concatDim] = checkedProduct(
-          node.member("concat_dim"), {sizes.at(step.concatDim)}, groupSize);
-      step.scratchBytes = 2 * bytesOf(in);
-    } else {
-      step.dim = dimOf("dim", in, "in");
-      outSizes[step.dim] = sizeOverGroup(step.dim, groupSize);
-      if (step.op == OpKind::ReduceScatter) {
-        step.reduction =
-            choose(node.member("reduction"), "reduction", kReductions);
-        step.scratchBytes = bytesOf(in);
-      }
-    }
-    step.out = operand("out", outSizes);
-  }
+  step.out = operand("out");
+  attrs.dim = dimOf("dim", step.out, "out");
+  step.in = {operand("in", {{attrs.dim, sizeOverGroup(attrs.dim, groupSize)}})};
+  int64_t outer = 1;
+  for (int d = 0; d < step.out.shape.position(attrs.dim); ++d)
+    outer *= step.out.shape.sizes[d];
+  step.scratchBytes = outer == 1 ? 0 : bytesOf(step.out);
+  finishCollective();
+}
+
+void StepParser::parseAttrs(ReduceScatterAttrs &attrs) {
+  int64_t groupSize = readAxes(attrs);
+  readSizes();
+  step.in = {operand("in")};
+  attrs.dim = dimOf("dim", step.in[0], "in");
+  SizeOverrides outSizes = {{attrs.dim, sizeOverGroup(attrs.dim, groupSize)}};
+  attrs.reduction = choose(node.member("reduction"), "reduction", kReductions);
+  step.scratchBytes = bytesOf(step.in[0]);
+  step.out = operand("out", outSizes);
+  finishCollective();
+}
+
+void StepParser::parseAttrs(AllToAllAttrs &attrs) {
+  int64_t groupSize = readAxes(attrs);
+  readSizes();
+  step.in = {operand("in")};
+  const Operand &in = step.in[0];
+  attrs.splitDim = dimOf("split_dim", in, "in");
+  attrs.concatDim = dimOf("concat_dim", in, "in");
+  if (attrs.splitDim == attrs.concatDim)
+    node.member("concat_dim")
+        .fail("split_dim and concat_dim are both '" + attrs.splitDim + "'");
+  SizeOverrides outSizes;
+  outSizes[attrs.splitDim] = sizeOverGroup(attrs.splitDim, groupSize);
+  outSizes[attrs.concatDim] = checkedProduct(
+      node.member("concat_dim"), {sizes.at(attrs.concatDim)}, groupSize);
+  step.scratchBytes = 2 * bytesOf(in);
+  step.out = operand("out", outSizes);
+  finishCollective();
+}
+
+void StepParser::parseAttrs(SliceAttrs &attrs) {
+  int64_t groupSize = readAxes(attrs);
+  readSizes();
+  step.in = {operand("in")};
+  attrs.dim = dimOf("dim", step.in[0], "in");
+  step.out = operand("out", {{attrs.dim, sizeOverGroup(attrs.dim, groupSize)}});
+  finishCollective();
+}
+
+void StepParser::finishCollective() {
   requireSameOrder(step.in[0], step.out);
   if (bufferOf(step.in[0]).dtype != bufferOf(step.out).dtype)
     node.member("out").fail(bufferName(step.out) + " is " +

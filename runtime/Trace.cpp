@@ -36,11 +36,6 @@ int64_t collectiveBytes(const Step &step) {
   return elements * 4;
 }
 
-bool isCollective(OpKind op) {
-  return op == OpKind::AllReduce || op == OpKind::AllGather ||
-         op == OpKind::ReduceScatter || op == OpKind::AllToAll;
-}
-
 /// "device 3 (a=1,b=1)".
 std::string deviceName(const layout::Mesh &mesh, int64_t device) {
   std::string name = "device " + std::to_string(device);
@@ -72,9 +67,9 @@ void appendEvents(std::string &out, const Program &program, int64_t pid,
     const TraceEvent &event = events[e];
     const Step &step = stepAt(program, event.step);
     std::string extra;
-    if (isCollective(step.op)) {
+    if (stepGroup(step.op()) == StepGroup::Collective) {
       std::string axes;
-      for (const std::string &axis : program.groupAxes[step.group])
+      for (const std::string &axis : program.groupAxes[*step.group()])
         axes += (axes.empty() ? "" : ",") + axis;
       extra = ",\"bytes\":" + std::to_string(collectiveBytes(step)) +
               ",\"group\":\"" + axes + "\"";
@@ -87,7 +82,7 @@ void appendEvents(std::string &out, const Program &program, int64_t pid,
         ",\n{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%lld,"
         "\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"step\":%u,"
         "\"phase\":\"%s\",\"run\":%llu,\"eval\":%s%s}}",
-        opName(step.op), stepCategory(step), static_cast<long long>(pid),
+        opName(step.op()), stepCategory(step), static_cast<long long>(pid),
         static_cast<long long>(device), event.startNs / 1e3,
         (event.endNs - event.startNs) / 1e3, event.step, phaseName(step.phase),
         static_cast<unsigned long long>(run), event.eval ? "true" : "false",
@@ -104,28 +99,13 @@ std::string processMetadata(int64_t pid, const std::string &name) {
 } // namespace
 
 const char *stepCategory(const Step &step) {
-  switch (step.op) {
-  case OpKind::Einsum:
-    for (const EinsumStage &stage : step.einsum.stages)
+  if (step.op() == OpKind::Einsum) {
+    for (const EinsumStage &stage : step.as<EinsumAttrs>().plan.stages)
       if (stage.isGemm)
         return "gemm";
     return "reduction";
-  case OpKind::Reduce:
-  case OpKind::Softmax:
-  case OpKind::SoftmaxCrossEntropy:
-  case OpKind::Argmax:
-    return "reduction";
-  case OpKind::AllReduce:
-  case OpKind::AllGather:
-  case OpKind::ReduceScatter:
-  case OpKind::AllToAll:
-    return "collective";
-  case OpKind::Copy:
-  case OpKind::Slice:
-    return "copy";
-  default:
-    return "elementwise";
   }
+  return opCategory(step.op());
 }
 
 TraceRecorder::TraceRecorder(const Program &program, size_t localDevices,

@@ -42,7 +42,8 @@ struct TraceEvent {
 };
 
 /// "gemm", "elementwise", "reduction", "collective" or "copy": what kind of
-/// work `step` is.
+/// work `step` is, its kind's category in StepKinds.def ("gemm" only for an
+/// einsum with a GEMM stage; one without is a "reduction").
 const char *stepCategory(const Step &step);
 
 /// The step timeline of this process's devices.

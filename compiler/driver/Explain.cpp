@@ -7,8 +7,8 @@
 
 #include "compiler/driver/Explain.h"
 
-#include "runtime/core/layout/ReshardPlan.h"
 #include "compiler/passes/LayoutBridge.h"
+#include "runtime/core/layout/ReshardPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Path.h"

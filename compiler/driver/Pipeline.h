@@ -1,9 +1,9 @@
 //===- Pipeline.h - the compiler pipeline as one call -----------*- C++ -*-===//
 //
-// mtf-autodiff, and mtf-apply-layout then mtf-partition, on a module, for callers that compile
-// many layouts in-process (the layout sweep, benchmarks); the meshc driver
-// builds the same pipeline with its own instrumentation. Also the JSON form
-// of reference outputs that `meshc --reference` writes.
+// mtf-autodiff, and mtf-apply-layout then mtf-partition, on a module, for
+// callers that compile many layouts in-process (the layout sweep, benchmarks);
+// the meshc driver builds the same pipeline with its own instrumentation. Also
+// the JSON form of reference outputs that `meshc --reference` writes.
 //
 //===----------------------------------------------------------------------===//
 

@@ -4,8 +4,8 @@
 // named multi-indices. It is the oracle that every SPMD execution is compared
 // against, so it is written to be obviously correct rather than fast, and it
 // shares nothing with the SPMD lowering or the runtime's kernels; only the
-// generator of parameters and synthetic inputs (runtime/core/Random.h) is shared,
-// so that both sides start from bit-identical values.
+// generator of parameters and synthetic inputs (runtime/core/Random.h) is
+// shared, so that both sides start from bit-identical values.
 //
 //===----------------------------------------------------------------------===//
 

@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/core/layout/LayoutRules.h"
 #include "compiler/passes/LayoutBridge.h"
 #include "compiler/passes/Passes.h"
+#include "runtime/core/layout/LayoutRules.h"
 
 using namespace mlir;
 

@@ -1,17 +1,17 @@
 //===- LayoutBridge.h - mtf attributes <-> the layout library ---*- C++ -*-===//
 //
-// The layout algebra (runtime/core/layout) is plain C++; these functions convert
-// between its values and the mtf dialect's types and attributes, and turn
-// its errors into MLIR diagnostics.
+// The layout algebra (runtime/core/layout) is plain C++; these functions
+// convert between its values and the mtf dialect's types and attributes, and
+// turn its errors into MLIR diagnostics.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MESHC_COMPILER_PASSES_LAYOUTBRIDGE_H
 #define MESHC_COMPILER_PASSES_LAYOUTBRIDGE_H
 
+#include "dialect/MtfDialect.h"
 #include "runtime/core/layout/Mesh.h"
 #include "runtime/core/layout/TensorLayout.h"
-#include "dialect/MtfDialect.h"
 
 #include <map>
 #include <string>

@@ -21,9 +21,11 @@ namespace meshc::runtime {
 CpuDevice::CpuDevice(const Program &program, int64_t deviceId)
     : program(program), dropoutOffsets(program.steps.size()) {
   for (const Step &step : program.steps)
-    if (step.op == OpKind::Dropout)
-      dropoutOffsets[step.index] = step.dropoutLayout.sliceOffset(
-          step.dropoutDims, program.mesh, deviceId);
+    if (step.op() == OpKind::Dropout) {
+      const DropoutAttrs &dropout = step.as<DropoutAttrs>();
+      dropoutOffsets[step.index] =
+          dropout.layout.sliceOffset(dropout.dims, program.mesh, deviceId);
+    }
 }
 
 void CpuDevice::HostMemory::allocate(int64_t bytes) {
@@ -72,23 +74,24 @@ void CpuDevice::runDropout(const Step &step, const RunContext &context) {
     std::fill_n(out, step.out.shape.elements(), 1.0f);
     return;
   }
-  DropoutMask mask(context.seed, step.dropoutName, context.run,
-                   step.dropoutRate);
-  dropoutKernel(mask, step.dropoutDims, dropoutOffsets[step.index], out,
+  const DropoutAttrs &dropout = step.as<DropoutAttrs>();
+  DropoutMask mask(context.seed, dropout.name, context.run, dropout.rate);
+  dropoutKernel(mask, dropout.dims, dropoutOffsets[step.index], out,
                 step.out.shape);
 }
 
 void CpuDevice::run(const Step &step, Communicator *comm,
                     const RunContext &context) {
   const Operand &out = step.out;
-  switch (step.op) {
+  switch (step.op()) {
   case OpKind::Fill: {
     int64_t count = out.shape.elements();
+    double value = step.as<FillAttrs>().value;
     if (program.buffers[out.buffer].dtype == DType::F32)
-      std::fill_n(f32(at(out)), count, static_cast<float>(step.value));
+      std::fill_n(f32(at(out)), count, static_cast<float>(value));
     else
       std::fill_n(reinterpret_cast<int32_t *>(at(out)), count,
-                  static_cast<int32_t>(step.value));
+                  static_cast<int32_t>(value));
     return;
   }
   case OpKind::Copy:
@@ -96,7 +99,7 @@ void CpuDevice::run(const Step &step, Communicator *comm,
                  step.in[0].shape.elements() * elementBytes(step.in[0]));
     return;
   case OpKind::Einsum:
-    for (const EinsumStage &stage : step.einsum.stages) {
+    for (const EinsumStage &stage : step.as<EinsumAttrs>().plan.stages) {
       if (stage.isGemm)
         runGemm(stage.gemm, f32(at(stage.gemm.a)), f32(at(stage.gemm.b)),
                 f32(at(stage.gemm.c)));
@@ -106,10 +109,12 @@ void CpuDevice::run(const Step &step, Communicator *comm,
                       stage.reduce.dst.shape);
     }
     return;
-  case OpKind::Unary:
-    unaryKernel(step.unary, step.value, f32(at(step.in[0])), f32(at(out)),
+  case OpKind::Unary: {
+    const UnaryAttrs &unary = step.as<UnaryAttrs>();
+    unaryKernel(unary.fn, unary.value, f32(at(step.in[0])), f32(at(out)),
                 out.shape.elements());
     return;
+  }
   case OpKind::Cast:
     castKernel(program.buffers[step.in[0].buffer].dtype,
                program.buffers[out.buffer].dtype, at(step.in[0]), at(out),
@@ -117,34 +122,38 @@ void CpuDevice::run(const Step &step, Communicator *comm,
     return;
   case OpKind::Binary:
     if (program.buffers[step.in[0].buffer].dtype == DType::I32)
-      compareKernel(step.binary, i32(at(step.in[0])), step.in[0].shape,
-                    i32(at(step.in[1])), step.in[1].shape, f32(at(out)),
-                    out.shape);
+      compareKernel(step.as<BinaryAttrs>().fn, i32(at(step.in[0])),
+                    step.in[0].shape, i32(at(step.in[1])), step.in[1].shape,
+                    f32(at(out)), out.shape);
     else
-      binaryKernel(step.binary, f32(at(step.in[0])), step.in[0].shape,
-                   f32(at(step.in[1])), step.in[1].shape, f32(at(out)),
-                   out.shape);
+      binaryKernel(step.as<BinaryAttrs>().fn, f32(at(step.in[0])),
+                   step.in[0].shape, f32(at(step.in[1])), step.in[1].shape,
+                   f32(at(out)), out.shape);
     return;
   case OpKind::Reduce:
-    reducePermute(step.reduction, f32(at(step.in[0])), step.in[0].shape,
-                  f32(at(out)), out.shape);
+    reducePermute(step.as<ReduceAttrs>().fn, f32(at(step.in[0])),
+                  step.in[0].shape, f32(at(out)), out.shape);
     return;
   case OpKind::Softmax:
     softmaxKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)),
-                  out.shape, step.dim);
+                  out.shape, step.as<SoftmaxAttrs>().dim);
+    return;
+  case OpKind::LogSumExp:
+    logSumExpKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)),
+                    out.shape, step.as<LogSumExpAttrs>().dim);
     return;
   case OpKind::SoftmaxCrossEntropy:
     crossEntropyKernel(f32(at(step.in[0])), step.in[0].shape,
                        i32(at(step.in[1])), step.in[1].shape, f32(at(out)),
-                       out.shape, step.dim);
+                       out.shape, step.as<SoftmaxCrossEntropyAttrs>().dim);
     return;
   case OpKind::OneHot:
     oneHotKernel(i32(at(step.in[0])), step.in[0].shape, f32(at(out)), out.shape,
-                 step.dim);
+                 step.as<OneHotAttrs>().dim);
     return;
   case OpKind::Argmax:
     argmaxKernel(f32(at(step.in[0])), step.in[0].shape, i32(at(out)), out.shape,
-                 step.dim);
+                 step.as<ArgmaxAttrs>().dim);
     return;
   case OpKind::Dropout:
     runDropout(step, context);
@@ -153,18 +162,24 @@ void CpuDevice::run(const Step &step, Communicator *comm,
     rangeKernel(program.buffers[out.buffer].dtype, at(out),
                 out.shape.elements());
     return;
-  case OpKind::TopK:
+  case OpKind::TopK: {
+    const TopKAttrs &topK = step.as<TopKAttrs>();
     topKKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)), out.shape,
-               step.dim, step.k);
+               topK.dim, topK.k);
     return;
-  case OpKind::Window:
+  }
+  case OpKind::Window: {
+    const WindowAttrs &window = step.as<WindowAttrs>();
     windowKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)), out.shape,
-                 step.dim, step.toDim, step.offset);
+                 window.dim, window.toDim, window.offset);
     return;
-  case OpKind::Cumsum:
+  }
+  case OpKind::Cumsum: {
+    const CumsumAttrs &cumsum = step.as<CumsumAttrs>();
     cumsumKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)), out.shape,
-                 step.dim, step.reverse);
+                 cumsum.dim, cumsum.reverse);
     return;
+  }
   case OpKind::AllReduce:
   case OpKind::AllGather:
   case OpKind::ReduceScatter:
@@ -181,13 +196,14 @@ void CpuDevice::runCollective(const Step &step, Communicator &comm) {
   int64_t bytes = dtypeBytes(dtype);
   int64_t n = comm.size(), rank = comm.rank();
   char *spare = scratch.data();
-  switch (step.op) {
+  switch (step.op()) {
   case OpKind::AllReduce:
-    comm.allReduce(at(out), out.shape.elements(), dtype, step.reduction);
+    comm.allReduce(at(out), out.shape.elements(), dtype,
+                   step.as<AllReduceAttrs>().reduction);
     return;
   case OpKind::AllGather: {
     const Operand &in = step.in[0];
-    AroundDim view = aroundDim(in.shape, step.dim);
+    AroundDim view = aroundDim(in.shape, step.as<AllGatherAttrs>().dim);
     int64_t chunkBytes = in.shape.elements() * bytes;
     // With the dim outermost the chunks are the output itself.
     char *chunks = view.outer == 1 ? at(out) : spare;
@@ -199,20 +215,24 @@ void CpuDevice::runCollective(const Step &step, Communicator &comm) {
   }
   case OpKind::ReduceScatter: {
     const Operand &in = step.in[0];
-    splitIntoChunks(at(in), aroundDim(in.shape, step.dim), n, bytes, spare);
+    const ReduceScatterAttrs &scatter = step.as<ReduceScatterAttrs>();
+    splitIntoChunks(at(in), aroundDim(in.shape, scatter.dim), n, bytes, spare);
     int64_t chunkCount = out.shape.elements();
-    comm.reduceScatter(spare, chunkCount, dtype, step.reduction);
+    comm.reduceScatter(spare, chunkCount, dtype, scatter.reduction);
     std::memcpy(at(out), spare + rank * chunkCount * bytes, chunkCount * bytes);
     return;
   }
   case OpKind::AllToAll: {
     const Operand &in = step.in[0];
+    const AllToAllAttrs &allToAll = step.as<AllToAllAttrs>();
     int64_t inBytes = in.shape.elements() * bytes;
-    splitIntoChunks(at(in), aroundDim(in.shape, step.dim), n, bytes, spare);
+    splitIntoChunks(at(in), aroundDim(in.shape, allToAll.splitDim), n, bytes,
+                    spare);
     comm.allToAll(spare, spare + inBytes, inBytes / n);
     // Each received chunk is `in` with the split dim cut n-fold.
-    AroundDim chunkView = aroundDim(in.shape, step.concatDim);
-    if (in.shape.position(step.dim) < in.shape.position(step.concatDim))
+    AroundDim chunkView = aroundDim(in.shape, allToAll.concatDim);
+    if (in.shape.position(allToAll.splitDim) <
+        in.shape.position(allToAll.concatDim))
       chunkView.outer /= n;
     else
       chunkView.inner /= n;
@@ -221,7 +241,8 @@ void CpuDevice::runCollective(const Step &step, Communicator &comm) {
   }
   case OpKind::Slice: {
     const Operand &in = step.in[0];
-    sliceBlock(at(in), aroundDim(in.shape, step.dim), n, rank, bytes, at(out));
+    sliceBlock(at(in), aroundDim(in.shape, step.as<SliceAttrs>().dim), n, rank,
+               bytes, at(out));
     return;
   }
   default:

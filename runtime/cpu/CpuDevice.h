@@ -82,6 +82,8 @@ public:
   std::unique_ptr<Device> createDevice(const Program &program,
                                        int64_t deviceId) override;
   Collectives &collectives() override { return cpuCollectives; }
+  /// Every kind: CpuDevice::run has a case for each kind of StepKinds.def.
+  bool supports(OpKind) const override { return true; }
 
 private:
   CpuCollectives cpuCollectives;

@@ -9,6 +9,7 @@
 
 #include "runtime/cpu/CpuKernels.h"
 
+#include "runtime/ElementFunctions.h"
 #include "runtime/Error.h"
 
 #include <cblas.h>
@@ -119,21 +120,6 @@ void unaryWith(Op op, const float *in, float *out, int64_t count) {
     out[i] = op(in[i]);
 }
 
-const float kSqrtTwoOverPi = 0.7978845608028654f;
-
-float gelu(float x) {
-  return 0.5f * x *
-         (1.0f + std::tanh(kSqrtTwoOverPi * (x + 0.044715f * x * x * x)));
-}
-
-/// d/dx gelu(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3a x^2) with
-/// t = tanh(c (x + a x^3)), c = sqrt(2/pi), a = 0.044715.
-float geluGrad(float x) {
-  float t = std::tanh(kSqrtTwoOverPi * (x + 0.044715f * x * x * x));
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrtTwoOverPi *
-                                 (1.0f + 3.0f * 0.044715f * x * x);
-}
-
 /// Rows of `shape` along `dim`: a walk over the other dims of `shape`
 /// carrying the offset into `shape`'s data and into `other`'s (whose dims
 /// are those others, in any order), and the stride of `dim`.
@@ -180,7 +166,7 @@ void reducePermute(Reduction fn, const float *src, const NamedShape &srcShape,
     walk.run([&](const int64_t *o) { dst[o[1]] += src[o[0]]; });
   else
     walk.run(
-        [&](const int64_t *o) { dst[o[1]] = std::max(dst[o[1]], src[o[0]]); });
+        [&](const int64_t *o) { dst[o[1]] = maxOf(dst[o[1]], src[o[0]]); });
 }
 
 void runGemm(const GemmStage &stage, const float *a, const float *b, float *c) {
@@ -207,60 +193,27 @@ void runGemm(const GemmStage &stage, const float *a, const float *b, float *c) {
 
 void unaryKernel(UnaryFn fn, double value, const float *in, float *out,
                  int64_t count) {
+  float factor = static_cast<float>(value);
   switch (fn) {
-  case UnaryFn::Relu:
-    return unaryWith([](float x) { return x > 0.0f ? x : 0.0f; }, in, out,
-                     count);
-  case UnaryFn::Gelu:
-    return unaryWith(gelu, in, out, count);
-  case UnaryFn::Exp:
-    return unaryWith([](float x) { return std::exp(x); }, in, out, count);
-  case UnaryFn::Log:
-    return unaryWith([](float x) { return std::log(x); }, in, out, count);
-  case UnaryFn::Tanh:
-    return unaryWith([](float x) { return std::tanh(x); }, in, out, count);
-  case UnaryFn::Sqrt:
-    return unaryWith([](float x) { return std::sqrt(x); }, in, out, count);
-  case UnaryFn::Rsqrt:
-    return unaryWith([](float x) { return 1.0f / std::sqrt(x); }, in, out,
-                     count);
-  case UnaryFn::Negate:
-    return unaryWith([](float x) { return -x; }, in, out, count);
-  case UnaryFn::Scale: {
-    float factor = static_cast<float>(value);
-    return unaryWith([factor](float x) { return x * factor; }, in, out, count);
-  }
-  case UnaryFn::Positive:
-    return unaryWith([](float x) { return x > 0.0f ? 1.0f : 0.0f; }, in, out,
-                     count);
-  case UnaryFn::GeluGrad:
-    return unaryWith(geluGrad, in, out, count);
+#define MESHC_UNARY_FN(Fn, Spelling)                                           \
+  case UnaryFn::Fn:                                                            \
+    return unaryWith(                                                          \
+        [factor](float x) { return unaryValue<UnaryFn::Fn>(x, factor); }, in,  \
+        out, count);
+#include "runtime/ElementFunctions.def"
   }
 }
 
 void binaryKernel(BinaryFn fn, const float *lhs, const NamedShape &lhsShape,
                   const float *rhs, const NamedShape &rhsShape, float *out,
                   const NamedShape &outShape) {
-  auto apply = [&](auto op) {
-    binaryWith(op, lhs, lhsShape, rhs, rhsShape, out, outShape);
-  };
   switch (fn) {
-  case BinaryFn::Add:
-    return apply([](float x, float y) { return x + y; });
-  case BinaryFn::Sub:
-    return apply([](float x, float y) { return x - y; });
-  case BinaryFn::Mul:
-    return apply([](float x, float y) { return x * y; });
-  case BinaryFn::Div:
-    return apply([](float x, float y) { return x / y; });
-  case BinaryFn::Max:
-    return apply([](float x, float y) { return std::max(x, y); });
-  case BinaryFn::Min:
-    return apply([](float x, float y) { return std::min(x, y); });
-  case BinaryFn::Eq:
-    return apply([](float x, float y) { return x == y ? 1.0f : 0.0f; });
-  case BinaryFn::Lt:
-    return apply([](float x, float y) { return x < y ? 1.0f : 0.0f; });
+#define MESHC_BINARY_FN(Fn, Spelling)                                          \
+  case BinaryFn::Fn:                                                           \
+    return binaryWith(                                                         \
+        [](float x, float y) { return binaryValue<BinaryFn::Fn>(x, y); }, lhs, \
+        lhsShape, rhs, rhsShape, out, outShape);
+#include "runtime/ElementFunctions.def"
   }
 }
 
@@ -268,10 +221,10 @@ void compareKernel(BinaryFn fn, const int32_t *lhs, const NamedShape &lhsShape,
                    const int32_t *rhs, const NamedShape &rhsShape, float *out,
                    const NamedShape &outShape) {
   if (fn == BinaryFn::Lt)
-    binaryWith([](int32_t x, int32_t y) { return x < y ? 1.0f : 0.0f; }, lhs,
-               lhsShape, rhs, rhsShape, out, outShape);
+    binaryWith([](int32_t x, int32_t y) { return lessOf(x, y); }, lhs, lhsShape,
+               rhs, rhsShape, out, outShape);
   else
-    binaryWith([](int32_t x, int32_t y) { return x == y ? 1.0f : 0.0f; }, lhs,
+    binaryWith([](int32_t x, int32_t y) { return equalOf(x, y); }, lhs,
                lhsShape, rhs, rhsShape, out, outShape);
 }
 
@@ -306,20 +259,8 @@ void topKKernel(const float *in, const NamedShape &inShape, float *out,
   Rows rows = rowsAlong(inShape, outShape, dim);
   int64_t n = rows.length, inStep = rows.step, outStep = rows.otherStep;
   rows.walk.run([&](const int64_t *o) {
-    const float *x = in + o[0];
-    float *y = out + o[1];
-    for (int64_t c = 0; c < n; ++c) {
-      float v = x[c * inStep];
-      int64_t before = 0;
-      for (int64_t j = 0; j < n && before < k; ++j) {
-        float w = x[j * inStep];
-        bool ahead = std::isnan(v)
-                         ? (!std::isnan(w) || j < c)
-                         : (!std::isnan(w) && (w > v || (w == v && j < c)));
-        before += ahead ? 1 : 0;
-      }
-      y[c * outStep] = before < k ? 1.0f : 0.0f;
-    }
+    for (int64_t c = 0; c < n; ++c)
+      out[o[1] + c * outStep] = topKValue(in + o[0], inStep, n, c, k);
   });
 }
 
@@ -373,7 +314,7 @@ void argmaxKernel(const float *in, const NamedShape &inShape, int32_t *out,
     float top = 0.0f;
     for (int64_t c = 0; c < rows.length; ++c) {
       float v = x[c * rows.step];
-      if (!std::isnan(v) && (best < 0 || v > top)) {
+      if (argmaxTakes(v, best, top)) {
         best = c;
         top = v;
       }
@@ -406,6 +347,14 @@ void dropoutKernel(const DropoutMask &mask,
   });
 }
 
+void logSumExpKernel(const float *in, const NamedShape &inShape, float *out,
+                     const NamedShape &outShape, const std::string &dim) {
+  Rows rows = rowsAlong(inShape, outShape, dim);
+  rows.walk.run([&](const int64_t *o) {
+    out[o[1]] = logSumExpRow(in + o[0], rows.step, rows.length);
+  });
+}
+
 void softmaxKernel(const float *in, const NamedShape &inShape, float *out,
                    const NamedShape &outShape, const std::string &dim) {
   Rows rows = rowsAlong(inShape, outShape, dim);
@@ -415,7 +364,7 @@ void softmaxKernel(const float *in, const NamedShape &inShape, float *out,
     float *y = out + o[1];
     float top = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j)
-      top = std::max(top, x[j * inStep]);
+      top = maxOf(top, x[j * inStep]);
     float sum = 0.0f;
     for (int64_t j = 0; j < n; ++j) {
       float e = std::exp(x[j * inStep] - top);
@@ -453,7 +402,7 @@ void crossEntropyKernel(const float *logits, const NamedShape &logitsShape,
                          ") is outside [0, " + std::to_string(n) + ")");
     float top = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j)
-      top = std::max(top, x[j * step]);
+      top = maxOf(top, x[j * step]);
     float sum = 0.0f;
     for (int64_t j = 0; j < n; ++j)
       sum += std::exp(x[j * step] - top);
@@ -476,14 +425,8 @@ void castKernel(DType from, DType to, const void *in, void *out,
   }
   const float *src = static_cast<const float *>(in);
   int32_t *dst = static_cast<int32_t *>(out);
-  const float low = -2147483648.0f, high = 2147483648.0f;
-  for (int64_t i = 0; i < count; ++i) {
-    float x = src[i];
-    dst[i] = std::isnan(x) ? 0
-             : x <= low    ? std::numeric_limits<int32_t>::min()
-             : x >= high   ? std::numeric_limits<int32_t>::max()
-                           : static_cast<int32_t>(x);
-  }
+  for (int64_t i = 0; i < count; ++i)
+    dst[i] = castToI32(src[i]);
 }
 
 AroundDim aroundDim(const NamedShape &shape, const std::string &dim) {

@@ -86,6 +86,11 @@ void dropoutKernel(const DropoutMask &mask,
                    const std::vector<int64_t> &blockOffset, float *out,
                    const NamedShape &outShape);
 
+/// out = logsumexp of in along `dim` (logSumExpRow); out has the dims of in
+/// without `dim`, in any order.
+void logSumExpKernel(const float *in, const NamedShape &inShape, float *out,
+                     const NamedShape &outShape, const std::string &dim);
+
 /// out = softmax of in along `dim` (numerically stable); out has the same
 /// dims as in, in any order.
 void softmaxKernel(const float *in, const NamedShape &inShape, float *out,

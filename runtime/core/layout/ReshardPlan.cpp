@@ -18,7 +18,8 @@ Splits splitsOf(const TensorLayout &layout) {
 }
 
 /// Length of the longest common prefix of two axis lists.
-size_t commonPrefix(const std::vector<size_t> &a, const std::vector<size_t> &b) {
+size_t commonPrefix(const std::vector<size_t> &a,
+                    const std::vector<size_t> &b) {
   size_t n = 0;
   while (n < a.size() && n < b.size() && a[n] == b[n])
     ++n;

@@ -54,7 +54,13 @@ const char *reshardKindName(ReshardKind kind);
 int64_t groupSize(const std::vector<size_t> &axes, const Mesh &mesh);
 
 /// The collectives the SPMD partitioner emits, for cost accounting.
-enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll, Slice };
+enum class CollectiveKind {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Slice
+};
 
 /// Bytes each device receives in a bandwidth-optimal (ring) implementation:
 /// all-reduce 2(g-1)/g·B, all-gather (g-1)/g·B_out, reduce-scatter

@@ -311,6 +311,25 @@ TEST_F(CudaConformance, Window) {
         0);
 }
 
+TEST_F(CudaConformance, TopK) {
+  for (int64_t k : {1, 3, 60})
+    expectSameOnBoth(
+        [&](StepHarness &h) {
+          std::vector<float> x = testData("x", 2 * 60 * 3);
+          x[5] = x[8] = x[11] = 4.0f; // ties along e
+          x[14] = std::nanf("");
+          int64_t in = h.f32(x), out = h.f32(std::vector<float>(2 * 60 * 3));
+          return Built{{{"op", "top_k"},
+                        {"in", operand(in, {"a", "e", "b"})},
+                        {"out", operand(out, {"b", "a", "e"})},
+                        {"dim", "e"},
+                        {"k", k},
+                        {"sizes", {{"a", 2}, {"b", 3}, {"e", 60}}}},
+                       {out}};
+        },
+        0);
+}
+
 TEST_F(CudaConformance, DropoutTrainingAndEval) {
   Builder build = [](StepHarness &h) {
     int64_t out = h.f32(std::vector<float>(5 * 400));

@@ -7,7 +7,8 @@
 // - the generator transcription (KernelTypes.h) is bit-identical to
 //   runtime/core/Random.h;
 // - the kernels' element functions and iteration spaces, run on the host
-//   (Exec::onHost), compute what the CPU backend's kernels compute.
+//   (Exec::onHost), compute what the CPU backend's kernels compute;
+// - the backend declares every step kind of StepKinds.def.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,8 @@
 #include "runtime/cpu/CpuKernels.h"
 
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 using namespace meshc::runtime;
 using namespace meshc::runtime::cuda;
@@ -148,14 +151,15 @@ TEST(CudaHostTest, GeneratorIsBitIdenticalToRandomH) {
 TEST(CudaHostTest, ElementwiseKernelsMatchTheCpu) {
   std::vector<float> x = testData("x", 257);
   x[3] = NAN;
-  for (UnaryFn fn : {UnaryFn::Relu, UnaryFn::Gelu, UnaryFn::Exp, UnaryFn::Tanh,
-                     UnaryFn::Negate, UnaryFn::Scale, UnaryFn::Positive,
-                     UnaryFn::GeluGrad}) {
+  // Both run ElementFunctions.h's formulas on the host: the same bits,
+  // NaNs of log, sqrt and rsqrt included.
+  for (size_t i = 0; i < kUnaryFnCount; ++i) {
+    UnaryFn fn = static_cast<UnaryFn>(i);
     std::vector<float> got(x.size()), want(x.size());
     cuda::unaryKernel(kHost, fn, 2.5f, x.data(), got.data(), 257);
     rt::unaryKernel(fn, 2.5, x.data(), want.data(), 257);
-    SCOPED_TRACE(static_cast<int>(fn));
-    expectClose(got, want, 1e-6);
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), 257 * sizeof(float)))
+        << unaryFnName(fn);
   }
   std::vector<float> f = {1.9f, -1.9f, 3e9f, -3e9f, NAN, 0.0f};
   std::vector<int32_t> got(6), want(6);
@@ -172,14 +176,13 @@ TEST(CudaHostTest, BroadcastingBinaryMatchesTheCpu) {
   NamedShape lhs = shape({"h", "b"}, {5, 3}), rhs = shape({"h"}, {5}),
              out = shape({"b", "h"}, {3, 5});
   std::vector<float> l = testData("l", 15), r = testData("r", 5);
-  for (BinaryFn fn :
-       {BinaryFn::Add, BinaryFn::Sub, BinaryFn::Mul, BinaryFn::Div,
-        BinaryFn::Max, BinaryFn::Min, BinaryFn::Eq, BinaryFn::Lt}) {
+  for (size_t i = 0; i < kBinaryFnCount; ++i) {
+    BinaryFn fn = static_cast<BinaryFn>(i);
     std::vector<float> got(15), want(15);
     cuda::binaryKernel(kHost, fn, l.data(), r.data(), got.data(),
                        binarySpace(lhs, rhs, out));
     rt::binaryKernel(fn, l.data(), lhs, r.data(), rhs, want.data(), out);
-    EXPECT_EQ(got, want) << static_cast<int>(fn);
+    EXPECT_EQ(got, want) << binaryFnName(fn);
   }
   std::vector<int32_t> a = {7, -1, 3}, b = {3, 7};
   NamedShape as = shape({"b"}, {3}), bs = shape({"a"}, {2}),
@@ -189,7 +192,7 @@ TEST(CudaHostTest, BroadcastingBinaryMatchesTheCpu) {
     cuda::compareKernel(kHost, fn, a.data(), b.data(), got.data(),
                         binarySpace(as, bs, os));
     rt::compareKernel(fn, a.data(), as, b.data(), bs, want.data(), os);
-    EXPECT_EQ(got, want) << static_cast<int>(fn);
+    EXPECT_EQ(got, want) << binaryFnName(fn);
   }
   EXPECT_EQ(binarySpace(out, out, out).rank, 1);
 }
@@ -274,6 +277,28 @@ TEST(CudaHostTest, RangeAndCumsumMatchTheCpu) {
                        reverse);
     rt::cumsumKernel(x.data(), in, want.data(), out, "c", reverse);
     EXPECT_EQ(got, want) << reverse;
+  }
+}
+
+TEST(CudaHostTest, SupportsEveryStepKind) {
+  for (size_t kind = 0; kind < kStepKindCount; ++kind)
+    EXPECT_TRUE(cudaSupports(static_cast<OpKind>(kind)))
+        << opName(static_cast<OpKind>(kind));
+}
+
+TEST(CudaHostTest, TopKMatchesTheCpu) {
+  NamedShape in = shape({"a", "e", "b"}, {2, 7, 3}),
+             out = shape({"b", "a", "e"}, {3, 2, 7});
+  std::vector<float> x = testData("x", 42);
+  // Ties and NaNs: row (a=0, b=0) has three equal maxima and a NaN.
+  x[0 * 21 + 1 * 3] = x[0 * 21 + 4 * 3] = x[0 * 21 + 6 * 3] = 5.0f;
+  x[0 * 21 + 2 * 3] = std::nanf("");
+  x[1 * 21 + 0 * 3 + 2] = std::nanf("");
+  for (int64_t k : {1, 2, 3, 7}) {
+    std::vector<float> got(42, 9.0f), want(42, 9.0f);
+    cuda::topKKernel(kHost, x.data(), got.data(), inOutRows(in, out, "e"), k);
+    rt::topKKernel(x.data(), in, want.data(), out, "e", k);
+    EXPECT_EQ(got, want) << k;
   }
 }
 

@@ -1,8 +1,8 @@
 //===- InterpreterSourcesTest.cpp - parameters and synthetic inputs -------===//
 //
 // Parameters and synthetic inputs must equal what the runtime generates
-// (runtime/core/Random.h over the whole tensor) bit for bit; synthetic labels must
-// be valid class indices.
+// (runtime/core/Random.h over the whole tensor) bit for bit; synthetic labels
+// must be valid class indices.
 //
 //===----------------------------------------------------------------------===//
 

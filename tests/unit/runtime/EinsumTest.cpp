@@ -61,7 +61,8 @@ TEST_P(EinsumTest, MatchesNaiveEinsum) {
 
   Program program = harness.load(step);
   int gemms = 0, reshapes = 0;
-  for (const EinsumStage &stage : program.steps[0].einsum.stages)
+  for (const EinsumStage &stage :
+       program.steps[0].as<EinsumAttrs>().plan.stages)
     ++(stage.isGemm ? gemms : reshapes);
   EXPECT_EQ(gemms, c.gemms);
   EXPECT_EQ(reshapes, c.reshapes);

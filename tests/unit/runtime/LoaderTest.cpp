@@ -185,7 +185,7 @@ TEST(LoaderTest, TensorErrors) {
 TEST(LoaderTest, StepErrors) {
   EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["op"] = "conv"; }),
             "p.mprog: steps[0].op: unknown op \"conv\" (known: fill, copy, "
-            "einsum, unary, cast, binary, reduce, softmax, "
+            "einsum, unary, cast, binary, reduce, softmax, logsumexp, "
             "softmax_cross_entropy, one_hot, argmax, dropout, range, cumsum, "
             "window, top_k, all_reduce, "
             "all_gather, reduce_scatter, all_to_all, slice)");
@@ -251,7 +251,7 @@ TEST(LoaderTest, ElementwiseErrors) {
   };
   EXPECT_EQ(errorAfter(unary),
             "p.mprog: steps[2].fn: unknown unary fn \"swish\" (known: relu, "
-            "gelu, exp, log, tanh, sqrt, rsqrt, negate, scale, positive, "
+            "gelu, silu, sigmoid, exp, log, tanh, sqrt, rsqrt, negate, scale, positive, "
             "gelu_grad)");
   EXPECT_EQ(errorAfter([](json &p) {
               p["steps"].push_back(
@@ -455,12 +455,16 @@ TEST(LoaderTest, TrainingLoads) {
   EXPECT_EQ(sync.buffers, (std::vector<size_t>{1}));
   // One all_reduce and one scale by 1/2 (w is 4x2 per device).
   ASSERT_EQ(sync.steps.size(), 2u);
-  EXPECT_EQ(sync.steps[0].op, OpKind::AllReduce);
+  EXPECT_EQ(sync.steps[0].op(), OpKind::AllReduce);
   EXPECT_EQ(sync.steps[0].out.shape.elements(), 8);
-  EXPECT_EQ(program.groupAxes[sync.steps[0].group],
+  ASSERT_TRUE(sync.steps[0].group());
+  EXPECT_EQ(program.groupAxes[*sync.steps[0].group()],
             (std::vector<std::string>{"b"}));
-  EXPECT_EQ(sync.steps[1].op, OpKind::Unary);
-  EXPECT_EQ(sync.steps[1].value, 0.5);
+  EXPECT_EQ(sync.steps[0].as<AllReduceAttrs>().reduction, Reduction::Sum);
+  EXPECT_EQ(sync.steps[1].op(), OpKind::Unary);
+  EXPECT_EQ(sync.steps[1].as<UnaryAttrs>().fn, UnaryFn::Scale);
+  EXPECT_EQ(sync.steps[1].as<UnaryAttrs>().value, 0.5);
+  EXPECT_FALSE(sync.steps[1].group());
   EXPECT_EQ(program.steps[0].phase, Phase::Forward);
 }
 
