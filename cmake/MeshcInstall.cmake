@@ -30,13 +30,17 @@ set(MESHC_PUBLIC_HEADERS
   runtime/Collectives.h
   runtime/Dataset.h
   runtime/Device.h
+  runtime/ElementFunctions.h
   runtime/Error.h
   runtime/Loader.h
   runtime/Meshrun.h
   runtime/Npy.h
   runtime/ProcessGroup.h
   runtime/Program.h
+  runtime/core/ElementFunctions.def
   runtime/core/Random.h
+  runtime/core/StepKinds.def
+  runtime/core/StepKinds.h
   runtime/Session.h
   runtime/Trace.h
 )

@@ -93,7 +93,7 @@ MESHC_HOST_DEVICE inline float unaryOf(UnaryFn fn, float factor, float x) {
 #define MESHC_UNARY_FN(Fn, Spelling)                                           \
   case UnaryFn::Fn:                                                            \
     return unaryValue<UnaryFn::Fn>(x, factor);
-#include "runtime/ElementFunctions.def"
+#include "runtime/core/ElementFunctions.def"
   }
   return x;
 }
@@ -104,7 +104,7 @@ MESHC_HOST_DEVICE inline float binaryOf(BinaryFn fn, float x, float y) {
 #define MESHC_BINARY_FN(Fn, Spelling)                                          \
   case BinaryFn::Fn:                                                           \
     return binaryValue<BinaryFn::Fn>(x, y);
-#include "runtime/ElementFunctions.def"
+#include "runtime/core/ElementFunctions.def"
   }
   return x;
 }

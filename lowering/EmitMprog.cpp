@@ -7,7 +7,7 @@
 // before the buffers it reads for the last time are released, so no step
 // writes over its own operands unless it works in place. Step kinds and
 // unary/binary functions are spelled by the runtime's tables
-// (runtime/StepKinds.def, runtime/ElementFunctions.def), so the emitter
+// (runtime/core/StepKinds.def, runtime/core/ElementFunctions.def), so the emitter
 // cannot write one the runtime lacks.
 //
 //===----------------------------------------------------------------------===//
@@ -17,7 +17,7 @@
 #include "compiler/passes/LayoutBridge.h"
 #include "lowering/Partitioner.h"
 #include "runtime/ElementFunctions.h"
-#include "runtime/StepKinds.h"
+#include "runtime/core/StepKinds.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"

@@ -35,23 +35,23 @@ namespace meshc::runtime {
 /// gradients.
 enum class UnaryFn {
 #define MESHC_UNARY_FN(Fn, Spelling) Fn,
-#include "runtime/ElementFunctions.def"
+#include "runtime/core/ElementFunctions.def"
 };
 /// The functions of the binary step. Eq (1 where equal, else 0) and Lt (1
 /// where lhs < rhs, else 0) also compare two i32 operands.
 enum class BinaryFn {
 #define MESHC_BINARY_FN(Fn, Spelling) Fn,
-#include "runtime/ElementFunctions.def"
+#include "runtime/core/ElementFunctions.def"
 };
 
 namespace detail {
 inline constexpr const char *kUnaryFnNames[] = {
 #define MESHC_UNARY_FN(Fn, Spelling) Spelling,
-#include "runtime/ElementFunctions.def"
+#include "runtime/core/ElementFunctions.def"
 };
 inline constexpr const char *kBinaryFnNames[] = {
 #define MESHC_BINARY_FN(Fn, Spelling) Spelling,
-#include "runtime/ElementFunctions.def"
+#include "runtime/core/ElementFunctions.def"
 };
 } // namespace detail
 

@@ -13,7 +13,7 @@
 #define MESHC_RUNTIME_PROGRAM_H
 
 #include "runtime/ElementFunctions.h"
-#include "runtime/StepKinds.h"
+#include "runtime/core/StepKinds.h"
 #include "runtime/core/Random.h"
 #include "runtime/core/layout/Mesh.h"
 #include "runtime/core/layout/TensorLayout.h"
@@ -262,7 +262,7 @@ using VariantOfRest = std::variant<Rest...>;
 /// The attributes of a step: alternative i is those of OpKind i.
 using StepAttrs = detail::VariantOfRest<void
 #define MESHC_STEP_KIND(Kind, Spelling, Group, Category) , Kind##Attrs
-#include "runtime/StepKinds.def"
+#include "runtime/core/StepKinds.def"
                                         >;
 
 // A kind uses a group exactly when its attributes carry one.
@@ -271,7 +271,7 @@ using StepAttrs = detail::VariantOfRest<void
                     (StepGroup::Group != StepGroup::None),                     \
                 #Kind "Attrs must derive from GroupAttrs exactly when "        \
                       "StepKinds.def gives " #Kind " a group");
-#include "runtime/StepKinds.def"
+#include "runtime/core/StepKinds.def"
 
 /// One step of the program, validated.
 struct Step {

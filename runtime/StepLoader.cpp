@@ -100,12 +100,12 @@ OpKind parseOpKind(const JsonNode &node) {
 
 const std::vector<std::pair<const char *, UnaryFn>> kUnaryFns = {
 #define MESHC_UNARY_FN(Fn, Spelling) {Spelling, UnaryFn::Fn},
-#include "runtime/ElementFunctions.def"
+#include "runtime/core/ElementFunctions.def"
 };
 
 const std::vector<std::pair<const char *, BinaryFn>> kBinaryFns = {
 #define MESHC_BINARY_FN(Fn, Spelling) {Spelling, BinaryFn::Fn},
-#include "runtime/ElementFunctions.def"
+#include "runtime/core/ElementFunctions.def"
 };
 
 const std::vector<std::pair<const char *, Reduction>> kReductions = {
@@ -370,7 +370,7 @@ Step StepParser::parse(size_t index) {
     step.attrs = std::move(attrs);                                             \
     break;                                                                     \
   }
-#include "runtime/StepKinds.def"
+#include "runtime/core/StepKinds.def"
   }
   if (sizesNode)
     for (const auto &[name, size] : sizesNode->members())

@@ -200,7 +200,7 @@ void unaryKernel(UnaryFn fn, double value, const float *in, float *out,
     return unaryWith(                                                          \
         [factor](float x) { return unaryValue<UnaryFn::Fn>(x, factor); }, in,  \
         out, count);
-#include "runtime/ElementFunctions.def"
+#include "runtime/core/ElementFunctions.def"
   }
 }
 
@@ -213,7 +213,7 @@ void binaryKernel(BinaryFn fn, const float *lhs, const NamedShape &lhsShape,
     return binaryWith(                                                         \
         [](float x, float y) { return binaryValue<BinaryFn::Fn>(x, y); }, lhs, \
         lhsShape, rhs, rhsShape, out, outShape);
-#include "runtime/ElementFunctions.def"
+#include "runtime/core/ElementFunctions.def"
   }
 }
 

@@ -9,7 +9,7 @@
 // the reference interpreter's global execution. A model that trains runs two
 // whole training steps (forward, backward, optimizer update); then every
 // gradient, every parameter and every optimizer slot is compared as well.
-// The language models (charlm, moe) run at small dim sizes, and on 2x2x2
+// The language models (charlm, moe, llama) run at small dim sizes, and on 2x2x2
 // they and the models of the mask, routing and window ops run every 7th of
 // their valid layouts (a fixed sample; the count is printed).
 //
@@ -304,6 +304,8 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
 /// The language models at sweep size, on meshes up to 2x2x2.
 constexpr const char *kCharLmSizes =
     "batch=2 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4";
+constexpr const char *kLlamaSizes =
+    "batch=2 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4";
 constexpr const char *kMoeSizes = "batch=2 seq=4 memory=4 vocab=4 d_model=4 "
                                   "heads=2 d_k=2 experts=2 capacity=2 d_ff=4";
 #define LM_MESHES(model, sizes)                                                \
@@ -317,6 +319,7 @@ const SweepCase kCases[] = {
     EVERY_MESH("tests/sweep/Inputs/partial-sums.mtf"),
     LM_MESHES("examples/transformer/charlm.mtf", kCharLmSizes),
     LM_MESHES("examples/moe/moe.mtf", kMoeSizes),
+    LM_MESHES("examples/llama/llama.mtf", kLlamaSizes),
     LM_MESHES("tests/training/Inputs/routing-ops.mtf", ""),
     LM_MESHES("tests/training/Inputs/window-ops.mtf", ""),
 };

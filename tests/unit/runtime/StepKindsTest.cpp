@@ -40,7 +40,7 @@ static_assert(std::variant_size_v<StepAttrs> == kStepKindCount);
       std::is_same_v<std::variant_alternative_t<                               \
                          static_cast<size_t>(OpKind::Kind), StepAttrs>,        \
                      Kind##Attrs>);
-#include "runtime/StepKinds.def"
+#include "runtime/core/StepKinds.def"
 
 TEST(StepKindsTest, EveryKindHasOneSpelling) {
   std::set<std::string> spellings;

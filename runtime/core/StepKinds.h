@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MESHC_RUNTIME_STEPKINDS_H
-#define MESHC_RUNTIME_STEPKINDS_H
+#ifndef MESHC_RUNTIME_CORE_STEPKINDS_H
+#define MESHC_RUNTIME_CORE_STEPKINDS_H
 
 #include <cstddef>
 #include <optional>
@@ -19,13 +19,13 @@ namespace meshc::runtime {
 /// The step kinds (the "op" field), in the order of StepKinds.def.
 enum class OpKind {
 #define MESHC_STEP_KIND(Kind, Spelling, Group, Category) Kind,
-#include "runtime/StepKinds.def"
+#include "runtime/core/StepKinds.def"
 };
 
 /// The number of step kinds.
 constexpr size_t kStepKindCount = 0
 #define MESHC_STEP_KIND(Kind, Spelling, Group, Category) +1
-#include "runtime/StepKinds.def"
+#include "runtime/core/StepKinds.def"
     ;
 
 /// How a step kind relates to the devices of its "axes" group.
@@ -47,7 +47,7 @@ struct StepKindInfo {
 inline constexpr StepKindInfo kStepKindInfo[] = {
 #define MESHC_STEP_KIND(Kind, Spelling, Group, Category)                       \
   {Spelling, StepGroup::Group, Category},
-#include "runtime/StepKinds.def"
+#include "runtime/core/StepKinds.def"
 };
 } // namespace detail
 
@@ -77,4 +77,4 @@ constexpr std::optional<OpKind> opKindNamed(std::string_view spelling) {
 
 } // namespace meshc::runtime
 
-#endif // MESHC_RUNTIME_STEPKINDS_H
+#endif // MESHC_RUNTIME_CORE_STEPKINDS_H
