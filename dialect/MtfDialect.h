@@ -63,6 +63,16 @@ inline llvm::hash_code hash_value(const DimSplit &split) {
 
 namespace mlir {
 namespace mtf {
+/// The result type of name-based broadcasting (the binary ops, equal,
+/// less): the dims of operand 0, then those of operand 1 it lacks, with
+/// `elementType` (operand 0's when null). Fails unless both operands are
+/// !mtf.tensor.
+LogicalResult inferBroadcastType(ValueRange operands, Type elementType,
+                                 SmallVectorImpl<Type> &inferred);
+/// True when both ranges are one !mtf.tensor each with the same element type
+/// and the same named dims and sizes, in any order.
+bool sameDimsAnyOrder(TypeRange lhs, TypeRange rhs);
+
 /// The `custom<Initializer>` directive of `mtf.param`: `normal(0.0, 0.05)`.
 ParseResult parseInitializer(OpAsmParser &parser, InitAttr &init);
 void printInitializer(OpAsmPrinter &printer, Operation *op, InitAttr init);

@@ -301,6 +301,38 @@ static LogicalResult verifyBinary(Operation *op, bool resultKeepsType = true) {
   return success();
 }
 
+LogicalResult inferBroadcastType(ValueRange operands, Type elementType,
+                                 SmallVectorImpl<Type> &inferred) {
+  if (operands.size() != 2)
+    return failure();
+  auto lhs = llvm::dyn_cast<TensorType>(operands[0].getType());
+  auto rhs = llvm::dyn_cast<TensorType>(operands[1].getType());
+  if (!lhs || !rhs)
+    return failure();
+  SmallVector<NamedDim> dims(lhs.getDims());
+  for (const NamedDim &dim : rhs.getDims())
+    if (!lhs.hasDim(dim.name.getValue()))
+      dims.push_back(dim);
+  inferred.push_back(
+      TensorType::get(lhs.getContext(), dims,
+                      elementType ? elementType : lhs.getElementType()));
+  return success();
+}
+
+bool sameDimsAnyOrder(TypeRange lhs, TypeRange rhs) {
+  if (lhs.size() != 1 || rhs.size() != 1)
+    return false;
+  auto a = llvm::dyn_cast<TensorType>(lhs.front());
+  auto b = llvm::dyn_cast<TensorType>(rhs.front());
+  if (!a || !b || a.getElementType() != b.getElementType() ||
+      a.getRank() != b.getRank())
+    return false;
+  return llvm::all_of(a.getDims(), [&](const NamedDim &dim) {
+    std::optional<unsigned> index = b.getDimIndex(dim.name.getValue());
+    return index && b.getDims()[*index].size == dim.size;
+  });
+}
+
 LogicalResult AddOp::verify() { return verifyBinary(*this); }
 LogicalResult SubOp::verify() { return verifyBinary(*this); }
 LogicalResult MulOp::verify() { return verifyBinary(*this); }

@@ -357,7 +357,8 @@ def Mtf_CastOp : Mtf_Op<"cast", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpIn
 }
 
 class Mtf_BinaryOp<string mnemonic, string what, string rule = "PartitionRule::parallel()"> : Mtf_Op<mnemonic, [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
-    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>, Pure]> {
   let summary = "elementwise " # what # " with broadcasting by dimension name";
   let description = [{
     The result has every dimension of either operand (a dimension present in
@@ -372,9 +373,25 @@ class Mtf_BinaryOp<string mnemonic, string what, string rule = "PartitionRule::p
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Broadcasting fixes the result's dims, not their order.
+    static bool isCompatibleReturnTypes(::mlir::TypeRange lhs,
+                                        ::mlir::TypeRange rhs);
+  }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return }] # rule # [{;
+    }
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location>,
+        ::mlir::ValueRange operands, ::mlir::DictionaryAttr,
+        ::mlir::OpaqueProperties, ::mlir::RegionRange,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return inferBroadcastType(operands, ::mlir::Type(), inferred);
+    }
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange lhs,
+                                            ::mlir::TypeRange rhs) {
+      return sameDimsAnyOrder(lhs, rhs);
     }
   }];
 }
@@ -387,7 +404,8 @@ def Mtf_MaxOp : Mtf_BinaryOp<"max", "maximum">;
 def Mtf_MinOp : Mtf_BinaryOp<"min", "minimum">;
 
 def Mtf_EqualOp : Mtf_Op<"equal", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
-    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_StopsGradient, Pure]> {
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    Mtf_StopsGradient, Pure]> {
   let summary = "elementwise equality as 1.0 or 0.0, with broadcasting by name";
   let description = [{
     Operands share an element type (float or integer); the result is float
@@ -401,15 +419,33 @@ def Mtf_EqualOp : Mtf_Op<"equal", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOp
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Broadcasting fixes the result's dims, not their order.
+    static bool isCompatibleReturnTypes(::mlir::TypeRange lhs,
+                                        ::mlir::TypeRange rhs);
+  }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return PartitionRule::parallel();
+    }
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, ::std::optional<::mlir::Location>,
+        ::mlir::ValueRange operands, ::mlir::DictionaryAttr,
+        ::mlir::OpaqueProperties, ::mlir::RegionRange,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return inferBroadcastType(operands, ::mlir::Float32Type::get(context),
+                                inferred);
+    }
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange lhs,
+                                            ::mlir::TypeRange rhs) {
+      return sameDimsAnyOrder(lhs, rhs);
     }
   }];
 }
 
 def Mtf_LessOp : Mtf_Op<"less", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
-    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_StopsGradient, Pure]> {
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    Mtf_StopsGradient, Pure]> {
   let summary = "elementwise lhs < rhs as 1.0 or 0.0, with broadcasting by name";
   let description = [{
     Like `mtf.equal`: operands share an element type (float or integer); the
@@ -425,9 +461,26 @@ def Mtf_LessOp : Mtf_Op<"less", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpIn
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Broadcasting fixes the result's dims, not their order.
+    static bool isCompatibleReturnTypes(::mlir::TypeRange lhs,
+                                        ::mlir::TypeRange rhs);
+  }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return PartitionRule::parallel();
+    }
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, ::std::optional<::mlir::Location>,
+        ::mlir::ValueRange operands, ::mlir::DictionaryAttr,
+        ::mlir::OpaqueProperties, ::mlir::RegionRange,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return inferBroadcastType(operands, ::mlir::Float32Type::get(context),
+                                inferred);
+    }
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange lhs,
+                                            ::mlir::TypeRange rhs) {
+      return sameDimsAnyOrder(lhs, rhs);
     }
   }];
 }

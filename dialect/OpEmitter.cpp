@@ -27,17 +27,8 @@ Value OpEmitter::constant(double value, mtf::TensorType type) {
       ->getResult(0);
 }
 
-mtf::TensorType OpEmitter::unionType(mtf::TensorType lhs, mtf::TensorType rhs) {
-  SmallVector<mtf::NamedDim> dims(lhs.getDims());
-  for (const mtf::NamedDim &dim : rhs.getDims())
-    if (!lhs.hasDim(dim.name.getValue()))
-      dims.push_back(dim);
-  return mtf::TensorType::get(lhs.getContext(), dims, lhs.getElementType());
-}
-
 template <typename Op> Value OpEmitter::binary(Value lhs, Value rhs) {
-  mtf::TensorType type = unionType(tensorType(lhs), tensorType(rhs));
-  return tag(Op::create(b, loc_, type, lhs, rhs))->getResult(0);
+  return tag(Op::create(b, loc_, lhs, rhs))->getResult(0);
 }
 
 Value OpEmitter::add(Value lhs, Value rhs) {

@@ -37,8 +37,8 @@ public:
   /// A constant of type `type`.
   mlir::Value constant(double value, mlir::mtf::TensorType type);
 
-  // Elementwise binary ops; the result has the union of the operands' dims
-  // (lhs dims first) and the lhs element type.
+  // Elementwise binary ops; the result type is the op's inferred one (the
+  // union of the operands' dims, lhs dims first, and the lhs element type).
   mlir::Value add(mlir::Value lhs, mlir::Value rhs);
   mlir::Value sub(mlir::Value lhs, mlir::Value rhs);
   mlir::Value mul(mlir::Value lhs, mlir::Value rhs);
@@ -61,10 +61,6 @@ public:
   mlir::Value broadcastTo(mlir::Value value, mlir::mtf::TensorType type);
   /// Sums `value` to a scalar.
   mlir::Value sumAll(mlir::Value value);
-
-  /// The type with the dims of `lhs` then those of `rhs` it lacks.
-  static mlir::mtf::TensorType unionType(mlir::mtf::TensorType lhs,
-                                         mlir::mtf::TensorType rhs);
 
 private:
   template <typename Op> mlir::Value binary(mlir::Value lhs, mlir::Value rhs);

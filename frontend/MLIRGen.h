@@ -202,6 +202,10 @@ private:
   llvm::FailureOr<mlir::mtf::TensorType>
   makeTensorType(llvm::ArrayRef<mlir::mtf::NamedDim> dims,
                  mlir::Type elementType, Loc loc) const;
+  /// An error at `loc` when the size in bytes of `type` does not fit in 64
+  /// bits.
+  mlir::LogicalResult checkTensorBytes(mlir::mtf::TensorType type,
+                                       Loc loc) const;
 
   /// Creates an operation at `loc`, counting it against kMaxOperations.
   template <typename OpT, typename... Args>

@@ -36,13 +36,19 @@ FailureOr<mtf::TensorType>
 MLIRGen::makeTensorType(llvm::ArrayRef<mtf::NamedDim> namedDims,
                         mlir::Type elementType, Loc loc) const {
   auto type = mtf::TensorType::get(context, namedDims, elementType);
-  int64_t bytes = elementType.getIntOrFloatBitWidth() / 8;
-  for (const mtf::NamedDim &dim : namedDims)
+  if (failed(checkTensorBytes(type, loc)))
+    return failure();
+  return type;
+}
+
+LogicalResult MLIRGen::checkTensorBytes(mtf::TensorType type, Loc loc) const {
+  int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+  for (const mtf::NamedDim &dim : type.getDims())
     if (llvm::MulOverflow(bytes, dim.size, bytes))
       return error(loc) << "the tensor type " << formatType(type)
                         << " is too large: its size in bytes does not fit "
                            "in 64 bits";
-  return type;
+  return success();
 }
 
 LogicalResult MLIRGen::requireFloat(mlir::Value value, llvm::StringRef user,
@@ -220,46 +226,37 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBinary(BinaryKind kind, Loc loc,
                       << formatType(lhsType) << " and " << formatType(rhsType)
                       << "; convert one with cast(x, "
                       << formatElementType(lhsType.getElementType()) << ")";
-  llvm::SmallVector<mtf::NamedDim> resultDims(lhsType.getDims());
-  for (const mtf::NamedDim &dim : rhsType.getDims())
-    if (!lhsType.hasDim(dim.name.getValue()))
-      resultDims.push_back(dim);
-  // equal and less compare any element type and give 1.0 or 0.0 in f32.
-  mlir::Type elementType = kind == BinaryKind::Equal || kind == BinaryKind::Less
-                               ? mlir::Float32Type::get(context)
-                               : lhsType.getElementType();
-  FailureOr<mtf::TensorType> type =
-      makeTensorType(resultDims, elementType, loc);
-  if (failed(type))
-    return failure();
-
+  // The result type is the op's own inference (InferTypeOpInterface): the
+  // union of the dims, lhs first; f32 for equal and less.
   mlir::Location opLoc = location(loc);
   switch (kind) {
   case BinaryKind::Add:
-    result.value = create<mtf::AddOp>(opLoc, *type, lhs.value, rhs.value);
+    result.value = create<mtf::AddOp>(opLoc, lhs.value, rhs.value);
     break;
   case BinaryKind::Sub:
-    result.value = create<mtf::SubOp>(opLoc, *type, lhs.value, rhs.value);
+    result.value = create<mtf::SubOp>(opLoc, lhs.value, rhs.value);
     break;
   case BinaryKind::Mul:
-    result.value = create<mtf::MulOp>(opLoc, *type, lhs.value, rhs.value);
+    result.value = create<mtf::MulOp>(opLoc, lhs.value, rhs.value);
     break;
   case BinaryKind::Div:
-    result.value = create<mtf::DivOp>(opLoc, *type, lhs.value, rhs.value);
+    result.value = create<mtf::DivOp>(opLoc, lhs.value, rhs.value);
     break;
   case BinaryKind::Max:
-    result.value = create<mtf::MaxOp>(opLoc, *type, lhs.value, rhs.value);
+    result.value = create<mtf::MaxOp>(opLoc, lhs.value, rhs.value);
     break;
   case BinaryKind::Min:
-    result.value = create<mtf::MinOp>(opLoc, *type, lhs.value, rhs.value);
+    result.value = create<mtf::MinOp>(opLoc, lhs.value, rhs.value);
     break;
   case BinaryKind::Equal:
-    result.value = create<mtf::EqualOp>(opLoc, *type, lhs.value, rhs.value);
+    result.value = create<mtf::EqualOp>(opLoc, lhs.value, rhs.value);
     break;
   case BinaryKind::Less:
-    result.value = create<mtf::LessOp>(opLoc, *type, lhs.value, rhs.value);
+    result.value = create<mtf::LessOp>(opLoc, lhs.value, rhs.value);
     break;
   }
+  if (failed(checkTensorBytes(tensorType(result.value), loc)))
+    return failure();
   return result;
 }
 

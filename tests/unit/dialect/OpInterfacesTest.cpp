@@ -8,6 +8,8 @@
 
 #include "dialect/MtfDialect.h"
 
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +55,48 @@ TEST(MtfOpRegistry, EveryOpHasAGradientRule) {
       missing.push_back(name.getStringRef().str());
   EXPECT_TRUE(missing.empty()) << "ops without GradientOpInterface: "
                                << ::testing::PrintToString(missing);
+}
+
+/// The frontend and the gradient builder take a broadcasting op's result
+/// type from the op's own inference: the lhs dims, then the rhs dims it
+/// lacks; equal and less give f32 whatever they compare.
+TEST(MtfResultTypes, BroadcastingOpsInferTheirResultType) {
+  MLIRContext context;
+  context.getOrLoadDialect<mtf::MtfDialect>();
+  OpBuilder builder(&context);
+  Location loc = builder.getUnknownLoc();
+  auto module = ModuleOp::create(loc);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto dim = [&](StringRef name, int64_t size) {
+    return mtf::NamedDim{builder.getStringAttr(name), size};
+  };
+  auto ab = mtf::TensorType::get(&context, {dim("a", 2), dim("b", 3)},
+                                 builder.getI32Type());
+  auto cb = mtf::TensorType::get(&context, {dim("c", 4), dim("b", 3)},
+                                 builder.getI32Type());
+  Value x = mtf::InputOp::create(builder, loc, ab, "x");
+  Value y = mtf::InputOp::create(builder, loc, cb, "y");
+  auto sum = mtf::AddOp::create(builder, loc, x, y);
+  EXPECT_EQ(sum.getType(),
+            mtf::TensorType::get(&context,
+                                 {dim("a", 2), dim("b", 3), dim("c", 4)},
+                                 builder.getI32Type()));
+  auto less = mtf::LessOp::create(builder, loc, y, x);
+  EXPECT_EQ(less.getType(),
+            mtf::TensorType::get(&context,
+                                 {dim("c", 4), dim("b", 3), dim("a", 2)},
+                                 builder.getF32Type()));
+  // Broadcasting fixes the dims, not their order.
+  EXPECT_TRUE(mtf::AddOp::isCompatibleReturnTypes(
+      TypeRange{sum.getType()},
+      TypeRange{mtf::TensorType::get(&context,
+                                     {dim("c", 4), dim("a", 2), dim("b", 3)},
+                                     builder.getI32Type())}));
+  EXPECT_FALSE(mtf::AddOp::isCompatibleReturnTypes(
+      TypeRange{sum.getType()},
+      TypeRange{mtf::TensorType::get(&context, {dim("a", 2), dim("b", 3)},
+                                     builder.getI32Type())}));
+  module->erase();
 }
 
 } // namespace
