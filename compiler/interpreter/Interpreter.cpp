@@ -657,57 +657,51 @@ FailureOr<Tensor> ProgramRun::reduceMean(mtf::ReduceMeanOp op) {
   return result;
 }
 
-/// exp(x - max) / sum(exp(x - max)) along `dim`: subtracting the row maximum
-/// keeps exp from overflowing and does not change the value.
+/// The row maximum of `input` along `dim` and the sum of exp(x - max) per
+/// row, each a tensor of input's other dims; subtracting the row maximum
+/// keeps exp from overflowing. Softmax and logsumexp are made of them.
+struct RowExpSums {
+  Tensor max, sum;
+  std::vector<int64_t> strides, rowStrides;
+};
+RowExpSums rowExpSums(const Tensor &input, llvm::StringRef dim) {
+  RowExpSums rows{withoutDim(input, dim), withoutDim(input, dim),
+                  stridesAlong(input, input.dims), {}};
+  rows.rowStrides = stridesAlong(rows.max, input.dims);
+  std::fill(rows.max.data.begin(), rows.max.data.end(),
+            -std::numeric_limits<double>::infinity());
+  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
+    double &top = rows.max.data[offsetAt(index, rows.rowStrides)];
+    top = std::max(top, input.data[offsetAt(index, rows.strides)]);
+  });
+  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
+    int64_t row = offsetAt(index, rows.rowStrides);
+    rows.sum.data[row] += std::exp(input.data[offsetAt(index, rows.strides)] -
+                                   rows.max.data[row]);
+  });
+  return rows;
+}
+
+/// exp(x - max) / sum(exp(x - max)) along `dim`.
 FailureOr<Tensor> ProgramRun::softmax(mtf::SoftmaxOp op) {
   const Tensor &input = valueOf(op.getInput());
+  RowExpSums rows = rowExpSums(input, op.getDim());
   Tensor result = input;
-  Tensor rowMax = withoutDim(input, op.getDim());
-  Tensor rowSum = withoutDim(input, op.getDim());
-  std::fill(rowMax.data.begin(), rowMax.data.end(),
-            -std::numeric_limits<double>::infinity());
-  std::vector<int64_t> strides = stridesAlong(input, input.dims);
-  std::vector<int64_t> rowStrides = stridesAlong(rowMax, input.dims);
-  auto at = [&](const std::vector<int64_t> &index) {
-    return input.data[offsetAt(index, strides)];
-  };
   forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
-    double &top = rowMax.data[offsetAt(index, rowStrides)];
-    top = std::max(top, at(index));
-  });
-  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
-    int64_t row = offsetAt(index, rowStrides);
-    rowSum.data[row] += std::exp(at(index) - rowMax.data[row]);
-  });
-  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
-    int64_t row = offsetAt(index, rowStrides);
-    result.data[offsetAt(index, strides)] =
-        std::exp(at(index) - rowMax.data[row]) / rowSum.data[row];
+    int64_t row = offsetAt(index, rows.rowStrides);
+    int64_t at = offsetAt(index, rows.strides);
+    result.data[at] =
+        std::exp(input.data[at] - rows.max.data[row]) / rows.sum.data[row];
   });
   return result;
 }
 
 /// max + log(sum(exp(x - max))) along `dim`, per row.
 FailureOr<Tensor> ProgramRun::logSumExp(mtf::LogSumExpOp op) {
-  const Tensor &input = valueOf(op.getInput());
-  Tensor rowMax = withoutDim(input, op.getDim());
-  Tensor rowSum = withoutDim(input, op.getDim());
-  std::fill(rowMax.data.begin(), rowMax.data.end(),
-            -std::numeric_limits<double>::infinity());
-  std::vector<int64_t> strides = stridesAlong(input, input.dims);
-  std::vector<int64_t> rowStrides = stridesAlong(rowMax, input.dims);
-  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
-    double &top = rowMax.data[offsetAt(index, rowStrides)];
-    top = std::max(top, input.data[offsetAt(index, strides)]);
-  });
-  forEachIndex(input.shape, [&](const std::vector<int64_t> &index) {
-    int64_t row = offsetAt(index, rowStrides);
-    rowSum.data[row] +=
-        std::exp(input.data[offsetAt(index, strides)] - rowMax.data[row]);
-  });
-  for (size_t row = 0; row < rowSum.data.size(); ++row)
-    rowSum.data[row] = rowMax.data[row] + std::log(rowSum.data[row]);
-  return rowSum;
+  RowExpSums rows = rowExpSums(valueOf(op.getInput()), op.getDim());
+  for (size_t row = 0; row < rows.sum.data.size(); ++row)
+    rows.sum.data[row] = rows.max.data[row] + std::log(rows.sum.data[row]);
+  return rows.sum;
 }
 
 /// logsumexp(logits) - logits[label] along the class dimension, per row.
