@@ -327,13 +327,7 @@ void crossEntropyKernel(const Exec &exec, const float *logits,
       recordBadRow(status, static_cast<unsigned long long>(i));
       return;
     }
-    float top = -INFINITY;
-    for (int64_t j = 0; j < n; ++j)
-      top = maxOf(top, x[j * step]);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; ++j)
-      sum += expf(x[j * step] - top);
-    out[o[2]] = top + logf(sum) - x[label * step];
+    out[o[2]] = logSumExpRow(x, step, n) - x[label * step];
   });
 }
 

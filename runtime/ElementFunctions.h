@@ -230,7 +230,8 @@ MESHC_HOST_DEVICE inline float topKValue(const float *row, int64_t stride,
 }
 
 /// logsumexp of a row of n elements `row[j * stride]`: the row maximum plus
-/// the log of the sum of exp(x - maximum), summed in row order.
+/// the log of the sum of exp(x - maximum), summed in row order (also the
+/// first term of softmax_cross_entropy).
 MESHC_HOST_DEVICE inline float logSumExpRow(const float *row, int64_t stride,
                                             int64_t n) {
   float top = -INFINITY;

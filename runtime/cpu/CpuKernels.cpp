@@ -400,13 +400,7 @@ void crossEntropyKernel(const float *logits, const NamedShape &logitsShape,
       throw RuntimeError("label " + std::to_string(label) +
                          " (labels element " + std::to_string(o[1]) +
                          ") is outside [0, " + std::to_string(n) + ")");
-    float top = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < n; ++j)
-      top = maxOf(top, x[j * step]);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; ++j)
-      sum += std::exp(x[j * step] - top);
-    out[o[2]] = top + std::log(sum) - x[label * step];
+    out[o[2]] = logSumExpRow(x, step, n) - x[label * step];
   });
 }
 
