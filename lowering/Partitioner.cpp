@@ -182,7 +182,7 @@ LogicalResult Partitioner::partitionDims(Operation &op,
 /// needs; fails (changing nothing) otherwise.
 LogicalResult Partitioner::addPartialSums(Operation &op, const Layout &layout,
                                           const AxisMap &target) {
-  if (!llvm::isa<mtf::AddOp, mtf::SubOp>(op))
+  if (op.getNumOperands() != 2)
     return failure();
   auto lhs = pending.find(op.getOperand(0));
   auto rhs = pending.find(op.getOperand(1));
@@ -255,7 +255,7 @@ Partitioner::partitionContraction(Operation &op,
   AxisMap outAxes = axesByName(resultType, outLayout);
   bool isMax = false;
   for (const auto &[dim, role] : rule.roles) {
-    if (role == mtf::DimRole::Whole || (role == mtf::DimRole::Parallel) ||
+    if (role == mtf::DimRole::Whole || role == mtf::DimRole::Parallel ||
         resultType.hasDim(dim))
       return op.emitOpError()
              << "partitioning rule makes dimension '" << dim << "' "

@@ -67,6 +67,30 @@ mtf.program @p {
 // -----
 
 mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=2, k=3], f32>
+  // expected-error @+1 {{'mtf.logsumexp' op operand has no dimension 'q'}}
+  %l = mtf.logsumexp %x over "q" : !mtf.tensor<[a=2, k=3], f32> -> !mtf.tensor<[a=2], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=2, k=3], f32>
+  // expected-error @+1 {{'mtf.logsumexp' op result must have the operand's dimensions without 'k' in order}}
+  %l = mtf.logsumexp %x over "k" : !mtf.tensor<[a=2, k=3], f32> -> !mtf.tensor<[k=3], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=2, k=3], f32>
+  // expected-error @+1 {{'mtf.logsumexp' op element types must match, got 'f32' -> 'bf16'}}
+  %l = mtf.logsumexp %x over "k" : !mtf.tensor<[a=2, k=3], f32> -> !mtf.tensor<[a=2], bf16>
+}
+
+// -----
+
+mtf.program @p {
   %x = mtf.input "x" : !mtf.tensor<[a=2], f32>
   // expected-error @+1 {{'mtf.assign' op assigns 'w', which is no parameter defined before it}}
   mtf.assign "w" %x : !mtf.tensor<[a=2], f32>

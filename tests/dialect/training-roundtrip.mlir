@@ -16,6 +16,12 @@ mtf.program @train attributes {mtf.training = {optimizer = "sgd", hyperparams = 
   %hot = mtf.one_hot %ids over "k" : !mtf.tensor<[a=2], i32> -> !mtf.tensor<[a=2, k=3], f32>
   // CHECK: mtf.argmax %{{.*}} over "k" : !mtf.tensor<[a=2, k=3], f32> -> !mtf.tensor<[a=2], i32>
   %best = mtf.argmax %hot over "k" : !mtf.tensor<[a=2, k=3], f32> -> !mtf.tensor<[a=2], i32>
+  // CHECK: mtf.logsumexp %{{.*}} over "k" : !mtf.tensor<[a=2, k=3], f32> -> !mtf.tensor<[a=2], f32>
+  %lse = mtf.logsumexp %hot over "k" : !mtf.tensor<[a=2, k=3], f32> -> !mtf.tensor<[a=2], f32>
+  // CHECK: mtf.silu %{{.*}} : !mtf.tensor<[k=3], f32>
+  %sw = mtf.silu %w : !mtf.tensor<[k=3], f32>
+  // CHECK: mtf.sigmoid %{{.*}} : !mtf.tensor<[k=3], f32>
+  %sg = mtf.sigmoid %w : !mtf.tensor<[k=3], f32>
   // CHECK: mtf.equal %{{.*}}, %{{.*}} : !mtf.tensor<[a=2], i32>, !mtf.tensor<[a=2], i32> -> !mtf.tensor<[a=2], f32>
   %hit = mtf.equal %best, %ids : !mtf.tensor<[a=2], i32>, !mtf.tensor<[a=2], i32> -> !mtf.tensor<[a=2], f32>
   // CHECK: mtf.positive %{{.*}} {mtf.phase = "backward"} : !mtf.tensor<[k=3], f32>

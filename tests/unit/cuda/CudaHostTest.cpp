@@ -259,6 +259,13 @@ TEST(CudaHostTest, RowKernelsMatchTheCpu) {
                      argmaxWalk(scores, best, "classes"));
   rt::argmaxKernel(s.data(), scores, a2.data(), best, "classes");
   EXPECT_EQ(a1, a2);
+
+  std::vector<float> lse1(4), lse2(4);
+  std::vector<float> r = testData("r", 12);
+  cuda::logSumExpKernel(kHost, r.data(), lse1.data(),
+                        argmaxWalk(scores, best, "classes"));
+  rt::logSumExpKernel(r.data(), scores, lse2.data(), best, "classes");
+  EXPECT_EQ(lse1, lse2);
 }
 
 TEST(CudaHostTest, RangeAndCumsumMatchTheCpu) {

@@ -370,6 +370,26 @@ TEST(KernelsTest, ArgmaxTakesTheFirstMaximumAndSkipsNaN) {
   EXPECT_EQ(harness.readI32(out), (std::vector<int32_t>{1, 2, 0, 0}));
 }
 
+TEST(KernelsTest, LogSumExpOfEachRowIsStable) {
+  // in[classes, batch]; out[batch]. Column 1 would overflow exp unshifted.
+  StepHarness harness;
+  std::vector<float> x = {0, 1000, -1, std::log(2.0f), //
+                          0, 1000, -1, 0,              //
+                          0, 1000, -1, -INFINITY};
+  int64_t in = harness.f32(x), out = harness.f32(std::vector<float>(4, -9));
+  harness.run({{"op", "logsumexp"},
+               {"in", operand(in, {"classes", "batch"})},
+               {"out", operand(out, {"batch"})},
+               {"dim", "classes"},
+               {"sizes", {{"batch", 4}, {"classes", 3}}}});
+  std::vector<float> got = harness.readF32(out);
+  const float log3 = std::log(3.0f);
+  EXPECT_NEAR(got[0], log3, 1e-6);
+  EXPECT_NEAR(got[1], 1000.0f + log3, 1e-3);
+  EXPECT_NEAR(got[2], -1.0f + log3, 1e-6);
+  EXPECT_NEAR(got[3], std::log(3.0f), 1e-6); // log(2 + 1 + 0)
+}
+
 TEST(KernelsTest, DropoutMatchesTheGeneratorAndKeepsAllInEval) {
   const int64_t A = 5, C = 40;
   const double rate = 0.25;

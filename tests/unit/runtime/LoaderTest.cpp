@@ -251,7 +251,8 @@ TEST(LoaderTest, ElementwiseErrors) {
   };
   EXPECT_EQ(errorAfter(unary),
             "p.mprog: steps[2].fn: unknown unary fn \"swish\" (known: relu, "
-            "gelu, silu, sigmoid, exp, log, tanh, sqrt, rsqrt, negate, scale, positive, "
+            "gelu, silu, sigmoid, exp, log, tanh, sqrt, rsqrt, negate, scale, "
+            "positive, "
             "gelu_grad)");
   EXPECT_EQ(errorAfter([](json &p) {
               p["steps"].push_back(
@@ -349,6 +350,13 @@ TEST(LoaderTest, TrainingOpErrors) {
   argmax["out"] = {{"buf", 2}, {"dims", {"n"}}};
   EXPECT_EQ(errorAfter(push(argmax)),
             "p.mprog: steps[2].out: argmax needs i32 here but buffer 2 is f32");
+  json lse = {{"op", "logsumexp"},
+              {"in", {{"buf", 2}, {"dims", {"n", "k"}}}},
+              {"out", {{"buf", 2}, {"dims", {"k"}}}},
+              {"dim", "k"},
+              {"sizes", {{"n", 2}, {"k", 2}}}};
+  EXPECT_EQ(errorAfter(push(lse)),
+            "p.mprog: steps[2].out: out must not have the reduced dim 'k'");
 }
 
 TEST(LoaderTest, DropoutErrors) {
