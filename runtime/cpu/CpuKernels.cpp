@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/VectorMath.h"
 
 #include "runtime/ElementFunctions.h"
 #include "runtime/Error.h"
@@ -114,12 +115,6 @@ void binaryWith(Op op, const T *lhs, const NamedShape &lhsShape, const T *rhs,
   walk.run([&](const int64_t *o) { out[o[2]] = op(lhs[o[0]], rhs[o[1]]); });
 }
 
-template <typename Op>
-void unaryWith(Op op, const float *in, float *out, int64_t count) {
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = op(in[i]);
-}
-
 /// Rows of `shape` along `dim`: a walk over the other dims of `shape`
 /// carrying the offset into `shape`'s data and into `other`'s (whose dims
 /// are those others, in any order), and the stride of `dim`.
@@ -193,15 +188,7 @@ void runGemm(const GemmStage &stage, const float *a, const float *b, float *c) {
 
 void unaryKernel(UnaryFn fn, double value, const float *in, float *out,
                  int64_t count) {
-  float factor = static_cast<float>(value);
-  switch (fn) {
-#define MESHC_UNARY_FN(Fn, Spelling)                                           \
-  case UnaryFn::Fn:                                                            \
-    return unaryWith(                                                          \
-        [factor](float x) { return unaryValue<UnaryFn::Fn>(x, factor); }, in,  \
-        out, count);
-#include "runtime/core/ElementFunctions.def"
-  }
+  vmath::unary(fn, static_cast<float>(value), in, out, count);
 }
 
 void binaryKernel(BinaryFn fn, const float *lhs, const NamedShape &lhsShape,

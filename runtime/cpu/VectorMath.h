@@ -1,0 +1,44 @@
+//===- VectorMath.h - Array element functions of the CPU backend -*- C++ -*-===//
+//
+// The element functions of ElementFunctions.def applied to arrays: what the
+// CPU's unary and binary kernels and its fused steps run on each contiguous
+// run of elements. Every function computes, element for element, the
+// formula of its unaryValue / binaryValue specialization in
+// ElementFunctions.h; the transcendental ones (exp, log, tanh and those made
+// of them) may differ from the C library's by the few ulps docs/runtime.md
+// states. `in`/`out` (and `lhs`/`rhs`/`out`) may be the same array; they do
+// not otherwise overlap.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_RUNTIME_CPU_VECTORMATH_H
+#define MESHC_RUNTIME_CPU_VECTORMATH_H
+
+#include "runtime/ElementFunctions.h"
+
+#include <cstdint>
+
+namespace meshc::runtime::vmath {
+
+/// out[i] = fn(in[i]) for i < n; `factor` is Scale's.
+void unary(UnaryFn fn, float factor, const float *in, float *out, int64_t n);
+
+/// out[i] = fn(lhs[i], rhs[i]) for i < n (f32 functions: not Eq or Lt on
+/// i32, which compareKernel runs).
+void binary(BinaryFn fn, const float *lhs, const float *rhs, float *out,
+            int64_t n);
+/// out[i] = fn(lhs[i], rhs).
+void binaryScalarRhs(BinaryFn fn, const float *lhs, float rhs, float *out,
+                     int64_t n);
+/// out[i] = fn(lhs, rhs[i]).
+void binaryScalarLhs(BinaryFn fn, float lhs, const float *rhs, float *out,
+                     int64_t n);
+
+/// The sum of in[0..n), and the maximum (-inf for n = 0; a NaN element
+/// loses to every number, as maxOf's running maximum from -inf does).
+float sum(const float *in, int64_t n);
+float max(const float *in, int64_t n);
+
+} // namespace meshc::runtime::vmath
+
+#endif // MESHC_RUNTIME_CPU_VECTORMATH_H
