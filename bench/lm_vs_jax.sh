@@ -6,8 +6,9 @@
 #   1 core:  meshc on 1 device under `taskset -c 0`, JAX under `taskset -c 0`;
 #   2 cores: meshc on b:2 (2 devices, one thread each) and JAX, both under
 #            `taskset -c 0,1`.
-# Also prints how many steps the compiled program launches per training step
-# (what fusion will cut). Needs scripts/setup.sh (data, JAX) and a build.
+# Also prints how many steps the compiled program launches per training step,
+# fused (meshc's default) and with --no-fuse, and the 1-core time of the
+# unfused program. Needs scripts/setup.sh (data, JAX) and a build.
 #
 #   bench/lm_vs_jax.sh [MODEL] [STEPS]
 set -euo pipefail
@@ -32,19 +33,22 @@ data=(--input tokens="$fortunes/train_tokens.npy" --input targets="$fortunes/tra
 
 "$bin/meshc" "$source" -o "$work/one.mprog"
 "$bin/meshc" "$source" --mesh "b:2" --layout "batch:b" -o "$work/two.mprog"
-launched=$("$python" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["steps"]))' "$work/one.mprog")
-echo "$model: $launched steps launched per training step (1 device)"
+"$bin/meshc" "$source" --no-fuse -o "$work/unfused.mprog"
+count() { "$python" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["steps"]))' "$1"; }
+echo "$model: $(count "$work/one.mprog") steps launched per training step (1 device; $(count "$work/unfused.mprog") with --no-fuse)"
 
 ms() { sed -n 's/.*mean \([0-9.]*\) ms.*/\1/p'; }
 meshc1=$(taskset -c 0 "$bin/meshrun" "$work/one.mprog" --steps "$steps" "${data[@]}" 2>&1 | grep summary)
+unfused1=$(taskset -c 0 "$bin/meshrun" "$work/unfused.mprog" --steps "$steps" "${data[@]}" 2>&1 | grep summary)
 jax1=$(taskset -c 0 "$python" "$root/bench/jax_lm_train.py" "$model" "$fortunes" "$steps")
 meshc2=$(taskset -c 0,1 "$bin/meshrun" "$work/two.mprog" --steps "$steps" "${data[@]}" 2>&1 | grep summary)
 jax2=$(taskset -c 0,1 "$python" "$root/bench/jax_lm_train.py" "$model" "$fortunes" "$steps")
 echo "1 core,  meshc 1 device: $meshc1"
+echo "1 core,  meshc --no-fuse: $unfused1"
 echo "1 core,  $jax1"
 echo "2 cores, meshc b:2:      $meshc2"
 echo "2 cores, $jax2"
-awk -v a="$(echo "$meshc1" | ms)" -v b="$(echo "$jax1" | ms)" \
-  'BEGIN { printf "1 core:  meshc / JAX = %.2f\n", a / b }'
+awk -v a="$(echo "$meshc1" | ms)" -v b="$(echo "$jax1" | ms)" -v u="$(echo "$unfused1" | ms)" \
+  'BEGIN { printf "1 core:  meshc / JAX = %.2f (unfused %.2f)\n", a / b, u / b }'
 awk -v a="$(echo "$meshc2" | ms)" -v b="$(echo "$jax2" | ms)" \
   'BEGIN { printf "2 cores: meshc / JAX = %.2f\n", a / b }'

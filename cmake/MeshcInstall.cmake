@@ -31,6 +31,7 @@ set(MESHC_PUBLIC_HEADERS
   runtime/Dataset.h
   runtime/Device.h
   runtime/ElementFunctions.h
+  runtime/FusedStep.h
   runtime/Error.h
   runtime/Loader.h
   runtime/Meshrun.h

@@ -14,6 +14,7 @@
 #include "cuda/CudaDevice.h"
 
 #include "cuda/CudaCheck.h"
+#include "cuda/CudaFusedKernel.h"
 #include "cuda/KernelSpaces.h"
 #include "runtime/Error.h"
 #include "runtime/cpu/CpuKernels.h"
@@ -182,6 +183,16 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
                    f32(at(stage.reduce.dst)), spaces.outer, spaces.inner);
     }
     return;
+  case OpKind::Fused: {
+    std::vector<const float *> in;
+    std::vector<float *> outs;
+    for (const Operand &operand : step.in)
+      in.push_back(f32(at(operand)));
+    for (const Operand &operand : step.as<FusedAttrs>().outs)
+      outs.push_back(f32(at(operand)));
+    fusedKernel(exec(), step, in, outs);
+    return;
+  }
   case OpKind::Unary: {
     const UnaryAttrs &unary = step.as<UnaryAttrs>();
     unaryKernel(exec(), unary.fn, static_cast<float>(unary.value),

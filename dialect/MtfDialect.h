@@ -108,6 +108,10 @@ namespace mtf {
 /// given, only over axes of `mesh` into equal shards.
 LogicalResult verifyLayout(function_ref<InFlightDiagnostic()> emitError,
                            TensorType type, LayoutAttr layout, MeshAttr mesh);
+/// Whether `op` may stand in an mtf.fused body: an f32 elementwise op (a
+/// UnaryElementwise op, add, sub, mul, div, max, min), a constant or a
+/// reduction (reduce_sum, reduce_mean, reduce_max).
+bool isFusible(Operation *op);
 } // namespace mtf
 } // namespace mlir
 

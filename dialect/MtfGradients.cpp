@@ -88,6 +88,12 @@ LogicalResult OutputOp::buildGradients(OpEmitter &, Value, GradientSink &) {
 LogicalResult AssignOp::buildGradients(OpEmitter &, Value, GradientSink &) {
   return noGradient(*this);
 }
+LogicalResult FusedOp::buildGradients(OpEmitter &, Value, GradientSink &) {
+  return noGradient(*this);
+}
+LogicalResult YieldOp::buildGradients(OpEmitter &, Value, GradientSink &) {
+  return noGradient(*this);
+}
 LogicalResult TrainOp::buildGradients(OpEmitter &, Value, GradientSink &) {
   return noGradient(*this);
 }

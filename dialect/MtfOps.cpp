@@ -657,3 +657,111 @@ LogicalResult TrainOp::verify() {
 
 } // namespace mtf
 } // namespace mlir
+
+//===----------------------------------------------------------------------===//
+// FusedOp
+//===----------------------------------------------------------------------===//
+
+namespace mlir {
+namespace mtf {
+
+/// Whether `op` may stand in an mtf.fused body (besides its yield).
+bool isFusible(Operation *op) {
+  return op->hasTrait<UnaryElementwise>() ||
+         llvm::isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, ConstantOp,
+                   ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op);
+}
+
+/// The dim names of `type`, as a set.
+static llvm::StringSet<> dimSet(TensorType type) {
+  llvm::StringSet<> names;
+  for (const NamedDim &dim : type.getDims())
+    names.insert(dim.name.getValue());
+  return names;
+}
+
+static std::string joinNames(const llvm::StringSet<> &names) {
+  std::vector<std::string> sorted;
+  for (const auto &name : names)
+    sorted.push_back(name.getKey().str());
+  std::sort(sorted.begin(), sorted.end());
+  std::string text;
+  for (const std::string &name : sorted)
+    text += (text.empty() ? "" : ", ") + name;
+  return "[" + text + "]";
+}
+
+LogicalResult FusedOp::verifyRegions() {
+  Block &body = getBodyBlock();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size()
+                         << " operands but its body takes "
+                         << body.getNumArguments();
+  for (auto [index, input, arg] :
+       llvm::enumerate(getInputs(), body.getArguments()))
+    if (input.getType() != arg.getType())
+      return emitOpError() << "operand #" << index << " has type "
+                           << input.getType() << " but body argument #" << index
+                           << " has type " << arg.getType();
+  auto yield = llvm::cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " value(s) whose types differ from its "
+                         << getNumResults() << " result type(s)";
+  // The iteration space: the dims of the widest body value; every
+  // reduction reduces the same dims out of it.
+  llvm::StringSet<> space, reduced;
+  bool reduces = false;
+  llvm::StringMap<std::pair<int64_t, std::string>> sizes;
+  for (Operation &op : body.without_terminator()) {
+    if (!isFusible(&op))
+      return op.emitOpError() << "cannot stand in an mtf.fused body (only "
+                                 "f32 elementwise ops, constants and "
+                                 "reductions can)";
+    for (Value value : op.getResults())
+      if (failed(recordDims(&op, tensorOf(value), "the fused body", sizes)))
+        return failure();
+    if (llvm::isa<ConstantOp>(op))
+      continue;
+    llvm::StringSet<> dims = dimSet(tensorOf(op.getOperand(0)));
+    if (llvm::isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
+      llvm::StringSet<> result = dimSet(tensorOf(op.getResult(0))), gone;
+      for (const auto &name : dims)
+        if (!result.contains(name.getKey()))
+          gone.insert(name.getKey());
+      if (reduces && joinNames(gone) != joinNames(reduced))
+        return op.emitOpError()
+               << "reduces " << joinNames(gone)
+               << " but the fused body's other reductions reduce "
+               << joinNames(reduced);
+      reduces = true;
+      reduced = std::move(gone);
+    } else {
+      dims = dimSet(tensorOf(op.getResult(0)));
+    }
+    if (dims.size() > space.size())
+      space = std::move(dims);
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (llvm::isa<ConstantOp>(op))
+      continue;
+    llvm::StringSet<> dims = dimSet(tensorOf(op.getResult(0)));
+    bool full = joinNames(dims) == joinNames(space);
+    bool row = dims.size() + reduced.size() == space.size() &&
+               llvm::all_of(dims, [&](const auto &name) {
+                 return space.contains(name.getKey()) &&
+                        !reduced.contains(name.getKey());
+               });
+    if (!full && !(reduces && row))
+      return op.emitOpError()
+             << "has dims " << joinNames(dims)
+             << " but every value of the fused body has its dims "
+             << joinNames(space)
+             << (reduces ? " or those without the reduced " + joinNames(reduced)
+                         : std::string());
+  }
+  return success();
+}
+
+} // namespace mtf
+} // namespace mlir

@@ -789,4 +789,64 @@ def Mtf_TrainOp : Mtf_Op<"train", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOp
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Fusion (local programs only)
+//===----------------------------------------------------------------------===//
+
+def Mtf_FusedOp : Mtf_Op<"fused", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">, Pure]> {
+  let summary = "a group of elementwise ops and the reductions they feed, run as one step";
+  let description = [{
+    Made by `mtf-fuse` in a local program: its body (one block whose
+    arguments are the operands) holds f32 elementwise ops (the unary
+    functions, add, sub, mul, div, max, min), scalar constants and
+    reductions (reduce_sum, reduce_mean, reduce_max); `mtf.yield` names the
+    values the rest of the program reads, which are the results. Every body
+    value has the group's dims (its iteration space) or, when the body
+    reduces, those dims without the reduced ones; every reduction reduces
+    the same dims. The body's intermediates get no buffer: the runtime
+    evaluates the group in one pass over memory (one kernel on a GPU).
+
+    ```mlir
+    %r = mtf.fused (%x, %y) : (!mtf.tensor<[batch=8, d=4], f32>, !mtf.tensor<[d=4], f32>)
+        -> !mtf.tensor<[batch=8, d=4], f32> {
+    ^bb0(%a: !mtf.tensor<[batch=8, d=4], f32>, %b: !mtf.tensor<[d=4], f32>):
+      %g = mtf.gelu %a : !mtf.tensor<[batch=8, d=4], f32>
+      %s = mtf.add %g, %b : !mtf.tensor<[batch=8, d=4], f32>, !mtf.tensor<[d=4], f32> -> !mtf.tensor<[batch=8, d=4], f32>
+      mtf.yield %s : !mtf.tensor<[batch=8, d=4], f32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Mtf_FloatTensor>:$inputs);
+  let results = (outs Variadic<Mtf_FloatTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+  }];
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("is made by mtf-fuse in local programs, after partitioning");
+    }
+  }];
+}
+
+def Mtf_YieldOp : Mtf_Op<"yield", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, HasParent<"FusedOp">, Pure,
+    Terminator]> {
+  let summary = "the values of an mtf.fused body that the program reads";
+  let arguments = (ins Variadic<Mtf_FloatTensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("ends an mtf.fused body");
+    }
+  }];
+}
+
 #endif // MESHC_DIALECT_MTFOPS_TD

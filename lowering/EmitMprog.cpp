@@ -7,14 +7,15 @@
 // before the buffers it reads for the last time are released, so no step
 // writes over its own operands unless it works in place. Step kinds and
 // unary/binary functions are spelled by the runtime's tables
-// (runtime/core/StepKinds.def, runtime/core/ElementFunctions.def), so the emitter
-// cannot write one the runtime lacks.
+// (runtime/core/StepKinds.def, runtime/core/ElementFunctions.def), so the
+// emitter cannot write one the runtime lacks.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lowering/EmitMprog.h"
 
 #include "compiler/passes/LayoutBridge.h"
+#include "lowering/FusedProgram.h"
 #include "lowering/Partitioner.h"
 #include "runtime/ElementFunctions.h"
 #include "runtime/core/StepKinds.h"
@@ -312,9 +313,18 @@ json::Array MprogEmitter::axisNames(ArrayRef<int16_t> axes) {
 
 json::Object MprogEmitter::tensorEntry(StringRef role, StringRef name,
                                        Value value) {
-  Operation *def = value.getDefiningOp();
-  while (def && isView(def))
-    def = def->getOperand(0).getDefiningOp();
+  Value source = value;
+  Operation *def = source.getDefiningOp();
+  while (def && isView(def)) {
+    source = def->getOperand(0);
+    def = source.getDefiningOp();
+  }
+  // A fused result has the layout of the body op that makes it.
+  if (auto fused = llvm::dyn_cast_or_null<mtf::FusedOp>(def))
+    def = fused.getBodyBlock()
+              .getTerminator()
+              ->getOperand(llvm::cast<OpResult>(source).getResultNumber())
+              .getDefiningOp();
   auto type = llvm::cast<mtf::TensorType>(value.getType());
   auto attr = def ? def->getAttrOfType<mtf::LayoutAttr>(
                         mtf::MtfDialect::kLayoutAttrName)
@@ -378,43 +388,6 @@ json::Object MprogEmitter::trainingEntry(DictionaryAttr training) {
   return entry;
 }
 
-/// The name of an elementwise unary op's function in .mprog: its mnemonic
-/// (the UnaryElementwise trait says the unary step runs it).
-std::optional<StringRef> unaryName(Operation &op) {
-  if (!op.hasTrait<mtf::UnaryElementwise>())
-    return std::nullopt;
-  return op.getName().stripDialect();
-}
-
-std::optional<StringRef> binaryName(Operation &op) {
-  return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(&op)
-      .Case([](mtf::AddOp) {
-        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Add));
-      })
-      .Case([](mtf::SubOp) {
-        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Sub));
-      })
-      .Case([](mtf::MulOp) {
-        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Mul));
-      })
-      .Case([](mtf::DivOp) {
-        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Div));
-      })
-      .Case([](mtf::MaxOp) {
-        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Max));
-      })
-      .Case([](mtf::MinOp) {
-        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Min));
-      })
-      .Case([](mtf::EqualOp) {
-        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Eq));
-      })
-      .Case([](mtf::LessOp) {
-        return StringRef(runtime::binaryFnName(runtime::BinaryFn::Lt));
-      })
-      .Default([](Operation *) { return std::nullopt; });
-}
-
 StringRef reductionName(shard::ReductionKind kind) {
   return kind == shard::ReductionKind::Max ? "max" : "sum";
 }
@@ -439,7 +412,38 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
                      {"value", constant.getValue().convertToDouble()}});
     return success();
   }
-  if (std::optional<StringRef> fn = unaryName(op)) {
+  if (auto fused = llvm::dyn_cast<mtf::FusedOp>(op)) {
+    FusedProgram program = fusedProgram(fused);
+    json::Array inputs, outputs;
+    json::Object sizes;
+    auto record = [&](Value value) {
+      for (auto &[name, size] : sizesOf({value}))
+        sizes[name] = size;
+    };
+    for (Value input : fused.getInputs()) {
+      inputs.push_back(operand(input));
+      record(input);
+    }
+    for (auto [result, value] :
+         llvm::zip(fused.getResults(), program.resultValues)) {
+      json::Object out = operand(result);
+      out["value"] = value;
+      outputs.push_back(std::move(out));
+      record(result);
+    }
+    fused.getBodyBlock().walk([&](Operation *inner) {
+      for (Value value : inner->getResults())
+        record(value);
+    });
+    json::Object step = std::move(program.attrs);
+    step["op"] = runtime::opName(runtime::OpKind::Fused);
+    step["in"] = std::move(inputs);
+    step["out"] = std::move(outputs);
+    step["sizes"] = std::move(sizes);
+    steps.push_back(std::move(step));
+    return success();
+  }
+  if (std::optional<StringRef> fn = unaryFnOf(op)) {
     steps.push_back(
         json::Object{{"op", runtime::opName(runtime::OpKind::Unary)},
                      {"fn", *fn},
@@ -456,7 +460,7 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
                      {"to", dtypeOf(elementOf(result().getType()))}});
     return success();
   }
-  if (std::optional<StringRef> fn = binaryName(op)) {
+  if (std::optional<StringRef> fn = binaryFnOf(op)) {
     if (!elementOf(op.getOperand(0).getType()).isF32() &&
         !llvm::isa<mtf::EqualOp, mtf::LessOp>(op))
       return op.emitError()

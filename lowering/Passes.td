@@ -49,4 +49,30 @@ def MtfPartition : Pass<"mtf-partition", "::mlir::ModuleOp"> {
                            "::mlir::shard::ShardDialect"];
 }
 
+def MtfFuse : Pass<"mtf-fuse", "::mlir::ModuleOp"> {
+  let summary = "groups the elementwise ops of local programs, and the "
+                "reductions they feed, into mtf.fused steps";
+  let description = [{
+    In every local (partitioned) program, connected f32 elementwise ops
+    (unary functions, add, sub, mul, div, max, min; scalar constants are
+    copied in) over the same dims, and reductions of those dims that they
+    feed or that feed them (reduce_sum, reduce_mean, reduce_max, all over
+    the same dims), become one `mtf.fused` op: one step of the `.mprog`,
+    one pass over memory, and no buffers for the values that live only
+    inside it. Ops join a group in program order:
+
+    - only ops of the same phase (forward, backward, update) share a group,
+      so evaluation still runs the forward steps alone;
+    - a group never depends on itself through an op outside it (the
+      contracted program stays acyclic), and ops that read a group's values
+      before its last member are moved after it only when that moves no
+      read of a parameter past its `mtf.assign`;
+    - a group has at most 32 ops, 16 operands and 8 results (what one
+      fused kernel takes); a group of one op stays that op.
+
+    `meshc --no-fuse` skips the pass; `--explain` lists the groups.
+  }];
+  let dependentDialects = ["::mlir::mtf::MtfDialect"];
+}
+
 #endif // MESHC_LOWERING_PASSES_TD

@@ -13,8 +13,9 @@
 #define MESHC_RUNTIME_PROGRAM_H
 
 #include "runtime/ElementFunctions.h"
-#include "runtime/core/StepKinds.h"
+#include "runtime/FusedStep.h"
 #include "runtime/core/Random.h"
+#include "runtime/core/StepKinds.h"
 #include "runtime/core/layout/Mesh.h"
 #include "runtime/core/layout/TensorLayout.h"
 
@@ -252,6 +253,21 @@ struct AllToAllAttrs : GroupAttrs {
 /// slice: the dim cut.
 struct SliceAttrs : GroupAttrs {
   std::string dim;
+};
+
+/// fused: an expression program (FusedStep.h). Its inputs are Step::in,
+/// its outputs `outs` (Step::out is the first); output i writes value
+/// outValues[i].
+struct FusedAttrs {
+  std::vector<Operand> outs;
+  std::vector<int32_t> outValues;
+  /// The iteration dims and sizes, the last `reduced` of them reduced by
+  /// the body's reductions.
+  std::vector<std::string> dims;
+  std::vector<int64_t> sizes;
+  size_t reduced = 0;
+  std::vector<FusedInstr> body;
+  FusedPlan plan;
 };
 
 namespace detail {

@@ -324,6 +324,9 @@ private:
   void parseAttrs(ReduceScatterAttrs &attrs);
   void parseAttrs(AllToAllAttrs &attrs);
   void parseAttrs(SliceAttrs &attrs);
+  void parseAttrs(FusedAttrs &attrs);
+  /// A fused body instruction that makes value `value`.
+  FusedInstr parseInstr(const JsonNode &at, int32_t value, size_t reduced);
 
   /// The flat out and in of unary and cast: same element count, in place or
   /// apart.
@@ -723,6 +726,172 @@ void StepParser::finishCollective() {
                             bufferName(step.in[0]) + " is " +
                             dtypeName(bufferOf(step.in[0]).dtype));
   requireNoOverlap(step.in[0], step.out);
+}
+
+FusedInstr StepParser::parseInstr(const JsonNode &at, int32_t value,
+                                  size_t reduced) {
+  FusedInstr instr;
+  JsonNode fnNode = at.member("fn");
+  std::string fn = fnNode.string();
+  size_t arity = 1;
+  if (fn == "const") {
+    instr.kind = FusedInstr::Kind::Const;
+    instr.value = static_cast<float>(at.member("value").number());
+    arity = 0;
+  } else if (fn == "reduce_sum" || fn == "reduce_max") {
+    instr.kind = fn == "reduce_sum" ? FusedInstr::Kind::ReduceSum
+                                    : FusedInstr::Kind::ReduceMax;
+    if (reduced == 0)
+      fnNode.fail(fn + " in a fused body that reduces no dims (\"reduced\" "
+                       "is 0)");
+  } else if (auto unary = std::find_if(
+                 kUnaryFns.begin(), kUnaryFns.end(),
+                 [&](const auto &entry) { return fn == entry.first; });
+             unary != kUnaryFns.end()) {
+    instr.kind = FusedInstr::Kind::Unary;
+    instr.unary = unary->second;
+    if (instr.unary == UnaryFn::Scale)
+      instr.value = static_cast<float>(at.member("value").number());
+  } else if (auto binary = std::find_if(
+                 kBinaryFns.begin(), kBinaryFns.end(),
+                 [&](const auto &entry) { return fn == entry.first; });
+             binary != kBinaryFns.end()) {
+    instr.kind = FusedInstr::Kind::Binary;
+    instr.binary = binary->second;
+    arity = 2;
+  } else {
+    std::string known = "const, reduce_sum, reduce_max";
+    for (const auto &[name, unused] : kUnaryFns)
+      known += std::string(", ") + name;
+    for (const auto &[name, unused] : kBinaryFns)
+      known += std::string(", ") + name;
+    fnNode.fail("unknown fused fn \"" + fn + "\" (known: " + known + ")");
+  }
+  if (arity == 0)
+    return instr;
+  JsonNode argsNode = at.member("args");
+  std::vector<JsonNode> args = argsNode.elements();
+  if (args.size() != arity)
+    argsNode.fail(fn + " takes " + std::to_string(arity) +
+                  " argument(s), got " + std::to_string(args.size()));
+  for (size_t i = 0; i < arity; ++i) {
+    int64_t arg = args[i].integerAtLeast(0);
+    if (arg >= value)
+      args[i].fail(
+          "value " + std::to_string(arg) + " is not defined before value " +
+          std::to_string(value) + " (the operands are values 0.." +
+          std::to_string(step.in.size() - 1) + ", then one per instruction)");
+    instr.args[i] = static_cast<int32_t>(arg);
+  }
+  return instr;
+}
+
+void StepParser::parseAttrs(FusedAttrs &attrs) {
+  readSizes();
+  JsonNode dimsNode = node.member("dims");
+  for (const JsonNode &dim : dimsNode.elements()) {
+    std::string name = dim.string();
+    if (std::find(attrs.dims.begin(), attrs.dims.end(), name) !=
+        attrs.dims.end())
+      dim.fail("dim '" + name + "' appears twice");
+    auto size = sizes.find(name);
+    if (size == sizes.end())
+      dim.fail("dim '" + name + "' has no entry in \"sizes\"");
+    used.insert(name);
+    attrs.dims.push_back(name);
+    attrs.sizes.push_back(size->second);
+  }
+  if (attrs.dims.size() > kMaxRank)
+    dimsNode.fail("fused step has " + std::to_string(attrs.dims.size()) +
+                  " dims; the runtime supports at most " +
+                  std::to_string(kMaxRank));
+  JsonNode reducedNode = node.member("reduced");
+  attrs.reduced = static_cast<size_t>(reducedNode.integerAtLeast(0));
+  if (attrs.reduced > attrs.dims.size())
+    reducedNode.fail("reduces " + std::to_string(attrs.reduced) +
+                     " dims but the step has " +
+                     std::to_string(attrs.dims.size()));
+  // Every dim of an operand is an iteration dim.
+  auto iterationOperand = [&](const JsonNode &at) {
+    Operand operand = operandAt(at);
+    for (const std::string &name : operand.shape.names)
+      if (std::find(attrs.dims.begin(), attrs.dims.end(), name) ==
+          attrs.dims.end())
+        at.member("dims").fail("dim '" + name +
+                               "' is not an iteration dim of the fused step "
+                               "(\"dims\")");
+    return operand;
+  };
+  JsonNode inNode = node.member("in");
+  for (const JsonNode &at : inNode.elements()) {
+    step.in.push_back(iterationOperand(at));
+    if (bufferOf(step.in.back()).dtype != DType::F32)
+      at.fail("fused needs f32 operands but " + bufferName(step.in.back()) +
+              " is i32");
+  }
+  // The dims each value varies along: an operand's, the union of an
+  // instruction's arguments', less the reduced dims after a reduction.
+  std::vector<std::set<std::string>> varies;
+  for (const Operand &in : step.in)
+    varies.emplace_back(in.shape.names.begin(), in.shape.names.end());
+  JsonNode bodyNode = node.member("body");
+  std::set<std::string> reducedDims(attrs.dims.end() - attrs.reduced,
+                                    attrs.dims.end());
+  for (const JsonNode &at : bodyNode.elements()) {
+    int32_t value = static_cast<int32_t>(varies.size());
+    attrs.body.push_back(parseInstr(at, value, attrs.reduced));
+    const FusedInstr &instr = attrs.body.back();
+    std::set<std::string> dims;
+    for (int32_t arg : instr.args)
+      if (arg >= 0)
+        dims.insert(varies[arg].begin(), varies[arg].end());
+    if (instr.kind == FusedInstr::Kind::ReduceSum ||
+        instr.kind == FusedInstr::Kind::ReduceMax)
+      for (const std::string &name : reducedDims)
+        dims.erase(name);
+    varies.push_back(std::move(dims));
+  }
+  JsonNode outNode = node.member("out");
+  std::vector<JsonNode> outs = outNode.elements();
+  if (outs.empty())
+    outNode.fail("a fused step writes at least one output");
+  for (const JsonNode &at : outs) {
+    Operand out = iterationOperand(at);
+    JsonNode valueNode = at.member("value");
+    int64_t value = valueNode.integerAtLeast(0);
+    if (value >= static_cast<int64_t>(varies.size()))
+      valueNode.fail("value " + std::to_string(value) +
+                     " is not a value of the body (it has " +
+                     std::to_string(varies.size()) + ")");
+    for (const std::string &name : varies[value])
+      if (!out.shape.has(name))
+        at.member("dims").fail("value " + std::to_string(value) +
+                               " varies along '" + name + "', which " +
+                               out.shape.str() + " lacks");
+    if (bufferOf(out).dtype != DType::F32)
+      at.fail("fused writes f32 outputs but " + bufferName(out) + " is i32");
+    for (const Operand &in : step.in)
+      if (overlaps(in, out))
+        at.fail(bufferName(out) + " overlaps " + bufferName(in) +
+                ", which the fused step reads");
+    for (const Operand &other : attrs.outs)
+      if (overlaps(other, out))
+        at.fail(bufferName(out) + " overlaps " + bufferName(other) +
+                ", which the fused step also writes");
+    attrs.outs.push_back(out);
+    attrs.outValues.push_back(static_cast<int32_t>(value));
+  }
+  std::vector<NamedShape> shapes;
+  for (const Operand &in : step.in)
+    shapes.push_back(in.shape);
+  for (const Operand &out : attrs.outs)
+    shapes.push_back(out.shape);
+  step.out = attrs.outs.front();
+  attrs.plan = planFused(attrs.body, attrs.outValues, attrs.dims, attrs.sizes,
+                         attrs.reduced, shapes, step.in.size());
+  int64_t run = attrs.plan.blocked ? std::min(attrs.plan.inner, kFusedBlock)
+                                   : attrs.plan.inner;
+  step.scratchBytes = attrs.plan.vectors * run * int64_t(sizeof(float));
 }
 
 } // namespace

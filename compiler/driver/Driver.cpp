@@ -87,6 +87,11 @@ struct Options {
                         cl::desc("print every tensor's layout, per-device "
                                  "slice and bytes, and per-device memory"),
                         cl::cat(category)};
+  cl::opt<bool> noFuse{
+      "no-fuse",
+      cl::desc("keep every elementwise op and reduction its own step (skip "
+               "mtf-fuse)"),
+      cl::cat(category)};
   cl::opt<std::string> dumpIR{"dump-ir",
                               cl::desc("write the IR after import and after "
                                        "every pass into this directory"),
@@ -351,6 +356,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     OpPassManager &partitionPipeline = pm;
     partitionPipeline.clear();
     partitionPipeline.addPass(createMtfPartition());
+    if (!options.noFuse)
+      partitionPipeline.addPass(createMtfFuse());
     if (failed(pm.run(*module)))
       return failure();
   }

@@ -176,6 +176,61 @@ void explainCollectives(ModuleOp spmd, const layout::Mesh &mesh,
   os << "  total received per device per step: " << formatBytes(total) << "\n";
 }
 
+/// Every mtf.fused step of the partitioned program: its phase, iteration
+/// dims (the reduced ones named), source and ops.
+void explainFusion(ModuleOp spmd, llvm::raw_ostream &os) {
+  std::vector<mtf::FusedOp> groups;
+  int64_t ops = 0;
+  spmd.walk([&](mtf::FusedOp fused) {
+    groups.push_back(fused);
+    ops += std::distance(fused.getBodyBlock().begin(),
+                         fused.getBodyBlock().end()) -
+           1;
+  });
+  os << "\nfused steps (" << groups.size() << ", holding " << ops << " ops):\n";
+  if (groups.empty()) {
+    os << "  none (--no-fuse, or no chain of elementwise ops)\n";
+    return;
+  }
+  int index = 0;
+  for (mtf::FusedOp fused : groups) {
+    std::string dims, reduced, body, where = "?";
+    unsigned rank = 0;
+    for (Operation &op : fused.getBodyBlock().without_terminator()) {
+      for (Value value :
+           llvm::concat<Value>(op.getOperands(), op.getResults())) {
+        auto type = llvm::cast<mtf::TensorType>(value.getType());
+        if (type.getRank() > rank || dims.empty()) {
+          rank = type.getRank();
+          dims.clear();
+          for (const mtf::NamedDim &dim : type.getDims())
+            dims += (dims.empty() ? "" : "×") + dim.name.getValue().str();
+        }
+      }
+      if (llvm::isa<mtf::ReduceSumOp, mtf::ReduceMeanOp, mtf::ReduceMaxOp>(
+              op) &&
+          reduced.empty()) {
+        auto in = llvm::cast<mtf::TensorType>(op.getOperand(0).getType());
+        auto out = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
+        for (const mtf::NamedDim &dim : in.getDims())
+          if (!out.hasDim(dim.name.getValue()))
+            reduced += (reduced.empty() ? "" : ",") + dim.name.getValue().str();
+      }
+      if (!llvm::isa<mtf::ConstantOp>(op))
+        body += (body.empty() ? "" : " ") + op.getName().stripDialect().str();
+    }
+    if (auto loc = fused->getLoc()->findInstanceOf<FileLineColLoc>())
+      where = llvm::sys::path::filename(loc.getFilename()).str() + ":" +
+              std::to_string(loc.getLine());
+    auto phase =
+        fused->getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName);
+    os << "  #" << ++index << " " << (phase ? phase.getValue() : "forward")
+       << " [" << (dims.empty() ? "scalar" : dims) << "]"
+       << (reduced.empty() ? "" : " rows over " + reduced) << " at " << where
+       << ": " << body << "\n";
+  }
+}
+
 void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
                     const MemoryPlanStats *plan, llvm::raw_ostream &os) {
   layout::Mesh mesh = toMesh(program.getMeshAttr());
@@ -252,8 +307,10 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
     os << "  planned arena " << formatBytes(plan->arenaBytes) << " ("
        << plan->buffers << " buffers, " << formatBytes(plan->unplannedBytes)
        << " without reuse)\n";
-  if (spmd)
+  if (spmd) {
     explainCollectives(spmd, mesh, os);
+    explainFusion(spmd, os);
+  }
   if (!outputs.empty()) {
     os << "\noutputs: ";
     llvm::interleaveComma(outputs, os);

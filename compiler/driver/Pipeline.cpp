@@ -12,13 +12,15 @@ using namespace mlir;
 namespace meshc {
 
 LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
-                                 const layout::LayoutRules &rules) {
+                                 const layout::LayoutRules &rules, bool fuse) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   MtfApplyLayoutOptions options;
   options.mesh = mesh.rank() ? mesh.str() : std::string();
   options.layout = rules.str();
   pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(options));
   pm.addPass(createMtfPartition());
+  if (fuse)
+    pm.addPass(createMtfFuse());
   return pm.run(module);
 }
 

@@ -1,9 +1,10 @@
 //===- Pipeline.h - the compiler pipeline as one call -----------*- C++ -*-===//
 //
-// mtf-autodiff, and mtf-apply-layout then mtf-partition, on a module, for
-// callers that compile many layouts in-process (the layout sweep, benchmarks);
-// the meshc driver builds the same pipeline with its own instrumentation. Also
-// the JSON form of reference outputs that `meshc --reference` writes.
+// mtf-autodiff, and mtf-apply-layout, mtf-partition and mtf-fuse, on a module,
+// for callers that compile many layouts in-process (the layout sweep,
+// benchmarks); the meshc driver builds the same pipeline with its own
+// instrumentation. Also the JSON form of reference outputs that `meshc
+// --reference` writes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,10 +24,12 @@
 namespace meshc {
 
 /// Lays out every program of `module` by `rules` on `mesh`, then partitions
-/// it into its local SPMD form. Errors are reported through the context.
+/// it into its local SPMD form and (with `fuse`) fuses its elementwise ops
+/// (mtf-fuse). Errors are reported through the context.
 mlir::LogicalResult layoutAndPartition(mlir::ModuleOp module,
                                        const layout::Mesh &mesh,
-                                       const layout::LayoutRules &rules);
+                                       const layout::LayoutRules &rules,
+                                       bool fuse = true);
 
 /// Runs mtf-autodiff on every program of `module` that trains (a no-op for
 /// the others): the backward pass and the optimizer update become ordinary

@@ -10,6 +10,7 @@
 
 #include "runtime/Error.h"
 #include "runtime/cpu/CpuKernels.h"
+#include "runtime/cpu/FusedKernel.h"
 
 #include <cblas.h>
 
@@ -130,6 +131,17 @@ void CpuDevice::run(const Step &step, Communicator *comm,
                    step.in[0].shape, f32(at(step.in[1])), step.in[1].shape,
                    f32(at(out)), out.shape);
     return;
+  case OpKind::Fused: {
+    const FusedAttrs &fused = step.as<FusedAttrs>();
+    std::vector<const float *> in;
+    std::vector<float *> outs;
+    for (const Operand &operand : step.in)
+      in.push_back(f32(at(operand)));
+    for (const Operand &operand : fused.outs)
+      outs.push_back(f32(at(operand)));
+    fusedKernel(fused, in, outs, reinterpret_cast<float *>(scratch.data()));
+    return;
+  }
   case OpKind::Reduce:
     reducePermute(step.as<ReduceAttrs>().fn, f32(at(step.in[0])),
                   step.in[0].shape, f32(at(out)), out.shape);

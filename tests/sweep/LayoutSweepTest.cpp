@@ -53,6 +53,8 @@ namespace {
 
 /// Training steps each layout runs (and the reference with it).
 constexpr int kTrainingSteps = 2;
+/// One run in this many also runs unfused (meshc --no-fuse).
+constexpr int kUnfusedEvery = 5;
 
 struct SweepCase {
   const char *example;
@@ -229,7 +231,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
   for (auto &[name, size] : meshc::collectModelDims(program))
     dims.push_back(name);
 
-  int valid = 0, total = 0, run = 0;
+  int valid = 0, total = 0, run = 0, unfused = 0;
   double worst = 0;
   std::string worstTensor = "-";
   for (const std::string &text : allRules(dims, mesh)) {
@@ -244,54 +246,63 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
     ++run;
     SCOPED_TRACE("layout \"" + text + "\" on mesh \"" + param.mesh + "\"");
 
-    OwningOpRef<ModuleOp> compiled = module->clone();
-    diagnostics.clear();
-    ASSERT_TRUE(succeeded(meshc::layoutAndPartition(*compiled, mesh, *rules)))
-        << diagnostics;
-    FailureOr<llvm::json::Value> mprog =
-        meshc::emitMprog(*compiled, meshc::MprogOptions());
-    ASSERT_TRUE(succeeded(mprog)) << diagnostics;
+    // Fused (as meshc compiles) always; every kUnfusedEvery-th run also
+    // unfused, so both forms are held to the reference.
+    for (bool fuse : {true, false}) {
+      if (!fuse && run % kUnfusedEvery != 1)
+        continue;
+      SCOPED_TRACE(fuse ? "fused" : "unfused (--no-fuse)");
+      unfused += fuse ? 0 : 1;
+      OwningOpRef<ModuleOp> compiled = module->clone();
+      diagnostics.clear();
+      ASSERT_TRUE(
+          succeeded(meshc::layoutAndPartition(*compiled, mesh, *rules, fuse)))
+          << diagnostics;
+      FailureOr<llvm::json::Value> mprog =
+          meshc::emitMprog(*compiled, meshc::MprogOptions());
+      ASSERT_TRUE(succeeded(mprog)) << diagnostics;
 
-    try {
-      meshc::runtime::Program loaded = meshc::runtime::parseProgram(
-          llvm::formatv("{0}", *mprog).str(), "sweep.mprog");
-      meshc::runtime::SessionOptions options;
-      meshc::runtime::Session session(loaded, options);
-      for (int step = 0; step < referenceOptions.steps; ++step)
-        session.runStep();
-      for (const meshc::runtime::Tensor &tensor : loaded.tensors) {
-        if (tensor.role == meshc::runtime::Role::Input)
-          continue;
-        bool isParam = tensor.role == meshc::runtime::Role::Param;
-        meshc::runtime::HostTensor got = session.gather(tensor);
-        const meshc::interp::Tensor &want =
-            isParam ? reference->params.at(tensor.name)
-                    : reference->outputs.at(tensor.name);
-        ASSERT_EQ(got.shape, want.shape) << tensor.name;
-        double scale = 0;
-        for (double v : want.data)
-          scale = std::max(scale, std::fabs(v));
-        for (int64_t i = 0; i < got.elements(); ++i) {
-          double error = std::fabs(got.at(i) - want.data[i]);
-          double relative = error / std::max(scale, 1e-30);
-          if (relative > worst) {
-            worst = relative;
-            worstTensor = tensor.name;
+      try {
+        meshc::runtime::Program loaded = meshc::runtime::parseProgram(
+            llvm::formatv("{0}", *mprog).str(), "sweep.mprog");
+        meshc::runtime::SessionOptions options;
+        meshc::runtime::Session session(loaded, options);
+        for (int step = 0; step < referenceOptions.steps; ++step)
+          session.runStep();
+        for (const meshc::runtime::Tensor &tensor : loaded.tensors) {
+          if (tensor.role == meshc::runtime::Role::Input)
+            continue;
+          bool isParam = tensor.role == meshc::runtime::Role::Param;
+          meshc::runtime::HostTensor got = session.gather(tensor);
+          const meshc::interp::Tensor &want =
+              isParam ? reference->params.at(tensor.name)
+                      : reference->outputs.at(tensor.name);
+          ASSERT_EQ(got.shape, want.shape) << tensor.name;
+          double scale = 0;
+          for (double v : want.data)
+            scale = std::max(scale, std::fabs(v));
+          for (int64_t i = 0; i < got.elements(); ++i) {
+            double error = std::fabs(got.at(i) - want.data[i]);
+            double relative = error / std::max(scale, 1e-30);
+            if (relative > worst) {
+              worst = relative;
+              worstTensor = tensor.name;
+            }
+            ASSERT_LE(error, tolerance * scale)
+                << tensor.name << "[" << i << "]: spmd " << got.at(i)
+                << ", reference " << want.data[i];
           }
-          ASSERT_LE(error, tolerance * scale)
-              << tensor.name << "[" << i << "]: spmd " << got.at(i)
-              << ", reference " << want.data[i];
         }
+      } catch (const std::exception &error) {
+        FAIL() << "runtime: " << error.what();
       }
-    } catch (const std::exception &error) {
-      FAIL() << "runtime: " << error.what();
     }
   }
   EXPECT_GT(valid, 0);
   std::printf("[ sweep    ] %s on %s: %d valid layouts of %d enumerated, %d "
-              "run, worst relative error %.2e (%s)\n",
+              "run (%d also unfused), worst relative error %.2e (%s)\n",
               param.example, *param.mesh ? param.mesh : "1 device", valid,
-              total, run, worst, worstTensor.c_str());
+              total, run, unfused, worst, worstTensor.c_str());
 }
 
 /// Every model on every mesh of the sweep.

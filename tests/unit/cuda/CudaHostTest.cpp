@@ -17,6 +17,7 @@
 
 #include "cuda/CudaCheck.h"
 #include "cuda/CudaCollectives.h"
+#include "cuda/CudaFusedKernel.h"
 #include "cuda/CudaKernels.h"
 #include "cuda/KernelSpaces.h"
 #include "runtime/Error.h"
@@ -361,6 +362,81 @@ TEST(CudaHostTest, GroupReduceCombinesMembersInRankOrder) {
   groupReduceKernel(kHost, DType::I32, Reduction::Sum, intBuffers,
                     ints[0].data(), 2);
   EXPECT_EQ(ints[0], (std::vector<int32_t>{3, 2}));
+}
+
+/// Runs fused step `step` with buffers `data` (ids in order) on the CPU
+/// device and through the CUDA kernel's host path, and compares outputs
+/// `outs`.
+void expectFusedMatchesTheCpu(const nlohmann::json &step,
+                              std::vector<std::vector<float>> data,
+                              const std::vector<size_t> &ins,
+                              const std::vector<size_t> &outs) {
+  StepHarness harness;
+  for (const std::vector<float> &buffer : data)
+    harness.f32(buffer);
+  Program program = harness.load(step);
+  harness.run(step);
+  std::vector<const float *> in;
+  std::vector<float *> out;
+  for (size_t id : ins)
+    in.push_back(data[id].data());
+  for (size_t id : outs)
+    out.push_back(data[id].data());
+  cuda::fusedKernel(kHost, program.steps[0], in, out);
+  for (size_t id : outs) {
+    std::vector<float> cpu = harness.readF32(id);
+    for (size_t i = 0; i < cpu.size(); ++i)
+      ASSERT_NEAR(data[id][i], cpu[i], 1e-5 * std::max(1.0f, std::abs(cpu[i])))
+          << "buffer " << id << " element " << i;
+  }
+}
+
+nlohmann::json fusedOperand(int64_t buf, std::vector<std::string> dims,
+                            int value = -1) {
+  nlohmann::json operand = {{"buf", buf}, {"dims", dims}};
+  if (value >= 0)
+    operand["value"] = value;
+  return operand;
+}
+
+TEST(CudaHostTest, FusedMatchesTheCpu) {
+  // Rows: softmax-like exp(x - max) / sum over d of a transposed operand,
+  // the row maximum as a second output.
+  nlohmann::json rows = {
+      {"op", "fused"},
+      {"dims", {"b", "d"}},
+      {"reduced", 1},
+      {"sizes", {{"b", 6}, {"d", 33}}},
+      {"in", {fusedOperand(0, {"d", "b"}), fusedOperand(1, {"d"})}},
+      {"out", {fusedOperand(2, {"b", "d"}, 7), fusedOperand(3, {"b"}, 2)}},
+      {"body",
+       {{{"fn", "reduce_max"}, {"args", {0}}},
+        {{"fn", "sub"}, {"args", {0, 2}}},
+        {{"fn", "exp"}, {"args", {3}}},
+        {{"fn", "reduce_sum"}, {"args", {4}}},
+        {{"fn", "div"}, {"args", {4, 5}}},
+        {{"fn", "mul"}, {"args", {6, 1}}}}}};
+  expectFusedMatchesTheCpu(rows,
+                           {testData("x", 6 * 33), testData("w", 33),
+                            std::vector<float>(6 * 33), std::vector<float>(6)},
+                           {0, 1}, {2, 3});
+  // Elements: gelu(x) * w + c over [a, b] with w broadcast along a.
+  nlohmann::json elements = {
+      {"op", "fused"},
+      {"dims", {"a", "b"}},
+      {"reduced", 0},
+      {"sizes", {{"a", 4}, {"b", 700}}},
+      {"in", {fusedOperand(0, {"a", "b"}), fusedOperand(1, {"b"})}},
+      {"out", {fusedOperand(2, {"b", "a"}, 5)}},
+      {"body",
+       {{{"fn", "gelu"}, {"args", {0}}},
+        {{"fn", "mul"}, {"args", {2, 1}}},
+        {{"fn", "const"}, {"value", 0.5}},
+        {{"fn", "add"}, {"args", {3, 4}}}}}};
+  expectFusedMatchesTheCpu(
+      elements,
+      {testData("x", 4 * 700), testData("w", 700), std::vector<float>(4 * 700)},
+      {0, 1}, {2});
 }
 
 } // namespace

@@ -1,0 +1,324 @@
+//===- CudaFusedKernel.cu - The CUDA backend's fused steps ----------------===//
+
+#include "cuda/CudaFusedKernel.h"
+
+#include "cuda/CudaCheck.h"
+#include "runtime/Error.h"
+
+#include <cmath>
+#include <string>
+
+namespace meshc::runtime::cuda {
+namespace {
+
+/// One instruction, as the kernel reads it.
+struct Instr {
+  int8_t kind = 0; // FusedInstr::Kind
+  int8_t fn = 0;   // UnaryFn or BinaryFn
+  int8_t a = -1, b = -1;
+  float value = 0;
+};
+
+/// Everything the kernel needs, passed by value.
+struct Program {
+  int inputs = 0, outputs = 0, body = 0;
+  Instr instrs[kFusedValues] = {};
+  int8_t outValues[kFusedOperands] = {};
+  /// Iteration dims: the first `outerRank` outer, the rest inner.
+  int rank = 0, outerRank = 0;
+  int64_t sizes[kSpaceRank] = {};
+  int64_t strides[kFusedOperands][kSpaceRank] = {};
+  /// Per output: whether it lacks every inner dim (one write per row).
+  bool rowOutput[kFusedOperands] = {};
+  int64_t rows = 1, inner = 1;
+  const float *in[kFusedOperands] = {};
+  float *out[kFusedOperands] = {};
+};
+
+MESHC_HOST_DEVICE float unaryOf(int fn, float x, float factor) {
+  switch (static_cast<UnaryFn>(fn)) {
+#define MESHC_UNARY_FN(Fn, Spelling)                                           \
+  case UnaryFn::Fn:                                                            \
+    return unaryValue<UnaryFn::Fn>(x, factor);
+#include "runtime/core/ElementFunctions.def"
+  }
+  return x;
+}
+
+MESHC_HOST_DEVICE float binaryOf(int fn, float x, float y) {
+  switch (static_cast<BinaryFn>(fn)) {
+#define MESHC_BINARY_FN(Fn, Spelling)                                          \
+  case BinaryFn::Fn:                                                           \
+    return binaryValue<BinaryFn::Fn>(x, y);
+#include "runtime/core/ElementFunctions.def"
+  }
+  return x;
+}
+
+constexpr int kReduceSum = static_cast<int>(FusedInstr::Kind::ReduceSum);
+constexpr int kReduceMax = static_cast<int>(FusedInstr::Kind::ReduceMax);
+
+/// The operand offsets of element `k` of row `row`.
+MESHC_HOST_DEVICE void offsetsOf(const Program &p, int64_t row, int64_t k,
+                                 int64_t *offsets) {
+  int operands = p.inputs + p.outputs;
+  for (int o = 0; o < operands; ++o)
+    offsets[o] = 0;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    int64_t &linear = d >= p.outerRank ? k : row;
+    int64_t index = linear % p.sizes[d];
+    linear /= p.sizes[d];
+    for (int o = 0; o < operands; ++o)
+      offsets[o] += index * p.strides[o][d];
+  }
+}
+
+/// Evaluates instructions [0, upto) at one element into `r`; reductions
+/// take their row's value from `known`.
+MESHC_HOST_DEVICE void evaluate(const Program &p, const int64_t *offsets,
+                                int upto, const float *known, float *r) {
+  for (int i = 0; i < p.inputs; ++i)
+    r[i] = p.in[i][offsets[i]];
+  for (int j = 0; j < upto; ++j) {
+    const Instr &instr = p.instrs[j];
+    int v = p.inputs + j;
+    switch (static_cast<FusedInstr::Kind>(instr.kind)) {
+    case FusedInstr::Kind::Const:
+      r[v] = instr.value;
+      break;
+    case FusedInstr::Kind::Unary:
+      r[v] = unaryOf(instr.fn, r[instr.a], instr.value);
+      break;
+    case FusedInstr::Kind::Binary:
+      r[v] = binaryOf(instr.fn, r[instr.a], r[instr.b]);
+      break;
+    case FusedInstr::Kind::ReduceSum:
+    case FusedInstr::Kind::ReduceMax:
+      r[v] = known[v];
+      break;
+    }
+  }
+}
+
+/// Writes the outputs at one element (row outputs only at element 0).
+MESHC_HOST_DEVICE void writeOutputs(const Program &p, const int64_t *offsets,
+                                    int64_t k, const float *r) {
+  for (int o = 0; o < p.outputs; ++o)
+    if (!p.rowOutput[o] || k == 0)
+      p.out[o][offsets[p.inputs + o]] = r[p.outValues[o]];
+}
+
+/// One element of an elementwise body.
+MESHC_HOST_DEVICE void elementAt(const Program &p, int64_t i) {
+  int64_t offsets[kFusedOperands];
+  float r[kFusedValues];
+  offsetsOf(p, i / p.inner, i % p.inner, offsets);
+  evaluate(p, offsets, p.body, nullptr, r);
+  writeOutputs(p, offsets, i % p.inner, r);
+}
+
+/// Folds `x` into a reduction's running value.
+MESHC_HOST_DEVICE float combine(int kind, float acc, float x) {
+  return kind == kReduceSum ? acc + x : maxOf(acc, x);
+}
+MESHC_HOST_DEVICE float identity(int kind) {
+  return kind == kReduceSum ? 0.0f : -INFINITY;
+}
+
+/// A row with reductions, on the host: element by element, in order.
+void rowOnHost(const Program &p, int64_t row) {
+  int64_t offsets[kFusedOperands];
+  float r[kFusedValues], known[kFusedValues];
+  for (int j = 0; j < p.body; ++j) {
+    int kind = p.instrs[j].kind;
+    if (kind != kReduceSum && kind != kReduceMax)
+      continue;
+    float acc = identity(kind);
+    for (int64_t k = 0; k < p.inner; ++k) {
+      offsetsOf(p, row, k, offsets);
+      evaluate(p, offsets, j, known, r);
+      acc = combine(kind, acc, r[p.instrs[j].a]);
+    }
+    known[p.inputs + j] = acc;
+  }
+  for (int64_t k = 0; k < std::max<int64_t>(p.inner, 1); ++k) {
+    offsetsOf(p, row, p.inner ? k : 0, offsets);
+    if (p.inner == 0) {
+      // An empty row still has its row outputs (empty sums and maxima).
+      float rowValues[kFusedValues] = {};
+      for (int j = 0; j < p.body; ++j)
+        rowValues[p.inputs + j] = known[p.inputs + j];
+      for (int o = 0; o < p.outputs; ++o)
+        if (p.rowOutput[o])
+          p.out[o][offsets[p.inputs + o]] = rowValues[p.outValues[o]];
+      return;
+    }
+    evaluate(p, offsets, p.body, known, r);
+    writeOutputs(p, offsets, k, r);
+  }
+}
+
+#if defined(__CUDACC__)
+constexpr int kRowThreads = 256;
+
+__global__ void elementKernel(Program p, int64_t count) {
+  int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += stride)
+    elementAt(p, i);
+}
+
+__global__ void rowKernel(Program p) {
+  __shared__ float partial[kRowThreads];
+  __shared__ float known[kFusedValues];
+  int64_t offsets[kFusedOperands];
+  float r[kFusedValues];
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    for (int j = 0; j < p.body; ++j) {
+      int kind = p.instrs[j].kind;
+      if (kind != kReduceSum && kind != kReduceMax)
+        continue;
+      float acc = identity(kind);
+      for (int64_t k = threadIdx.x; k < p.inner; k += blockDim.x) {
+        offsetsOf(p, row, k, offsets);
+        evaluate(p, offsets, j, known, r);
+        acc = combine(kind, acc, r[p.instrs[j].a]);
+      }
+      partial[threadIdx.x] = acc;
+      __syncthreads();
+      for (int half = blockDim.x / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half)
+          partial[threadIdx.x] =
+              combine(kind, partial[threadIdx.x], partial[threadIdx.x + half]);
+        __syncthreads();
+      }
+      if (threadIdx.x == 0)
+        known[p.inputs + j] = partial[0];
+      __syncthreads();
+    }
+    for (int64_t k = threadIdx.x; k < p.inner; k += blockDim.x) {
+      offsetsOf(p, row, k, offsets);
+      evaluate(p, offsets, p.body, known, r);
+      writeOutputs(p, offsets, k, r);
+    }
+    if (p.inner == 0 && threadIdx.x == 0) {
+      offsetsOf(p, row, 0, offsets);
+      for (int o = 0; o < p.outputs; ++o)
+        if (p.rowOutput[o])
+          p.out[o][offsets[p.inputs + o]] = known[p.outValues[o]];
+    }
+    __syncthreads();
+  }
+}
+#endif
+
+std::vector<int64_t> stridesAlong(const NamedShape &shape,
+                                  const std::vector<std::string> &dims) {
+  std::vector<int64_t> own(shape.names.size()), along;
+  int64_t stride = 1;
+  for (size_t d = shape.names.size(); d-- > 0;) {
+    own[d] = stride;
+    stride *= shape.sizes[d];
+  }
+  for (const std::string &name : dims) {
+    int pos = shape.position(name);
+    along.push_back(pos < 0 ? 0 : own[pos]);
+  }
+  return along;
+}
+
+} // namespace
+
+void fusedKernel(const Exec &exec, const Step &step,
+                 const std::vector<const float *> &in,
+                 const std::vector<float *> &out) {
+  const FusedAttrs &attrs = step.as<FusedAttrs>();
+  Program p;
+  p.inputs = static_cast<int>(in.size());
+  p.outputs = static_cast<int>(out.size());
+  p.body = static_cast<int>(attrs.body.size());
+  if (p.inputs + p.outputs > kFusedOperands ||
+      p.inputs + p.body > kFusedValues ||
+      static_cast<int>(attrs.dims.size()) > kSpaceRank)
+    throw RuntimeError(
+        "step " + std::to_string(step.index) +
+        " (fused): " + std::to_string(p.inputs) + " inputs, " +
+        std::to_string(p.outputs) + " outputs and " + std::to_string(p.body) +
+        " instructions exceed the CUDA fused kernel's " +
+        std::to_string(kFusedOperands) + " operands and " +
+        std::to_string(kFusedValues) + " values (compile with --no-fuse)");
+  for (int j = 0; j < p.body; ++j) {
+    const FusedInstr &instr = attrs.body[j];
+    Instr &to = p.instrs[j];
+    to.kind = static_cast<int8_t>(instr.kind);
+    to.fn = static_cast<int8_t>(instr.kind == FusedInstr::Kind::Binary
+                                    ? static_cast<int>(instr.binary)
+                                    : static_cast<int>(instr.unary));
+    to.a = static_cast<int8_t>(instr.args[0]);
+    to.b = static_cast<int8_t>(instr.args[1]);
+    to.value = instr.value;
+  }
+  p.rank = static_cast<int>(attrs.dims.size());
+  p.outerRank = p.rank - static_cast<int>(attrs.reduced);
+  for (int d = 0; d < p.rank; ++d) {
+    p.sizes[d] = attrs.sizes[d];
+    (d < p.outerRank ? p.rows : p.inner) *= attrs.sizes[d];
+  }
+  std::vector<NamedShape> shapes;
+  for (const Operand &operand : step.in)
+    shapes.push_back(operand.shape);
+  for (const Operand &operand : attrs.outs)
+    shapes.push_back(operand.shape);
+  for (size_t o = 0; o < shapes.size(); ++o) {
+    std::vector<int64_t> along = stridesAlong(shapes[o], attrs.dims);
+    for (int d = 0; d < p.rank; ++d)
+      p.strides[o][d] = along[d];
+  }
+  for (int o = 0; o < p.outputs; ++o) {
+    p.outValues[o] = static_cast<int8_t>(attrs.outValues[o]);
+    p.out[o] = out[o];
+    bool lacksInner = true;
+    for (int d = p.outerRank; d < p.rank; ++d)
+      lacksInner &= p.strides[p.inputs + o][d] == 0;
+    p.rowOutput[o] = attrs.reduced > 0 && lacksInner;
+  }
+  for (int i = 0; i < p.inputs; ++i)
+    p.in[i] = in[i];
+
+  if (attrs.reduced == 0) {
+    // No reduction: every element alone, the outer/inner split unused.
+    p.outerRank = p.rank;
+    p.inner = 1;
+    int64_t count = p.rows;
+    if (count <= 0)
+      return;
+    if (exec.onHost) {
+      for (int64_t i = 0; i < count; ++i)
+        elementAt(p, i);
+      return;
+    }
+#if defined(__CUDACC__)
+    const int threads = 256;
+    int64_t blocks =
+        std::min<int64_t>((count + threads - 1) / threads, 1 << 20);
+    elementKernel<<<static_cast<unsigned>(blocks), threads, 0, exec.stream>>>(
+        p, count);
+    MESHC_CUDA_CHECK(cudaGetLastError());
+#endif
+    return;
+  }
+  if (p.rows <= 0)
+    return;
+  if (exec.onHost) {
+    for (int64_t row = 0; row < p.rows; ++row)
+      rowOnHost(p, row);
+    return;
+  }
+#if defined(__CUDACC__)
+  int64_t blocks = std::min<int64_t>(p.rows, 1 << 20);
+  rowKernel<<<static_cast<unsigned>(blocks), kRowThreads, 0, exec.stream>>>(p);
+  MESHC_CUDA_CHECK(cudaGetLastError());
+#endif
+}
+
+} // namespace meshc::runtime::cuda

@@ -1,0 +1,26 @@
+//===- FusedKernel.h - The CPU's fused steps --------------------*- C++ -*-===//
+//
+// Runs a fused step's body (FusedStep.h) row by row of its plan: each inner
+// run (a block of at most kFusedBlock elements when the body does not
+// reduce, else a whole row) is read once, every instruction runs on it as
+// a vector (VectorMath.h) or, for values the same all along it, as a
+// scalar, and the outputs are written once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_RUNTIME_CPU_FUSEDKERNEL_H
+#define MESHC_RUNTIME_CPU_FUSEDKERNEL_H
+
+#include "runtime/Program.h"
+
+namespace meshc::runtime {
+
+/// Runs `attrs` with inputs `in` (one pointer per Step::in) and outputs
+/// `out` (one per FusedAttrs::outs); `scratch` holds the plan's vectors
+/// (Step::scratchBytes).
+void fusedKernel(const FusedAttrs &attrs, const std::vector<const float *> &in,
+                 const std::vector<float *> &out, float *scratch);
+
+} // namespace meshc::runtime
+
+#endif // MESHC_RUNTIME_CPU_FUSEDKERNEL_H
