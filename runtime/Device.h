@@ -70,6 +70,9 @@ public:
   /// True when this backend's devices run steps of kind `op`: every
   /// backend declares its kinds against StepKinds.def.
   virtual bool supports(OpKind op) const = 0;
+  /// Told before the first createDevice how many devices this process
+  /// runs (its threads), so a backend can share the cores among them.
+  virtual void setLocalDevices(int64_t /*count*/) {}
 };
 
 /// Refuses `program` on `backend` before anything runs: throws RuntimeError

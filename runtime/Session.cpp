@@ -98,6 +98,7 @@ Session::Session(const Program &program, const SessionOptions &options)
   else
     for (int64_t d = 0; d < meshDevices; ++d)
       localIds.push_back(d);
+  backend->setLocalDevices(static_cast<int64_t>(localIds.size()));
   for (int64_t d : localIds) {
     devices.push_back(backend->createDevice(program, d));
     devices.back()->allocate(program.arenaBytes, program.scratchBytes);

@@ -15,6 +15,8 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <sched.h>
 #include <cstring>
 
 namespace meshc::runtime {
@@ -263,6 +265,28 @@ void CpuDevice::runCollective(const Step &step, Communicator &comm) {
 }
 
 CpuBackend::CpuBackend() { openblas_set_num_threads(1); }
+
+/// The cores this process may run on.
+static int allowedCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0)
+    return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+void CpuBackend::setLocalDevices(int64_t count) {
+  int threads = 1;
+  if (count == 1) {
+    threads = allowedCores();
+    // Ranks of one mpirun on one machine share its cores.
+    if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+      threads = std::max(1, threads / std::max(1, std::atoi(local)));
+  }
+  if (const char *forced = std::getenv("MESHC_CPU_THREADS"))
+    threads = std::max(1, std::atoi(forced));
+  // OpenBLAS's own threads conflict with callers that are threads already.
+  openblas_set_num_threads(count == 1 ? threads : 1);
+}
 
 std::unique_ptr<Device> CpuBackend::createDevice(const Program &program,
                                                  int64_t deviceId) {

@@ -78,6 +78,10 @@ class CpuBackend : public Backend {
 public:
   /// Limits OpenBLAS to one thread: every device is a thread already.
   CpuBackend();
+  /// A process that runs one device lets OpenBLAS use every core it may
+  /// run on (its CPU affinity; MESHC_CPU_THREADS overrides); several devices
+  /// keep one thread each.
+  void setLocalDevices(int64_t count) override;
   std::string name() const override { return "cpu"; }
   std::unique_ptr<Device> createDevice(const Program &program,
                                        int64_t deviceId) override;
