@@ -204,6 +204,14 @@ bool Fuser::tryJoin(Operation *op, ArrayRef<int> merge) {
     }
   if (inputs.size() > kMaxInputs)
     return false;
+  // The values read outside the group (all users are known already).
+  size_t results = 0;
+  for (Operation *member : ordered)
+    results += llvm::any_of(member->getUsers(), [&](Operation *user) {
+      return !members.contains(user);
+    });
+  if (results > kMaxResults)
+    return false;
 
   FailureOr<SmallVector<Operation *>> moved = dependents(members, op);
   if (failed(moved))
