@@ -32,6 +32,8 @@ constexpr size_t kMaxInputs = 16;
 constexpr size_t kMaxResults = 8;
 /// How many ops the acyclicity search of one join may visit.
 constexpr size_t kSearchLimit = 4096;
+/// The spacing of op positions: more than the ops one join can move.
+constexpr int64_t kGap = int64_t(1) << 20;
 
 mtf::TensorType tensorOf(Value value) {
   return llvm::dyn_cast<mtf::TensorType>(value.getType());
@@ -102,8 +104,15 @@ private:
   FailureOr<SmallVector<Operation *>>
   dependents(const llvm::DenseSet<Operation *> &members, Operation *last);
   void build(Group &group);
+  /// Whether `a` comes before `b` in the block. Positions are kept here, not
+  /// asked of MLIR, whose order cache every move would invalidate: ops start
+  /// kGap apart, and ops moved after X take X's position plus 1, 2, ...
+  bool before(Operation *a, Operation *b) const {
+    return position.lookup(a) < position.lookup(b);
+  }
 
   mtf::ProgramOp program;
+  llvm::DenseMap<Operation *, int64_t> position;
   std::vector<Group> groups;
   llvm::DenseMap<Operation *, int> groupOf;
 };
@@ -153,14 +162,14 @@ Fuser::dependents(const llvm::DenseSet<Operation *> &members, Operation *last) {
     for (Operation *user : op->getUsers()) {
       if (members.contains(user))
         return failure();
-      if (!seen.contains(user) && user->isBeforeInBlock(last))
+      if (!seen.contains(user) && before(user, last))
         worklist.push_back(user);
     }
     return success();
   };
   for (Operation *member : members)
     for (Operation *user : member->getUsers())
-      if (!members.contains(user) && user->isBeforeInBlock(last))
+      if (!members.contains(user) && before(user, last))
         worklist.push_back(user);
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val();
@@ -217,7 +226,7 @@ bool Fuser::tryJoin(Operation *op, ArrayRef<int> merge) {
   if (failed(moved))
     return false;
   llvm::sort(*moved,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+             [&](Operation *a, Operation *b) { return before(a, b); });
   if (!moved->empty()) {
     // Moving a read of parameter P after an assign of P would make it read
     // the new value.
@@ -231,7 +240,7 @@ bool Fuser::tryJoin(Operation *op, ArrayRef<int> merge) {
       for (Value operand : reader->getOperands())
         if (auto param = operand.getDefiningOp<mtf::ParamOp>()) {
           auto it = lastAssign.find(param.getName());
-          if (it != lastAssign.end() && reader->isBeforeInBlock(it->second))
+          if (it != lastAssign.end() && before(reader, it->second))
             return false;
         }
   }
@@ -257,19 +266,23 @@ bool Fuser::tryJoin(Operation *op, ArrayRef<int> merge) {
   group.members.push_back(op);
   groupOf[op] = target;
   llvm::sort(group.members,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+             [&](Operation *a, Operation *b) { return before(a, b); });
   Operation *anchor = op;
+  int64_t next = position.lookup(op);
   for (Operation *later : *moved) {
     later->moveAfter(anchor);
     anchor = later;
+    position[later] = ++next;
   }
   return true;
 }
 
 void Fuser::run() {
   SmallVector<Operation *> order;
-  for (Operation &op : program.getBodyBlock())
+  for (Operation &op : program.getBodyBlock()) {
+    position[&op] = static_cast<int64_t>(order.size()) * kGap;
     order.push_back(&op);
+  }
   for (Operation *op : order) {
     if (!candidate(op))
       continue;
