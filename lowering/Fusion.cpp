@@ -225,8 +225,7 @@ bool Fuser::tryJoin(Operation *op, ArrayRef<int> merge) {
   FailureOr<SmallVector<Operation *>> moved = dependents(members, op);
   if (failed(moved))
     return false;
-  llvm::sort(*moved,
-             [&](Operation *a, Operation *b) { return before(a, b); });
+  llvm::sort(*moved, [&](Operation *a, Operation *b) { return before(a, b); });
   if (!moved->empty()) {
     // Moving a read of parameter P after an assign of P would make it read
     // the new value.
