@@ -12,6 +12,8 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   # libraries and test framework
   nlohmann-json3-dev libgtest-dev libopenblas-dev zlib1g-dev
+  # SIMD vectors and vectorized exp/log/tanh of the CPU backend
+  libhwy-dev
   # MPI for multi-process runs
   libopenmpi-dev openmpi-bin
   # real data (scripts/fetch_data.sh) and the JAX venv (scripts/setup_python.sh)

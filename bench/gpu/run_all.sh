@@ -56,6 +56,9 @@ dependency_flags() {
     flags+=("-DCMAKE_LIBRARY_PATH=$deps/lib" "-DCMAKE_INCLUDE_PATH=$deps/include"
             "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath,$deps/lib -Wl,-rpath-link,$deps/lib")
   fi
+  if [[ $force == 1 ]] || ! [[ -f /usr/include/hwy/highway.h ]]; then
+    flags+=("-Dhwy_DIR=$deps/cmake/hwy")
+  fi
   if [[ $force == 1 ]] || ! [[ -f /usr/include/gtest/gtest.h ]]; then
     if ! [[ -d "$deps/gtest" ]]; then
       cmake -G Ninja -S "$deps/src/googletest" -B "$deps/gtest-build" \

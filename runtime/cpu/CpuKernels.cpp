@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace meshc::runtime {
 
@@ -115,6 +116,24 @@ void binaryWith(Op op, const T *lhs, const NamedShape &lhsShape, const T *rhs,
   walk.run([&](const int64_t *o) { out[o[2]] = op(lhs[o[0]], rhs[o[1]]); });
 }
 
+/// z[k] = fn(x[k * l], y[k * r]) for k < n: a run of binaryKernel that
+/// vmath cannot take (the same formulas: binary functions are exact).
+template <BinaryFn Fn>
+void stridedRun(const float *x, int64_t l, const float *y, int64_t r, float *z,
+                int64_t n) {
+  for (int64_t k = 0; k < n; ++k)
+    z[k] = binaryValue<Fn>(x[k * l], y[k * r]);
+}
+void stridedBinary(BinaryFn fn, const float *x, int64_t l, const float *y,
+                   int64_t r, float *z, int64_t n) {
+  switch (fn) {
+#define MESHC_BINARY_FN(Fn, Spelling)                                          \
+  case BinaryFn::Fn:                                                           \
+    return stridedRun<BinaryFn::Fn>(x, l, y, r, z, n);
+#include "runtime/core/ElementFunctions.def"
+  }
+}
+
 /// Rows of `shape` along `dim`: a walk over the other dims of `shape`
 /// carrying the offset into `shape`'s data and into `other`'s (whose dims
 /// are those others, in any order), and the stride of `dim`.
@@ -149,19 +168,44 @@ void reducePermute(Reduction fn, const float *src, const NamedShape &srcShape,
   float init =
       fn == Reduction::Sum ? 0.0f : -std::numeric_limits<float>::infinity();
   std::fill(dst, dst + dstShape.elements(), init);
+  if (srcShape.elements() == 0)
+    return;
   int64_t srcStrides[kMaxRank], dstStrides[kMaxRank];
   contiguousStrides(srcShape, srcStrides);
   contiguousStrides(dstShape, dstStrides);
+  // Rows along src's last dim (stride 1 in src), walked over the others.
+  size_t rank = srcShape.names.size();
+  if (rank == 0) {
+    dst[0] = fn == Reduction::Sum ? dst[0] + src[0] : maxOf(dst[0], src[0]);
+    return;
+  }
   Walk<2> walk;
-  for (size_t d = 0; d < srcShape.names.size(); ++d)
+  for (size_t d = 0; d + 1 < rank; ++d)
     walk.addDim(
         srcShape.sizes[d],
         {srcStrides[d], strideOf(dstShape, dstStrides, srcShape.names[d])});
-  if (fn == Reduction::Sum)
-    walk.run([&](const int64_t *o) { dst[o[1]] += src[o[0]]; });
-  else
-    walk.run(
-        [&](const int64_t *o) { dst[o[1]] = maxOf(dst[o[1]], src[o[0]]); });
+  int64_t n = srcShape.sizes[rank - 1];
+  int64_t step = strideOf(dstShape, dstStrides, srcShape.names[rank - 1]);
+  bool sum = fn == Reduction::Sum;
+  BinaryFn combine = sum ? BinaryFn::Add : BinaryFn::Max;
+  walk.run([&](const int64_t *o) {
+    const float *row = src + o[0];
+    float *to = dst + o[1];
+    if (step == 1) {
+      // dst's row too: elementwise into it.
+      vmath::binary(combine, to, row, to, n);
+    } else if (step == 0) {
+      // Reduced along the row.
+      to[0] =
+          sum ? to[0] + vmath::sum(row, n) : maxOf(to[0], vmath::max(row, n));
+    } else if (sum) {
+      for (int64_t k = 0; k < n; ++k)
+        to[k * step] += row[k];
+    } else {
+      for (int64_t k = 0; k < n; ++k)
+        to[k * step] = maxOf(to[k * step], row[k]);
+    }
+  });
 }
 
 void runGemm(const GemmStage &stage, const float *a, const float *b, float *c) {
@@ -194,14 +238,40 @@ void unaryKernel(UnaryFn fn, double value, const float *in, float *out,
 void binaryKernel(BinaryFn fn, const float *lhs, const NamedShape &lhsShape,
                   const float *rhs, const NamedShape &rhsShape, float *out,
                   const NamedShape &outShape) {
-  switch (fn) {
-#define MESHC_BINARY_FN(Fn, Spelling)                                          \
-  case BinaryFn::Fn:                                                           \
-    return binaryWith(                                                         \
-        [](float x, float y) { return binaryValue<BinaryFn::Fn>(x, y); }, lhs, \
-        lhsShape, rhs, rhsShape, out, outShape);
-#include "runtime/core/ElementFunctions.def"
+  if (lhsShape.names == outShape.names && rhsShape.names == outShape.names) {
+    vmath::binary(fn, lhs, rhs, out, outShape.elements());
+    return;
   }
+  size_t rank = outShape.names.size();
+  int64_t lhsStrides[kMaxRank], rhsStrides[kMaxRank], outStrides[kMaxRank];
+  contiguousStrides(lhsShape, lhsStrides);
+  contiguousStrides(rhsShape, rhsStrides);
+  contiguousStrides(outShape, outStrides);
+  // Runs along out's last dim, walked over the others; a run that is
+  // contiguous in each operand or the same element of one goes to vmath.
+  Walk<3> walk;
+  for (size_t d = 0; d + 1 < rank; ++d) {
+    const std::string &name = outShape.names[d];
+    walk.addDim(outShape.sizes[d],
+                {strideOf(lhsShape, lhsStrides, name),
+                 strideOf(rhsShape, rhsStrides, name), outStrides[d]});
+  }
+  const std::string &last = outShape.names[rank - 1];
+  int64_t n = outShape.sizes[rank - 1];
+  int64_t l = strideOf(lhsShape, lhsStrides, last);
+  int64_t r = strideOf(rhsShape, rhsStrides, last);
+  walk.run([&](const int64_t *o) {
+    const float *x = lhs + o[0], *y = rhs + o[1];
+    float *z = out + o[2];
+    if (l == 1 && r == 1)
+      vmath::binary(fn, x, y, z, n);
+    else if (l == 1 && r == 0)
+      vmath::binaryScalarRhs(fn, x, y[0], z, n);
+    else if (l == 0 && r == 1)
+      vmath::binaryScalarLhs(fn, x[0], y, z, n);
+    else
+      stridedBinary(fn, x, l, y, r, z, n);
+  });
 }
 
 void compareKernel(BinaryFn fn, const int32_t *lhs, const NamedShape &lhsShape,
@@ -346,20 +416,23 @@ void softmaxKernel(const float *in, const NamedShape &inShape, float *out,
                    const NamedShape &outShape, const std::string &dim) {
   Rows rows = rowsAlong(inShape, outShape, dim);
   int64_t n = rows.length, inStep = rows.step, outStep = rows.otherStep;
+  // A row that is not contiguous in and out is gathered into a buffer.
+  std::vector<float> buffer(inStep == 1 && outStep == 1 ? 0 : n);
   rows.walk.run([&](const int64_t *o) {
     const float *x = in + o[0];
-    float *y = out + o[1];
-    float top = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < n; ++j)
-      top = maxOf(top, x[j * inStep]);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; ++j) {
-      float e = std::exp(x[j * inStep] - top);
-      y[j * outStep] = e;
-      sum += e;
+    float *y = outStep == 1 && inStep == 1 ? out + o[1] : buffer.data();
+    if (inStep != 1 || outStep != 1) {
+      for (int64_t j = 0; j < n; ++j)
+        y[j] = x[j * inStep];
+      x = y;
     }
-    for (int64_t j = 0; j < n; ++j)
-      y[j * outStep] /= sum;
+    float top = vmath::max(x, n);
+    vmath::binaryScalarRhs(BinaryFn::Sub, x, top, y, n);
+    vmath::unary(UnaryFn::Exp, 1.0f, y, y, n);
+    vmath::binaryScalarRhs(BinaryFn::Div, y, vmath::sum(y, n), y, n);
+    if (inStep != 1 || outStep != 1)
+      for (int64_t j = 0; j < n; ++j)
+        out[o[1] + j * outStep] = y[j];
   });
 }
 

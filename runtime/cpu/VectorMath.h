@@ -1,13 +1,15 @@
-//===- VectorMath.h - Array element functions of the CPU backend -*- C++ -*-===//
+//===- VectorMath.h - Array element functions of the CPU backend -*- C++
+//-*-===//
 //
 // The element functions of ElementFunctions.def applied to arrays: what the
 // CPU's unary and binary kernels and its fused steps run on each contiguous
 // run of elements. Every function computes, element for element, the
 // formula of its unaryValue / binaryValue specialization in
-// ElementFunctions.h; the transcendental ones (exp, log, tanh and those made
-// of them) may differ from the C library's by the few ulps docs/runtime.md
-// states. `in`/`out` (and `lhs`/`rhs`/`out`) may be the same array; they do
-// not otherwise overlap.
+// ElementFunctions.h, on SIMD vectors (Highway); the transcendental ones
+// (exp, log, tanh and those made of them) may differ from the C library's by
+// the few ulps docs/runtime.md states, and sum adds in another order.
+// `in`/`out` (and `lhs`/`rhs`/`out`) may be the same array; they do not
+// otherwise overlap.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +40,10 @@ void binaryScalarLhs(BinaryFn fn, float lhs, const float *rhs, float *out,
 /// loses to every number, as maxOf's running maximum from -inf does).
 float sum(const float *in, int64_t n);
 float max(const float *in, int64_t n);
+
+/// The SIMD target these functions run on this CPU ("AVX3", "AVX2",
+/// "SSE4", ...: Highway's name of the best one it has).
+const char *targetName();
 
 } // namespace meshc::runtime::vmath
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestSupport.h"
+#include "ElementBounds.h"
 #include "StepHarness.h"
 
 #include "cuda/CudaCheck.h"
@@ -152,15 +153,18 @@ TEST(CudaHostTest, GeneratorIsBitIdenticalToRandomH) {
 TEST(CudaHostTest, ElementwiseKernelsMatchTheCpu) {
   std::vector<float> x = testData("x", 257);
   x[3] = NAN;
-  // Both run ElementFunctions.h's formulas on the host: the same bits,
+  // The host path runs ElementFunctions.h's scalar formulas, the CPU its
+  // vectors (VectorMath.h): the same bits where the formula is IEEE
+  // arithmetic, within the stated bounds where it calls exp, log or tanh;
   // NaNs of log, sqrt and rsqrt included.
   for (size_t i = 0; i < kUnaryFnCount; ++i) {
     UnaryFn fn = static_cast<UnaryFn>(i);
     std::vector<float> got(x.size()), want(x.size());
     cuda::unaryKernel(kHost, fn, 2.5f, x.data(), got.data(), 257);
     rt::unaryKernel(fn, 2.5, x.data(), want.data(), 257);
-    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), 257 * sizeof(float)))
-        << unaryFnName(fn);
+    std::string why;
+    for (size_t k = 0; k < x.size(); ++k)
+      EXPECT_TRUE(withinBound(fn, x[k], got[k], want[k], why)) << why;
   }
   std::vector<float> f = {1.9f, -1.9f, 3e9f, -3e9f, NAN, 0.0f};
   std::vector<int32_t> got(6), want(6);
@@ -198,7 +202,9 @@ TEST(CudaHostTest, BroadcastingBinaryMatchesTheCpu) {
   EXPECT_EQ(binarySpace(out, out, out).rank, 1);
 }
 
-TEST(CudaHostTest, ReductionsAndTransposesMatchTheCpuBitForBit) {
+// Maxima and transposes bit for bit; sums to rounding (the CPU adds a
+// contiguous row in vector lanes, the host path element by element).
+TEST(CudaHostTest, ReductionsAndTransposesMatchTheCpu) {
   NamedShape src = shape({"a", "b", "c", "d"}, {3, 4, 5, 2});
   std::vector<float> x = testData("x", 120);
   for (NamedShape dst :
@@ -210,7 +216,10 @@ TEST(CudaHostTest, ReductionsAndTransposesMatchTheCpuBitForBit) {
       cuda::reduceKernel(kHost, fn, x.data(), got.data(), spaces.outer,
                          spaces.inner);
       reducePermute(fn, x.data(), src, want.data(), dst);
-      EXPECT_EQ(got, want) << dst.str();
+      if (fn == Reduction::Sum && dst.elements() < src.elements())
+        expectClose(got, want, 1e-6);
+      else
+        EXPECT_EQ(got, want) << dst.str();
     }
   }
 }
