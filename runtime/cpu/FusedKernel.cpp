@@ -19,7 +19,27 @@ public:
   Run(const FusedAttrs &attrs, size_t inputs, float *scratch, int64_t stride)
       : attrs(attrs), plan(attrs.plan), inputs(inputs), scratch(scratch),
         stride(stride), vectors(inputs + attrs.body.size()),
-        scalars(inputs + attrs.body.size()) {}
+        scalars(inputs + attrs.body.size()), unaries(attrs.body.size()),
+        binaries(attrs.body.size()),
+        destination(inputs + attrs.body.size(), nullptr) {
+    // A computed vector value that an output stores contiguously is
+    // computed right into it (outputs overlap no input, docs/mprog.md).
+    for (size_t o = 0; o < attrs.outValues.size(); ++o) {
+      size_t v = static_cast<size_t>(attrs.outValues[o]);
+      if (v >= inputs && !plan.scalar[v] && plan.innerStride[inputs + o] == 1 &&
+          std::find(direct.begin(), direct.end(), v) == direct.end()) {
+        direct.push_back(v);
+        directOut.push_back(o);
+      }
+    }
+    // Each instruction's array function, chosen once for all rows.
+    for (size_t j = 0; j < attrs.body.size(); ++j) {
+      if (attrs.body[j].kind == Kind::Unary)
+        unaries[j] = vmath::unaryArray(attrs.body[j].unary);
+      else if (attrs.body[j].kind == Kind::Binary)
+        binaries[j] = vmath::binaryArrays(attrs.body[j].binary);
+    }
+  }
 
   /// Evaluates elements [begin, begin + length) of the row whose operands
   /// start at `base`.
@@ -28,8 +48,11 @@ public:
                 int64_t begin, int64_t length) {
     for (size_t i = 0; i < inputs; ++i)
       read(i, in[i] + base[i], begin, length);
+    for (size_t d = 0; d < direct.size(); ++d)
+      destination[direct[d]] =
+          out[directOut[d]] + base[inputs + directOut[d]] + begin;
     for (size_t j = 0; j < attrs.body.size(); ++j)
-      compute(attrs.body[j], inputs + j, length);
+      compute(j, inputs + j, length);
     for (size_t o = 0; o < out.size(); ++o)
       write(attrs.outValues[o], inputs + o, out[o] + base[inputs + o], begin,
             length);
@@ -37,6 +60,10 @@ public:
 
 private:
   float *slotOf(size_t value) { return scratch + plan.slot[value] * stride; }
+  /// Where computed value `value` goes: its output, or its scratch slot.
+  float *targetOf(size_t value) {
+    return destination[value] ? destination[value] : slotOf(value);
+  }
 
   /// The offset of element k of the run of operand `o`.
   int64_t offset(size_t o, int64_t k) const {
@@ -57,7 +84,8 @@ private:
     }
   }
 
-  void compute(const FusedInstr &instr, size_t v, int64_t length) {
+  void compute(size_t j, size_t v, int64_t length) {
+    const FusedInstr &instr = attrs.body[j];
     int32_t a = instr.args[0], b = instr.args[1];
     bool scalar = plan.scalar[v];
     switch (instr.kind) {
@@ -65,22 +93,23 @@ private:
       scalars[v] = instr.value;
       return;
     case Kind::Unary:
-      if (scalar)
-        vmath::unary(instr.unary, instr.value, &scalars[a], &scalars[v], 1);
-      else
-        vmath::unary(instr.unary, instr.value, vectors[a], slotOf(v), length);
+      if (scalar) {
+        scalars[v] = vmath::unaryOne(instr.unary, scalars[a], instr.value);
+        return;
+      }
+      unaries[j](instr.value, vectors[a], targetOf(v), length);
       break;
     case Kind::Binary:
-      if (scalar)
-        vmath::binary(instr.binary, &scalars[a], &scalars[b], &scalars[v], 1);
-      else if (plan.scalar[a])
-        vmath::binaryScalarLhs(instr.binary, scalars[a], vectors[b], slotOf(v),
-                               length);
+      if (scalar) {
+        scalars[v] = vmath::binaryOne(instr.binary, scalars[a], scalars[b]);
+        return;
+      }
+      if (plan.scalar[a])
+        binaries[j].scalarLhs(scalars[a], vectors[b], targetOf(v), length);
       else if (plan.scalar[b])
-        vmath::binaryScalarRhs(instr.binary, vectors[a], scalars[b], slotOf(v),
-                               length);
+        binaries[j].scalarRhs(vectors[a], scalars[b], targetOf(v), length);
       else
-        vmath::binary(instr.binary, vectors[a], vectors[b], slotOf(v), length);
+        binaries[j].both(vectors[a], vectors[b], targetOf(v), length);
       break;
     case Kind::ReduceSum:
       if (plan.scalar[a]) {
@@ -102,7 +131,7 @@ private:
       return;
     }
     if (!scalar)
-      vectors[v] = slotOf(v);
+      vectors[v] = targetOf(v);
   }
 
   void write(int32_t value, size_t o, float *row, int64_t begin,
@@ -133,6 +162,12 @@ private:
   int64_t stride;
   std::vector<const float *> vectors;
   std::vector<float> scalars;
+  std::vector<vmath::UnaryArray> unaries;
+  std::vector<vmath::BinaryArrays> binaries;
+  /// The values computed into an output (direct[d] into directOut[d]), and
+  /// per value its place in the current run (null: its slot).
+  std::vector<size_t> direct, directOut;
+  std::vector<float *> destination;
 };
 
 } // namespace

@@ -172,25 +172,25 @@ HWY_INLINE void mapArrays(const float *const (&in)[Inputs], float *out,
 }
 
 template <UnaryFn Fn>
-void unaryArray(float factor, const float *in, float *out, int64_t n) {
+void unaryLoop(float factor, const float *in, float *out, int64_t n) {
   const V f = splat(factor);
   mapArrays<1>({in}, out, n,
                [f](const V(&x)[1]) { return unaryVec<Fn>(x[0], f); });
 }
 
 template <BinaryFn Fn>
-void binaryArray(const float *lhs, const float *rhs, float *out, int64_t n) {
+void binaryLoop(const float *lhs, const float *rhs, float *out, int64_t n) {
   mapArrays<2>({lhs, rhs}, out, n,
                [](const V(&x)[2]) { return binaryVec<Fn>(x[0], x[1]); });
 }
 template <BinaryFn Fn>
-void scalarRhsArray(const float *lhs, float rhs, float *out, int64_t n) {
+void scalarRhsLoop(const float *lhs, float rhs, float *out, int64_t n) {
   const V y = splat(rhs);
   mapArrays<1>({lhs}, out, n,
                [y](const V(&x)[1]) { return binaryVec<Fn>(x[0], y); });
 }
 template <BinaryFn Fn>
-void scalarLhsArray(float lhs, const float *rhs, float *out, int64_t n) {
+void scalarLhsLoop(float lhs, const float *rhs, float *out, int64_t n) {
   const V x = splat(lhs);
   mapArrays<1>({rhs}, out, n,
                [x](const V(&y)[1]) { return binaryVec<Fn>(x, y[0]); });
@@ -203,7 +203,7 @@ void UnaryTarget(UnaryFn fn, float factor, const float *in, float *out,
   switch (fn) {
 #define MESHC_UNARY_FN(Fn, Spelling)                                           \
   case UnaryFn::Fn:                                                            \
-    return unaryArray<UnaryFn::Fn>(factor, in, out, n);
+    return unaryLoop<UnaryFn::Fn>(factor, in, out, n);
 #include "runtime/core/ElementFunctions.def"
   }
 }
@@ -213,7 +213,7 @@ void BinaryTarget(BinaryFn fn, const float *lhs, const float *rhs, float *out,
   switch (fn) {
 #define MESHC_BINARY_FN(Fn, Spelling)                                          \
   case BinaryFn::Fn:                                                           \
-    return binaryArray<BinaryFn::Fn>(lhs, rhs, out, n);
+    return binaryLoop<BinaryFn::Fn>(lhs, rhs, out, n);
 #include "runtime/core/ElementFunctions.def"
   }
 }
@@ -223,7 +223,7 @@ void ScalarRhsTarget(BinaryFn fn, const float *lhs, float rhs, float *out,
   switch (fn) {
 #define MESHC_BINARY_FN(Fn, Spelling)                                          \
   case BinaryFn::Fn:                                                           \
-    return scalarRhsArray<BinaryFn::Fn>(lhs, rhs, out, n);
+    return scalarRhsLoop<BinaryFn::Fn>(lhs, rhs, out, n);
 #include "runtime/core/ElementFunctions.def"
   }
 }
@@ -233,9 +233,30 @@ void ScalarLhsTarget(BinaryFn fn, float lhs, const float *rhs, float *out,
   switch (fn) {
 #define MESHC_BINARY_FN(Fn, Spelling)                                          \
   case BinaryFn::Fn:                                                           \
-    return scalarLhsArray<BinaryFn::Fn>(lhs, rhs, out, n);
+    return scalarLhsLoop<BinaryFn::Fn>(lhs, rhs, out, n);
 #include "runtime/core/ElementFunctions.def"
   }
+}
+
+UnaryArray UnaryArrayTarget(UnaryFn fn) {
+  switch (fn) {
+#define MESHC_UNARY_FN(Fn, Spelling)                                           \
+  case UnaryFn::Fn:                                                            \
+    return &unaryLoop<UnaryFn::Fn>;
+#include "runtime/core/ElementFunctions.def"
+  }
+  return nullptr;
+}
+
+BinaryArrays BinaryArraysTarget(BinaryFn fn) {
+  switch (fn) {
+#define MESHC_BINARY_FN(Fn, Spelling)                                          \
+  case BinaryFn::Fn:                                                           \
+    return {&binaryLoop<BinaryFn::Fn>, &scalarLhsLoop<BinaryFn::Fn>,           \
+            &scalarRhsLoop<BinaryFn::Fn>};
+#include "runtime/core/ElementFunctions.def"
+  }
+  return {};
 }
 
 /// Two vector accumulators, lanes summed at the end; the tail padded with 0.
@@ -297,6 +318,8 @@ HWY_EXPORT(ScalarLhsTarget);
 HWY_EXPORT(SumTarget);
 HWY_EXPORT(MaxTarget);
 HWY_EXPORT(TargetNameTarget);
+HWY_EXPORT(UnaryArrayTarget);
+HWY_EXPORT(BinaryArraysTarget);
 
 void unary(UnaryFn fn, float factor, const float *in, float *out, int64_t n) {
   HWY_DYNAMIC_DISPATCH(UnaryTarget)(fn, factor, in, out, n);
@@ -323,6 +346,46 @@ float sum(const float *in, int64_t n) {
 
 float max(const float *in, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(MaxTarget)(in, n);
+}
+
+UnaryArray unaryArray(UnaryFn fn) {
+  return HWY_DYNAMIC_DISPATCH(UnaryArrayTarget)(fn);
+}
+
+BinaryArrays binaryArrays(BinaryFn fn) {
+  return HWY_DYNAMIC_DISPATCH(BinaryArraysTarget)(fn);
+}
+
+float unaryOne(UnaryFn fn, float x, float factor) {
+  switch (fn) {
+  case UnaryFn::Relu:
+    return unaryValue<UnaryFn::Relu>(x, factor);
+  case UnaryFn::Sqrt:
+    return unaryValue<UnaryFn::Sqrt>(x, factor);
+  case UnaryFn::Rsqrt:
+    return unaryValue<UnaryFn::Rsqrt>(x, factor);
+  case UnaryFn::Negate:
+    return unaryValue<UnaryFn::Negate>(x, factor);
+  case UnaryFn::Scale:
+    return unaryValue<UnaryFn::Scale>(x, factor);
+  case UnaryFn::Positive:
+    return unaryValue<UnaryFn::Positive>(x, factor);
+  default: {
+    float y = 0;
+    unary(fn, factor, &x, &y, 1);
+    return y;
+  }
+  }
+}
+
+float binaryOne(BinaryFn fn, float x, float y) {
+  switch (fn) {
+#define MESHC_BINARY_FN(Fn, Spelling)                                          \
+  case BinaryFn::Fn:                                                           \
+    return binaryValue<BinaryFn::Fn>(x, y);
+#include "runtime/core/ElementFunctions.def"
+  }
+  return 0;
 }
 
 const char *targetName() { return HWY_DYNAMIC_DISPATCH(TargetNameTarget)(); }

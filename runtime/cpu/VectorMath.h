@@ -41,6 +41,24 @@ void binaryScalarLhs(BinaryFn fn, float lhs, const float *rhs, float *out,
 float sum(const float *in, int64_t n);
 float max(const float *in, int64_t n);
 
+/// The array function unary(fn, ...) runs on this CPU, and binary's (with
+/// the scalar-operand variants): for a caller that runs one function on
+/// many short arrays and would rather choose it once.
+using UnaryArray = void (*)(float factor, const float *in, float *out,
+                            int64_t n);
+UnaryArray unaryArray(UnaryFn fn);
+struct BinaryArrays {
+  void (*both)(const float *lhs, const float *rhs, float *out, int64_t n);
+  void (*scalarLhs)(float lhs, const float *rhs, float *out, int64_t n);
+  void (*scalarRhs)(const float *lhs, float rhs, float *out, int64_t n);
+};
+BinaryArrays binaryArrays(BinaryFn fn);
+
+/// fn of one element: the value unary / binary give it (the scalar formula
+/// where that is IEEE arithmetic, else one padded vector).
+float unaryOne(UnaryFn fn, float x, float factor);
+float binaryOne(BinaryFn fn, float x, float y);
+
 /// The SIMD target these functions run on this CPU ("AVX3", "AVX2",
 /// "SSE4", ...: Highway's name of the best one it has).
 const char *targetName();
