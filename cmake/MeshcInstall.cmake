@@ -59,6 +59,7 @@ set(MESHC_INSTALL_TARGETS
   MeshcRuntime=runtime
   MeshcCuda=cuda
   meshrun=meshrun
+  meshc-calibrate=meshc-calibrate
   meshc=meshc
   meshc-opt=meshc-opt
 )

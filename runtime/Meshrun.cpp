@@ -142,18 +142,6 @@ void run(MeshrunOptions options, std::ostream &out, std::ostream &err,
                  restored ? &*restored : nullptr);
 }
 
-/// The number of processes of the MPI job this process was started in by
-/// mpirun (Open MPI, or a PMI launcher such as MPICH's), or 1.
-int64_t launchedRanks() {
-  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
-    if (const char *value = std::getenv(name)) {
-      int64_t ranks = std::strtoll(value, nullptr, 10);
-      if (ranks > 0)
-        return ranks;
-    }
-  return 1;
-}
-
 #ifdef MESHC_HAVE_MPI
 /// meshrun as one rank of an MPI job: this rank runs mesh device rank() with
 /// the MPI collectives. Setup errors are agreed on by all ranks (each prints
@@ -236,6 +224,16 @@ int meshrunMpi(int argc, const char *const *argv, std::ostream &out,
 #endif
 
 } // namespace
+
+int64_t launchedRanks() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char *value = std::getenv(name)) {
+      int64_t ranks = std::strtoll(value, nullptr, 10);
+      if (ranks > 0)
+        return ranks;
+    }
+  return 1;
+}
 
 MeshrunOptions parseMeshrunArgs(const std::vector<std::string> &args) {
   MeshrunOptions options;

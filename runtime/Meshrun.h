@@ -84,6 +84,10 @@ struct MeshrunOptions {
 /// unknown flag, a missing or malformed value, or a missing .mprog file.
 MeshrunOptions parseMeshrunArgs(const std::vector<std::string> &args);
 
+/// The number of processes of the MPI job this process was started in by
+/// mpirun (Open MPI, or a PMI launcher such as MPICH's), or 1.
+int64_t launchedRanks();
+
 /// Runs meshrun with `argv`; results go to `out`, errors to `err` as
 /// "meshrun: error: <message>". Returns the exit code: 0, or 1 on any error.
 int meshrunMain(int argc, const char *const *argv, std::ostream &out,

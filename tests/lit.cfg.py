@@ -15,7 +15,7 @@ config.test_exec_root = os.path.join(config.meshc_obj_root, "tests")
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["meshc", "meshc-opt", "meshrun"],
+llvm_config.add_tool_substitutions(["meshc", "meshc-opt", "meshrun", "meshc-calibrate"],
                                    [config.meshc_tools_dir])
 config.substitutions.append(("%examples",
                              os.path.join(config.meshc_src_root, "examples")))

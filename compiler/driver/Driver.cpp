@@ -87,6 +87,13 @@ struct Options {
                         cl::desc("print every tensor's layout, per-device "
                                  "slice and bytes, and per-device memory"),
                         cl::cat(category)};
+  cl::opt<std::string> machine{
+      "machine",
+      cl::desc("the machine --explain predicts step times for: a preset "
+               "(h100-sxm, epyc-2core-threads) or a JSON profile file "
+               "(docs/cost.md)"),
+      cl::value_desc("preset|file"), cl::init(cost::kDefaultMachine),
+      cl::cat(category)};
   cl::opt<bool> noFuse{
       "no-fuse",
       cl::desc("keep every elementwise op and reduction its own step (skip "
@@ -266,6 +273,21 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   layout::LayoutRules rules;
   if (!resolveLayout(options, mesh, rules))
     return failure();
+  cost::MachineProfile machine;
+  if (options.machine.getNumOccurrences() && !options.explain) {
+    llvm::errs() << "meshc: error: --machine is for --explain's predicted "
+                    "times; add --explain\n";
+    return failure();
+  }
+  if (options.explain) {
+    layout::Result<cost::MachineProfile> loaded =
+        cost::loadMachineProfile(options.machine);
+    if (!loaded.ok()) {
+      llvm::errs() << "meshc: --machine: " << loaded.error().str() << "\n";
+      return failure();
+    }
+    machine = *loaded;
+  }
 
   OwningOpRef<ModuleOp> module = importInput(options, sourceMgr, context);
   if (!module || failed(checkInput(options, *module)))
@@ -374,7 +396,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     ModuleOp laidOut = global ? *global : *module;
     for (auto program : laidOut.getOps<mtf::ProgramOp>())
       explainProgram(program, partition ? *module : ModuleOp(),
-                     planned ? &stats : nullptr, llvm::outs());
+                     planned ? &stats : nullptr, machine, llvm::outs());
   }
 
   if (emit == EmitKind::Default)

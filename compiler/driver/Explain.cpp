@@ -8,6 +8,7 @@
 #include "compiler/driver/Explain.h"
 
 #include "compiler/passes/LayoutBridge.h"
+#include "lowering/ProgramCost.h"
 #include "runtime/core/layout/ReshardPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -105,75 +106,69 @@ void printTable(const std::vector<Row> &rows, llvm::raw_ostream &os) {
 
 } // namespace
 
-/// Every collective of the partitioned program, with its cost and cause.
-void explainCollectives(ModuleOp spmd, const layout::Mesh &mesh,
+/// Every collective of the partitioned program, with its bytes, predicted
+/// time and cause, then the predicted step time.
+void explainCollectives(const ProgramCost &cost, const layout::Mesh &mesh,
+                        const cost::MachineProfile &machine,
                         llvm::raw_ostream &os) {
   struct Entry {
-    std::string op, axes, bytes, received, where, why;
+    std::string op, axes, bytes, received, time, where, why;
   };
   std::vector<Entry> entries;
   int64_t total = 0;
-  spmd.walk([&](Operation *op) {
-    auto reason =
-        op->getAttrOfType<StringAttr>(mtf::MtfDialect::kReasonAttrName);
-    if (!reason)
-      return;
-    auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
-    std::vector<size_t> axisList;
+  for (const CollectiveCost &collective : cost.collectives) {
+    Operation *op = collective.op;
     std::string axisNames;
-    for (int16_t axis : axes.asArrayRef()) {
-      axisList.push_back(axis);
+    for (size_t axis : collective.axes)
       axisNames += (axisNames.empty() ? "" : "+") + mesh.axisName(axis);
-    }
-    auto input = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
-    auto output = llvm::cast<RankedTensorType>(op->getResult(0).getType());
-    int64_t elementBytes = input.getElementTypeBitWidth() / 8;
-    int64_t inBytes = input.getNumElements() * elementBytes;
-    int64_t outBytes = output.getNumElements() * elementBytes;
-    StringRef name = op->getName().stripDialect();
-    layout::CollectiveKind kind =
-        name == "all_reduce"       ? layout::CollectiveKind::AllReduce
-        : name == "all_gather"     ? layout::CollectiveKind::AllGather
-        : name == "reduce_scatter" ? layout::CollectiveKind::ReduceScatter
-        : name == "all_to_all"     ? layout::CollectiveKind::AllToAll
-                                   : layout::CollectiveKind::Slice;
-    int64_t received = layout::collectiveBytesPerDevice(
-        kind, kind == layout::CollectiveKind::AllGather ? outBytes : inBytes,
-        layout::groupSize(axisList, mesh));
-    total += received;
+    total += collective.received;
     std::string where = "?";
     if (auto loc = op->getLoc()->findInstanceOf<FileLineColLoc>())
       where = llvm::sys::path::filename(loc.getFilename()).str() + ":" +
               std::to_string(loc.getLine()) + ":" +
               std::to_string(loc.getColumn());
-    entries.push_back({name.str(), axisNames, formatBytes(inBytes),
-                       formatBytes(received), where, reason.getValue().str()});
-  });
+    auto reason =
+        op->getAttrOfType<StringAttr>(mtf::MtfDialect::kReasonAttrName);
+    entries.push_back({op->getName().stripDialect().str(), axisNames,
+                       formatBytes(collective.inBytes),
+                       formatBytes(collective.received),
+                       cost::formatSeconds(collective.seconds) +
+                           (collective.interNode ? " (between nodes)" : ""),
+                       where, reason ? reason.getValue().str() : ""});
+  }
   os << "\ncollectives per step (" << entries.size() << "):\n";
   if (entries.empty()) {
     os << "  none: every device computes on its own blocks\n";
-    return;
-  }
-  size_t widths[5] = {2, 4, 6, 8, 6};
-  for (const Entry &e : entries) {
-    widths[0] = std::max(widths[0], e.op.size());
-    widths[1] = std::max(widths[1], e.axes.size());
-    widths[2] = std::max(widths[2], e.bytes.size());
-    widths[3] = std::max(widths[3], e.received.size());
-    widths[4] = std::max(widths[4], e.where.size());
-  }
-  auto row = [&](ArrayRef<std::string> cells) {
-    os << "  ";
-    for (int i = 0; i < 5; ++i) {
-      os << cells[i];
-      os.indent(widths[i] - cells[i].size() + 2);
+  } else {
+    size_t widths[6] = {2, 4, 6, 8, 9, 6};
+    for (const Entry &e : entries) {
+      widths[0] = std::max(widths[0], e.op.size());
+      widths[1] = std::max(widths[1], e.axes.size());
+      widths[2] = std::max(widths[2], e.bytes.size());
+      widths[3] = std::max(widths[3], e.received.size());
+      widths[4] = std::max(widths[4], e.time.size());
+      widths[5] = std::max(widths[5], e.where.size());
     }
-    os << cells[5] << "\n";
-  };
-  row({"op", "axes", "input", "received", "source", "why"});
-  for (const Entry &e : entries)
-    row({e.op, e.axes, e.bytes, e.received, e.where, e.why});
-  os << "  total received per device per step: " << formatBytes(total) << "\n";
+    auto row = [&](ArrayRef<std::string> cells) {
+      os << "  ";
+      for (int i = 0; i < 6; ++i) {
+        os << cells[i];
+        os.indent(widths[i] - cells[i].size() + 2);
+      }
+      os << cells[6] << "\n";
+    };
+    row({"op", "axes", "input", "received", "predicted", "source", "why"});
+    for (const Entry &e : entries)
+      row({e.op, e.axes, e.bytes, e.received, e.time, e.where, e.why});
+    os << "  total received per device per step: " << formatBytes(total)
+       << "\n";
+  }
+  const cost::Prediction &p = cost.prediction;
+  os << "\npredicted step time: " << cost::formatSeconds(p.total())
+     << " (compute " << cost::formatSeconds(p.compute) << " in " << p.steps
+     << " steps, communication " << cost::formatSeconds(p.communication)
+     << " in " << p.collectives << " collectives, run overhead "
+     << cost::formatSeconds(p.overhead) << ") on " << machine.name << "\n";
 }
 
 /// Every mtf.fused step of the partitioned program: its phase, iteration
@@ -232,7 +227,9 @@ void explainFusion(ModuleOp spmd, llvm::raw_ostream &os) {
 }
 
 void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
-                    const MemoryPlanStats *plan, llvm::raw_ostream &os) {
+                    const MemoryPlanStats *plan,
+                    const cost::MachineProfile &machine,
+                    llvm::raw_ostream &os) {
   layout::Mesh mesh = toMesh(program.getMeshAttr());
   os << "program @" << program.getSymName() << " on mesh "
      << (mesh.rank() ? mesh.str() : std::string("(single device)")) << " ("
@@ -308,7 +305,7 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
        << plan->buffers << " buffers, " << formatBytes(plan->unplannedBytes)
        << " without reuse)\n";
   if (spmd) {
-    explainCollectives(spmd, mesh, os);
+    explainCollectives(predictProgram(spmd, mesh, machine), mesh, machine, os);
     explainFusion(spmd, os);
   }
   if (!outputs.empty()) {

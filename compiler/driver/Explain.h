@@ -10,6 +10,7 @@
 
 #include "dialect/MtfDialect.h"
 #include "lowering/EmitMprog.h"
+#include "runtime/core/cost/MachineProfile.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace meshc {
@@ -17,10 +18,12 @@ namespace meshc {
 /// Prints the per-tensor layout table and memory summary of `program`, whose
 /// ops must carry `mtf.layout` (see mtf-apply-layout); with `spmd`, the
 /// partitioned module, also every collective it inserted (op, mesh axes,
-/// bytes, the model line that caused it and why) and, with `plan`, the
-/// planned per-device arena.
+/// bytes, predicted time, the model line that caused it and why), the
+/// predicted step time on `machine` (lowering/ProgramCost.h) and the fused
+/// steps; with `plan`, the planned per-device arena.
 void explainProgram(mlir::mtf::ProgramOp program, mlir::ModuleOp spmd,
-                    const MemoryPlanStats *plan, llvm::raw_ostream &os);
+                    const MemoryPlanStats *plan,
+                    const cost::MachineProfile &machine, llvm::raw_ostream &os);
 
 /// "12 B", "4.0 KiB", "1.5 MiB", ...
 std::string formatBytes(int64_t bytes);

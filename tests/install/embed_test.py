@@ -44,7 +44,7 @@ def main():
     os.makedirs(args.work)
 
     run([args.cmake, "--install", args.build, "--prefix", prefix])
-    for path in ["bin/meshc", "bin/meshc-opt", "bin/meshrun",
+    for path in ["bin/meshc", "bin/meshc-opt", "bin/meshrun", "bin/meshc-calibrate",
                  "include/meshc/runtime/Session.h",
                  "include/meshc/runtime/core/layout/Mesh.h"]:
         if not os.path.exists(os.path.join(prefix, path)):

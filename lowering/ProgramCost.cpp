@@ -1,0 +1,152 @@
+//===- ProgramCost.cpp - Predicted time of a partitioned program ----------===//
+
+#include "lowering/ProgramCost.h"
+
+#include "dialect/MtfDialect.h"
+
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+
+#include "llvm/ADT/StringMap.h"
+
+namespace meshc {
+
+using namespace mlir;
+
+namespace {
+
+/// Bytes of a value of tensor type (mtf's named or a builtin ranked one).
+int64_t bytesOf(Value value) {
+  if (auto named = llvm::dyn_cast<mtf::TensorType>(value.getType()))
+    return named.getNumElements() * named.getElementBytes();
+  if (auto ranked = llvm::dyn_cast<RankedTensorType>(value.getType()))
+    return ranked.getNumElements() * ranked.getElementTypeBitWidth() / 8;
+  return 0;
+}
+
+int64_t elementsOf(Value value) {
+  if (auto named = llvm::dyn_cast<mtf::TensorType>(value.getType()))
+    return named.getNumElements();
+  return 0;
+}
+
+/// An einsum's FLOPs, 2 · the product of the sizes of every dim its
+/// operands and result name (each multiply-add counts two), and its GEMM
+/// calls, the product of the dims all of them have (its batch).
+void einsumWork(Operation *op, cost::StepWork &work) {
+  llvm::StringMap<int64_t> sizes;
+  llvm::StringMap<unsigned> holders;
+  unsigned tensors = 0;
+  auto note = [&](Type type) {
+    auto named = llvm::dyn_cast<mtf::TensorType>(type);
+    if (!named)
+      return;
+    ++tensors;
+    for (const auto &dim : named.getDims()) {
+      sizes[dim.name.getValue()] = dim.size;
+      ++holders[dim.name.getValue()];
+    }
+  };
+  for (Value operand : op->getOperands())
+    note(operand.getType());
+  for (Value result : op->getResults())
+    note(result.getType());
+  work.flops = 2;
+  work.gemmCalls = 1;
+  for (const auto &entry : sizes) {
+    work.flops *= static_cast<double>(entry.getValue());
+    if (holders[entry.getKey()] == tensors)
+      work.gemmCalls *= static_cast<double>(entry.getValue());
+  }
+}
+
+bool isBf16(Value value) {
+  auto named = llvm::dyn_cast<mtf::TensorType>(value.getType());
+  return named && named.getElementType().isBF16();
+}
+
+/// The work of step `op` on one device.
+cost::StepWork workOf(Operation *op) {
+  cost::StepWork work;
+  double elements = 0;
+  for (Value operand : op->getOperands()) {
+    work.bytes += static_cast<double>(bytesOf(operand));
+    elements = std::max(elements, static_cast<double>(elementsOf(operand)));
+  }
+  for (Value result : op->getResults()) {
+    work.bytes += static_cast<double>(bytesOf(result));
+    elements = std::max(elements, static_cast<double>(elementsOf(result)));
+  }
+  if (llvm::isa<mtf::EinsumOp>(op)) {
+    work.gemm = true;
+    work.bf16 = op->getNumOperands() > 0 && isBf16(op->getOperand(0));
+    einsumWork(op, work);
+  } else if (auto fused = llvm::dyn_cast<mtf::FusedOp>(op)) {
+    int64_t bodyOps = 0;
+    for (Operation &inner : fused.getBody().front())
+      if (!llvm::isa<mtf::YieldOp, mtf::ConstantOp>(inner))
+        ++bodyOps;
+    work.flops = elements * static_cast<double>(bodyOps);
+  } else {
+    work.flops = elements;
+  }
+  return work;
+}
+
+/// Whether `op` becomes no step of its own (EmitMprog emits nothing for it).
+bool launchesNoStep(Operation *op) {
+  return llvm::isa<mtf::InputOp, mtf::ParamOp, mtf::OutputOp, mtf::ToTensorOp,
+                   mtf::FromTensorOp, mtf::RenameOp>(op) ||
+         op->hasTrait<OpTrait::IsTerminator>();
+}
+
+layout::CollectiveKind kindOf(Operation *op) {
+  return llvm::isa<shard::AllReduceOp>(op)   ? layout::CollectiveKind::AllReduce
+         : llvm::isa<shard::AllGatherOp>(op) ? layout::CollectiveKind::AllGather
+         : llvm::isa<shard::ReduceScatterOp>(op)
+             ? layout::CollectiveKind::ReduceScatter
+         : llvm::isa<shard::AllToAllOp>(op) ? layout::CollectiveKind::AllToAll
+                                            : layout::CollectiveKind::Slice;
+}
+
+} // namespace
+
+ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
+                           const cost::MachineProfile &machine) {
+  ProgramCost result;
+  result.prediction.overhead = machine.runOverhead;
+  spmd.walk([&](mtf::ProgramOp program) {
+    for (Operation &op : program.getBodyBlock()) {
+      if (llvm::isa<shard::ShardDialect>(op.getDialect())) {
+        CollectiveCost collective;
+        collective.op = &op;
+        collective.kind = kindOf(&op);
+        if (auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
+          for (int16_t axis : axes.asArrayRef())
+            collective.axes.push_back(static_cast<size_t>(axis));
+        collective.inBytes = bytesOf(op.getOperand(0));
+        int64_t bytes = collective.kind == layout::CollectiveKind::AllGather
+                            ? bytesOf(op.getResult(0))
+                            : collective.inBytes;
+        collective.group = layout::groupSize(collective.axes, mesh);
+        collective.received = layout::collectiveBytesPerDevice(
+            collective.kind, bytes, collective.group);
+        const cost::Link &link = cost::linkOf(machine, mesh, collective.axes);
+        collective.interNode = &link == &machine.interNode;
+        collective.seconds = cost::collectiveSeconds(collective.kind, bytes,
+                                                     collective.group, link);
+        result.prediction.communication += collective.seconds;
+        ++result.prediction.collectives;
+        result.collectives.push_back(collective);
+        continue;
+      }
+      if (launchesNoStep(&op))
+        continue;
+      result.prediction.compute += cost::stepSeconds(machine, workOf(&op));
+      ++result.prediction.steps;
+    }
+  });
+  return result;
+}
+
+} // namespace meshc

@@ -1,0 +1,49 @@
+//===- ProgramCost.h - Predicted time of a partitioned program --*- C++ -*-===//
+//
+// The cost model (runtime/core/cost) applied to a partitioned module: each
+// op that becomes a launched step (what EmitMprog emits: not params, inputs,
+// outputs or views) gets its work on one device -- an einsum 2·∏(its dims)
+// FLOPs at the GEMM rate, a fused step one FLOP per body op and element,
+// any other step one FLOP per element, each moving its operands' and
+// results' bytes -- and each collective its ring time on the link its
+// groups cross. docs/cost.md states the model and its limits.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_LOWERING_PROGRAMCOST_H
+#define MESHC_LOWERING_PROGRAMCOST_H
+
+#include "runtime/core/cost/CostModel.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <vector>
+
+namespace meshc {
+
+/// One collective of a partitioned program and its predicted time.
+struct CollectiveCost {
+  mlir::Operation *op = nullptr;
+  layout::CollectiveKind kind = layout::CollectiveKind::AllReduce;
+  std::vector<size_t> axes;
+  /// The local input's bytes, and what each device receives.
+  int64_t inBytes = 0;
+  int64_t received = 0;
+  int64_t group = 1;
+  bool interNode = false;
+  double seconds = 0;
+};
+
+struct ProgramCost {
+  cost::Prediction prediction;
+  std::vector<CollectiveCost> collectives;
+};
+
+/// The predicted time of one run of the program in the partitioned module
+/// `spmd` on `mesh`, on a machine like `machine`.
+ProgramCost predictProgram(mlir::ModuleOp spmd, const layout::Mesh &mesh,
+                           const cost::MachineProfile &machine);
+
+} // namespace meshc
+
+#endif // MESHC_LOWERING_PROGRAMCOST_H
