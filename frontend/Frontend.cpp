@@ -36,7 +36,8 @@ std::string programNameForFile(llvm::StringRef path) {
 
 mlir::OwningOpRef<mlir::ModuleOp>
 meshc::frontend::importMtf(llvm::SourceMgr &sourceMgr,
-                           mlir::MLIRContext &context) {
+                           mlir::MLIRContext &context,
+                           const ImportOptions &options) {
   context.getOrLoadDialect<mlir::mtf::MtfDialect>();
   const llvm::MemoryBuffer *buffer =
       sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
@@ -49,7 +50,7 @@ meshc::frontend::importMtf(llvm::SourceMgr &sourceMgr,
   auto program = mlir::mtf::ProgramOp::create(builder, fileLoc,
                                               programNameForFile(filename));
 
-  MLIRGen gen(diagnostics, program);
+  MLIRGen gen(diagnostics, program, options);
   Parser parser(buffer->getBuffer(), diagnostics);
   while (true) {
     StmtPtr stmt;

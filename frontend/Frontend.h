@@ -13,7 +13,34 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
 namespace meshc::frontend {
+
+/// A `repeat N f(...)` of the model, as the frontend expanded it.
+struct RepeatSite {
+  /// Where `repeat` is written (1-based).
+  unsigned line = 0;
+  unsigned column = 0;
+  /// The count written in the model.
+  int64_t count = 0;
+  /// Whether it was expanded inside an instance of another repeat (then the
+  /// model's size is not linear in its count).
+  bool nested = false;
+};
+
+/// What importMtf may change, and what it tells, beyond the text.
+struct ImportOptions {
+  /// Instances to expand for the repeat written at (line, column) instead of
+  /// its count: --layout auto predicts a deep model from shallow copies.
+  std::map<std::pair<unsigned, unsigned>, int64_t> repeatCounts;
+  /// When set, receives each repeat expanded, once per site, in the order of
+  /// their first expansion.
+  std::vector<RepeatSite> *repeats = nullptr;
+};
 
 /// Parses the main buffer of `sourceMgr` as a .mtf model and builds a module
 /// holding one `mtf.program` named after the file stem (sanitised to an
@@ -21,7 +48,8 @@ namespace meshc::frontend {
 /// FileLineColLoc locations (file:line:col, 1-based); returns null after the
 /// first error.
 mlir::OwningOpRef<mlir::ModuleOp> importMtf(llvm::SourceMgr &sourceMgr,
-                                            mlir::MLIRContext &context);
+                                            mlir::MLIRContext &context,
+                                            const ImportOptions &options = {});
 
 } // namespace meshc::frontend
 

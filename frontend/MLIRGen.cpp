@@ -66,9 +66,10 @@ std::string meshc::frontend::formatElementType(mlir::Type type) {
   return text;
 }
 
-MLIRGen::MLIRGen(const DiagnosticEmitter &diagnostics, mtf::ProgramOp program)
+MLIRGen::MLIRGen(const DiagnosticEmitter &diagnostics, mtf::ProgramOp program,
+                 const ImportOptions &options)
     : diagnostics(diagnostics), context(program.getContext()),
-      builder(program.getContext()) {
+      builder(program.getContext()), options(options) {
   builder.setInsertionPointToEnd(&program.getBodyBlock());
 }
 

@@ -20,6 +20,7 @@
 #include "dialect/MtfDialect.h"
 #include "frontend/AST.h"
 #include "frontend/Diagnostics.h"
+#include "frontend/Frontend.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -35,7 +36,8 @@ public:
   /// call sites.
   static constexpr unsigned kMaxExpandedNesting = 1024;
 
-  MLIRGen(const DiagnosticEmitter &diagnostics, mlir::mtf::ProgramOp program);
+  MLIRGen(const DiagnosticEmitter &diagnostics, mlir::mtf::ProgramOp program,
+          const ImportOptions &options = {});
 
   /// Checks `stmt` and appends its operations to the program. Fails after
   /// reporting the first error.
@@ -229,6 +231,9 @@ private:
   /// Values whose defining operation already carries a NameLoc.
   llvm::DenseSet<mlir::Value> namedValues;
   std::vector<CallFrame> callStack;
+  const ImportOptions &options;
+  /// Repeats being expanded (their instances are on the call stack).
+  unsigned activeRepeats = 0;
   uint64_t operationCount = 0;
   /// Current recursion depth of genExpr, across function bodies.
   unsigned expansionDepth = 0;

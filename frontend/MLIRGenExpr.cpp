@@ -282,7 +282,24 @@ FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
       return failure();
     args.push_back(*value);
   }
-  for (int64_t i = 0; i < repeat.count; ++i) {
+  int64_t count = repeat.count;
+  Loc loc = repeat.getLoc();
+  if (auto it = options.repeatCounts.find({loc.line, loc.column});
+      it != options.repeatCounts.end())
+    count = it->second;
+  if (options.repeats) {
+    auto site = llvm::find_if(*options.repeats, [&](const RepeatSite &s) {
+      return s.line == loc.line && s.column == loc.column;
+    });
+    if (site == options.repeats->end())
+      options.repeats->push_back(
+          {loc.line, loc.column, repeat.count, activeRepeats > 0});
+    else
+      site->nested |= activeRepeats > 0;
+  }
+  ++activeRepeats;
+  auto leave = llvm::make_scope_exit([&] { --activeRepeats; });
+  for (int64_t i = 0; i < count; ++i) {
     FailureOr<mlir::Value> next =
         instantiate(function, args, repeat.callee.loc);
     if (failed(next))
@@ -299,7 +316,7 @@ FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
       return failure();
     }
     // The results of all but the last instance have no name otherwise.
-    if (i + 1 < repeat.count)
+    if (i + 1 < count)
       nameValue(*next, (repeat.callee.name + "_" +
                         llvm::Twine(function.nextInstance - 1))
                            .str());

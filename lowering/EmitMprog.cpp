@@ -56,6 +56,8 @@ public:
         mesh(toMesh(program.getMeshAttr())) {}
 
   FailureOr<json::Value> run(MemoryPlanStats *stats);
+  /// The buffers and their plan, without the program's JSON.
+  FailureOr<MemoryPlanStats> plan();
 
 private:
   LogicalResult assignBuffers();
@@ -87,6 +89,8 @@ private:
   /// from.
   llvm::DenseMap<Value, std::vector<std::string>> rankedNames;
   int64_t arenaBytes = 0;
+  /// The most bytes live at once (pinned buffers and live temporaries).
+  int64_t peakLiveBytes = 0;
   /// Outputs of assigned parameters -> the buffer their value is copied to.
   llvm::DenseMap<Operation *, int64_t> snapshots;
   /// Parameter (and slot) name -> buffer id.
@@ -253,6 +257,8 @@ void MprogEmitter::planMemory() {
     if (!info.pinned)
       order.push_back(&info);
   arenaBytes = top;
+  peakLiveBytes = top;
+  int64_t liveBytes = top;
   int64_t steps = program.getBodyBlock().getOperations().size();
   std::vector<std::vector<BufferInfo *>> byDef(steps), byEnd(steps);
   for (BufferInfo *info : order) {
@@ -270,9 +276,13 @@ void MprogEmitter::planMemory() {
       info->offset = candidate;
       live[candidate] = candidate + info->bytes;
       arenaBytes = std::max(arenaBytes, align(candidate + info->bytes));
+      liveBytes += align(info->bytes);
     }
-    for (BufferInfo *info : byEnd[step])
+    peakLiveBytes = std::max(peakLiveBytes, liveBytes);
+    for (BufferInfo *info : byEnd[step]) {
       live.erase(info->offset);
+      liveBytes -= align(info->bytes);
+    }
   }
 }
 
@@ -683,6 +693,17 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
                         << "' cannot be written to a .mprog";
 }
 
+FailureOr<MemoryPlanStats> MprogEmitter::plan() {
+  if (failed(assignBuffers()))
+    return failure();
+  planMemory();
+  MemoryPlanStats stats{arenaBytes, 0, static_cast<int64_t>(buffers.size()),
+                        peakLiveBytes};
+  for (const BufferInfo &info : buffers)
+    stats.unplannedBytes += info.bytes;
+  return stats;
+}
+
 FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
   if (failed(assignBuffers()))
     return failure();
@@ -776,7 +797,8 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
   if (auto loc = llvm::dyn_cast<FileLineColLoc>(program.getLoc()))
     source = loc.getFilename().str();
   if (stats)
-    *stats = {arenaBytes, unplanned, static_cast<int64_t>(buffers.size())};
+    *stats = {arenaBytes, unplanned, static_cast<int64_t>(buffers.size()),
+              peakLiveBytes};
   json::Object top{{"format", "meshc-mprog"},
                    {"version", 1},
                    {"program", program.getSymName()},
@@ -793,16 +815,34 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
   return json::Value(std::move(top));
 }
 
+/// The one partitioned program of `module`, or null after an error.
+mtf::ProgramOp localProgram(ModuleOp module) {
+  SmallVector<mtf::ProgramOp> programs(module.getOps<mtf::ProgramOp>());
+  if (programs.size() != 1 || !programs.front().getLocal()) {
+    emitError(module.getLoc())
+        << "a .mprog holds one partitioned (local) program; got "
+        << programs.size() << " program(s)";
+    return nullptr;
+  }
+  return programs.front();
+}
+
 } // namespace
 
 FailureOr<json::Value> emitMprog(ModuleOp module, const MprogOptions &options,
                                  MemoryPlanStats *stats) {
-  SmallVector<mtf::ProgramOp> programs(module.getOps<mtf::ProgramOp>());
-  if (programs.size() != 1 || !programs.front().getLocal())
-    return emitError(module.getLoc())
-           << "a .mprog holds one partitioned (local) program; got "
-           << programs.size() << " program(s)";
-  return MprogEmitter(programs.front(), options).run(stats);
+  mtf::ProgramOp program = localProgram(module);
+  if (!program)
+    return failure();
+  return MprogEmitter(program, options).run(stats);
+}
+
+FailureOr<MemoryPlanStats> planMprogMemory(ModuleOp module) {
+  mtf::ProgramOp program = localProgram(module);
+  if (!program)
+    return failure();
+  MprogOptions options;
+  return MprogEmitter(program, options).plan();
 }
 
 } // namespace meshc

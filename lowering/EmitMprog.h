@@ -31,6 +31,9 @@ struct MemoryPlanStats {
   /// Sum of all buffer sizes: the arena without reuse.
   int64_t unplannedBytes = 0;
   int64_t buffers = 0;
+  /// The most bytes live at one step: a lower bound of any plan's arena
+  /// (the arena is larger where first-fit leaves gaps).
+  int64_t peakLiveBytes = 0;
 };
 
 /// The .mprog of the one local program in `module`; reports an error through
@@ -38,6 +41,10 @@ struct MemoryPlanStats {
 mlir::FailureOr<llvm::json::Value> emitMprog(mlir::ModuleOp module,
                                              const MprogOptions &options,
                                              MemoryPlanStats *stats = nullptr);
+
+/// The memory plan emitMprog would make for `module`, without the rest of
+/// the .mprog (what --layout auto compares with a memory limit).
+mlir::FailureOr<MemoryPlanStats> planMprogMemory(mlir::ModuleOp module);
 
 } // namespace meshc
 

@@ -8,6 +8,7 @@
 
 #include "compiler/driver/Driver.h"
 
+#include "compiler/driver/AutoLayout.h"
 #include "compiler/driver/Explain.h"
 #include "compiler/driver/Pipeline.h"
 #include "compiler/driver/Registration.h"
@@ -17,6 +18,7 @@
 #include "frontend/Frontend.h"
 #include "lowering/EmitMprog.h"
 #include "lowering/Passes.h"
+#include "runtime/core/cost/CostModel.h"
 #include "runtime/core/layout/LayoutRules.h"
 #include "runtime/core/layout/Spec.h"
 
@@ -79,7 +81,8 @@ struct Options {
   cl::opt<std::string> layout{
       "layout",
       cl::desc("layout rules, e.g. \"batch:b;d_ff:m\" (overrides the spec "
-               "file's)"),
+               "file's), or \"auto\": the layout the cost model predicts "
+               "fastest (docs/cost.md)"),
       cl::cat(category)};
   cl::opt<std::string> spec{"spec", cl::desc("JSON file with mesh and layout"),
                             cl::value_desc("file"), cl::cat(category)};
@@ -94,6 +97,11 @@ struct Options {
                "(docs/cost.md)"),
       cl::value_desc("preset|file"), cl::init(cost::kDefaultMachine),
       cl::cat(category)};
+  cl::opt<std::string> memoryLimit{
+      "memory-limit",
+      cl::desc("with --layout auto: the most memory a device may plan "
+               "(e.g. 80GiB)"),
+      cl::value_desc("size"), cl::cat(category)};
   cl::opt<bool> noFuse{
       "no-fuse",
       cl::desc("keep every elementwise op and reduction its own step (skip "
@@ -178,6 +186,12 @@ bool checkRules(const Options &options, const layout::Status &status) {
   return false;
 }
 
+/// Whether --layout asks for the search (AutoLayout.h).
+bool autoLayout(const Options &options) {
+  return options.layout.getNumOccurrences() &&
+         StringRef(options.layout).trim() == "auto";
+}
+
 /// The mesh and layout rules from --spec, then --mesh/--layout on top.
 /// Returns false after reporting an error.
 bool resolveLayout(const Options &options, layout::Mesh &mesh,
@@ -197,7 +211,9 @@ bool resolveLayout(const Options &options, layout::Mesh &mesh,
       return reportFlagError(parsed.error(), "--mesh", options.mesh), false;
     mesh = *parsed;
   }
-  if (options.layout.getNumOccurrences()) {
+  if (options.layout.getNumOccurrences() && autoLayout(options)) {
+    rules = layout::LayoutRules();
+  } else if (options.layout.getNumOccurrences()) {
     layout::Result<layout::LayoutRules> parsed =
         layout::LayoutRules::parse(options.layout);
     if (!parsed.ok())
@@ -257,12 +273,21 @@ LogicalResult writeReference(const Options &options, ModuleOp module) {
 }
 
 /// Reads the input as a .mtf model, or as IR when it ends in .mlir.
-OwningOpRef<ModuleOp> importInput(const Options &options,
-                                  llvm::SourceMgr &sourceMgr,
-                                  MLIRContext &context) {
+OwningOpRef<ModuleOp>
+importInput(const Options &options, llvm::SourceMgr &sourceMgr,
+            MLIRContext &context,
+            const frontend::ImportOptions &importOptions = {}) {
   if (StringRef(options.input).ends_with(".mlir"))
     return parseSourceFile<ModuleOp>(sourceMgr, &context);
-  return frontend::importMtf(sourceMgr, context);
+  return frontend::importMtf(sourceMgr, context, importOptions);
+}
+
+/// Whether `options` ask to differentiate `module` (it trains, or gradients
+/// are asked for).
+bool needsAutodiff(const Options &options, ModuleOp module) {
+  bool trains = false;
+  module->walk([&](mtf::TrainOp) { trains = true; });
+  return trains || options.outputGrads;
 }
 
 /// Runs everything after option parsing; returns success when no error was
@@ -274,12 +299,29 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   if (!resolveLayout(options, mesh, rules))
     return failure();
   cost::MachineProfile machine;
-  if (options.machine.getNumOccurrences() && !options.explain) {
+  bool search = autoLayout(options);
+  if (options.machine.getNumOccurrences() && !options.explain && !search) {
     llvm::errs() << "meshc: error: --machine is for --explain's predicted "
-                    "times; add --explain\n";
+                    "times and --layout auto; add one of them\n";
     return failure();
   }
-  if (options.explain) {
+  AutoLayoutOptions searchOptions;
+  if (options.memoryLimit.getNumOccurrences()) {
+    if (!search) {
+      llvm::errs() << "meshc: error: --memory-limit is for --layout auto\n";
+      return failure();
+    }
+    layout::Result<int64_t> limit = cost::parseMemorySize(options.memoryLimit);
+    if (!limit.ok()) {
+      llvm::errs() << "meshc: error: --memory-limit: " << limit.error().message
+                   << "\n";
+      if (!limit.error().hint.empty())
+        llvm::errs() << "hint: " << limit.error().hint << "\n";
+      return failure();
+    }
+    searchOptions.memoryLimit = *limit;
+  }
+  if (options.explain || search) {
     layout::Result<cost::MachineProfile> loaded =
         cost::loadMachineProfile(options.machine);
     if (!loaded.ok()) {
@@ -289,7 +331,11 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     machine = *loaded;
   }
 
-  OwningOpRef<ModuleOp> module = importInput(options, sourceMgr, context);
+  std::vector<frontend::RepeatSite> repeats;
+  frontend::ImportOptions importOptions;
+  importOptions.repeats = &repeats;
+  OwningOpRef<ModuleOp> module =
+      importInput(options, sourceMgr, context, importOptions);
   if (!module || failed(checkInput(options, *module)))
     return failure();
   if (!checkRules(options, rules.checkAgainstDims(collectModelDims(*module))))
@@ -338,9 +384,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
 
   // Training: the backward pass and the optimizer update become ordinary
   // ops of the global program, before any layout is applied.
-  bool trains = false;
-  module->walk([&](mtf::TrainOp) { trains = true; });
-  if (trains || options.outputGrads) {
+  if (needsAutodiff(options, *module)) {
     MtfAutodiffOptions autodiffOptions;
     autodiffOptions.outputGrads = options.outputGrads;
     pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(autodiffOptions));
@@ -350,6 +394,33 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   }
   if (!options.reference.empty() && failed(writeReference(options, *module)))
     return failure();
+
+  // --layout auto: the search picks the rules (its report goes to stderr
+  // when the emitted program goes to stdout).
+  if (search) {
+    bool toStdout =
+        !options.output.getNumOccurrences() && emit != EmitKind::Default;
+    SearchModel model;
+    model.full = *module;
+    model.file = llvm::sys::path::filename(options.input).str();
+    model.repeats = repeats;
+    if (!StringRef(options.input).ends_with(".mlir"))
+      model.reimport = [&](const frontend::ImportOptions &counts) {
+        OwningOpRef<ModuleOp> copy =
+            frontend::importMtf(sourceMgr, context, counts);
+        if (copy && needsAutodiff(options, *copy) &&
+            failed(differentiate(*copy, options.outputGrads)))
+          return OwningOpRef<ModuleOp>();
+        return copy;
+      };
+    searchOptions.fuse = !options.noFuse;
+    FailureOr<layout::LayoutRules> chosen =
+        chooseLayout(model, mesh, machine, searchOptions,
+                     toStdout ? llvm::errs() : llvm::outs());
+    if (failed(chosen))
+      return failure();
+    rules = *chosen;
+  }
 
   // IR that already carries layouts keeps them unless a flag asks otherwise.
   bool laidOut = false;

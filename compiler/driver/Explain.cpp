@@ -303,7 +303,8 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
   if (plan)
     os << "  planned arena " << formatBytes(plan->arenaBytes) << " ("
        << plan->buffers << " buffers, " << formatBytes(plan->unplannedBytes)
-       << " without reuse)\n";
+       << " without reuse, at most " << formatBytes(plan->peakLiveBytes)
+       << " live at once)\n";
   if (spmd) {
     explainCollectives(predictProgram(spmd, mesh, machine), mesh, machine, os);
     explainFusion(spmd, os);

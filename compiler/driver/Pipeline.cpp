@@ -12,8 +12,10 @@ using namespace mlir;
 namespace meshc {
 
 LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
-                                 const layout::LayoutRules &rules, bool fuse) {
+                                 const layout::LayoutRules &rules, bool fuse,
+                                 bool verifyEachPass) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  pm.enableVerifier(verifyEachPass);
   MtfApplyLayoutOptions options;
   options.mesh = mesh.rank() ? mesh.str() : std::string();
   options.layout = rules.str();

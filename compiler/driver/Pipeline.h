@@ -25,11 +25,14 @@ namespace meshc {
 
 /// Lays out every program of `module` by `rules` on `mesh`, then partitions
 /// it into its local SPMD form and (with `fuse`) fuses its elementwise ops
-/// (mtf-fuse). Errors are reported through the context.
+/// (mtf-fuse). Errors are reported through the context. Without
+/// `verifyEachPass` the IR is not verified between the passes (the layout
+/// search's compiles, which the final compile repeats with verification).
 mlir::LogicalResult layoutAndPartition(mlir::ModuleOp module,
                                        const layout::Mesh &mesh,
                                        const layout::LayoutRules &rules,
-                                       bool fuse = true);
+                                       bool fuse = true,
+                                       bool verifyEachPass = true);
 
 /// Runs mtf-autodiff on every program of `module` that trains (a no-op for
 /// the others): the backward pass and the optimizer update become ordinary

@@ -29,6 +29,7 @@
 #include "runtime/Loader.h"
 #include "runtime/Session.h"
 #include "runtime/core/layout/LayoutRules.h"
+#include "runtime/core/layout/LayoutSpace.h"
 #include "runtime/core/layout/TensorLayout.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -98,37 +99,6 @@ std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
     if (!isalnum(static_cast<unsigned char>(c)))
       c = '_';
   return name;
-}
-
-/// Every layout-rule string over `dims`: each mesh axis unused or appended to
-/// one dimension's axis list, in every order.
-std::vector<std::string> allRules(const std::vector<std::string> &dims,
-                                  const layout::Mesh &mesh) {
-  std::vector<std::string> result;
-  std::vector<std::vector<std::string>> splits(dims.size());
-  std::function<void(size_t)> assign = [&](size_t axis) {
-    if (axis == mesh.rank()) {
-      std::string rules;
-      for (size_t d = 0; d < dims.size(); ++d) {
-        if (splits[d].empty())
-          continue;
-        rules += (rules.empty() ? "" : ";") + dims[d] + ":";
-        for (size_t i = 0; i < splits[d].size(); ++i)
-          rules += (i ? "+" : "") + splits[d][i];
-      }
-      result.push_back(rules);
-      return;
-    }
-    assign(axis + 1);
-    for (size_t d = 0; d < dims.size(); ++d)
-      for (size_t pos = 0; pos <= splits[d].size(); ++pos) {
-        splits[d].insert(splits[d].begin() + pos, mesh.axisName(axis));
-        assign(axis + 1);
-        splits[d].erase(splits[d].begin() + pos);
-      }
-  };
-  assign(0);
-  return result;
 }
 
 /// Whether every tensor of `program` can take `rules` on `mesh`.
@@ -234,7 +204,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
   int valid = 0, total = 0, run = 0, unfused = 0;
   double worst = 0;
   std::string worstTensor = "-";
-  for (const std::string &text : allRules(dims, mesh)) {
+  for (const std::string &text : layout::enumerateLayouts(dims, mesh)) {
     ++total;
     layout::Result<layout::LayoutRules> rules =
         layout::LayoutRules::parse(text);

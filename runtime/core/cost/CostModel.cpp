@@ -3,7 +3,10 @@
 #include "runtime/core/cost/CostModel.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 namespace meshc::cost {
@@ -63,6 +66,57 @@ std::string formatSeconds(double seconds) {
   else
     std::snprintf(text, sizeof text, "%.3g s", seconds);
   return text;
+}
+
+layout::Result<int64_t> parseMemorySize(std::string_view text) {
+  auto isSpace = [](char c) {
+    return std::isspace(static_cast<unsigned char>(c));
+  };
+  std::string_view rest = text;
+  while (!rest.empty() && isSpace(rest.front()))
+    rest.remove_prefix(1);
+  while (!rest.empty() && isSpace(rest.back()))
+    rest.remove_suffix(1);
+  size_t digits = 0;
+  while (digits < rest.size() &&
+         (std::isdigit(static_cast<unsigned char>(rest[digits])) ||
+          rest[digits] == '.'))
+    ++digits;
+  std::string number(rest.substr(0, digits));
+  char *end = nullptr;
+  double value = digits ? std::strtod(number.c_str(), &end) : 0;
+  if (digits == 0 || end != number.c_str() + number.size() ||
+      !std::isfinite(value) || value <= 0)
+    return layout::Error("expected a positive size such as 80GiB, got '" +
+                         std::string(text) + "'");
+  std::string_view unit = rest.substr(digits);
+  while (!unit.empty() && isSpace(unit.front()))
+    unit.remove_prefix(1);
+  static const std::pair<const char *, double> units[] = {
+      {"", 1},
+      {"B", 1},
+      {"KiB", 1024.0},
+      {"MiB", 1048576.0},
+      {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12}};
+  for (const auto &[name, scale] : units)
+    if (unit == name) {
+      double bytes = value * scale;
+      if (bytes >= 9.2e18)
+        return layout::Error("the size '" + std::string(text) +
+                             "' is too large");
+      if (bytes < 1)
+        return layout::Error("the size '" + std::string(text) +
+                             "' is less than a byte");
+      return static_cast<int64_t>(bytes);
+    }
+  return layout::Error("unknown unit '" + std::string(unit) + "' in '" +
+                           std::string(text) + "'",
+                       "use B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB)");
 }
 
 } // namespace meshc::cost

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace meshc::cost {
@@ -72,6 +73,12 @@ struct Prediction {
 
 /// "850 ns", "12.3 us", "4.56 ms", "1.23 s".
 std::string formatSeconds(double seconds);
+
+/// Parses a memory size: a positive number and an optional unit, binary
+/// (KiB, MiB, GiB, TiB) or decimal (KB, MB, GB, TB) or B; no unit means
+/// bytes. "80GiB", "64 GiB", "1.5TiB", "512MB", "1000000". Fractions of a
+/// byte are dropped.
+layout::Result<int64_t> parseMemorySize(std::string_view text);
 
 } // namespace meshc::cost
 

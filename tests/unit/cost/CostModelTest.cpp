@@ -91,5 +91,31 @@ TEST(CostModelTest, FormatsSeconds) {
   EXPECT_EQ(formatSeconds(1.234), "1.23 s");
 }
 
+TEST(CostModelTest, ParsesMemorySizes) {
+  EXPECT_EQ(*parseMemorySize("80GiB"), 80LL << 30);
+  EXPECT_EQ(*parseMemorySize(" 64 GiB "), 64LL << 30);
+  EXPECT_EQ(*parseMemorySize("1.5TiB"), 3LL << 39);
+  EXPECT_EQ(*parseMemorySize("512MB"), 512000000);
+  EXPECT_EQ(*parseMemorySize("2KiB"), 2048);
+  EXPECT_EQ(*parseMemorySize("1000000"), 1000000);
+  EXPECT_EQ(*parseMemorySize("7B"), 7);
+}
+
+TEST(CostModelTest, RefusesBadMemorySizes) {
+  for (const char *text : {"", "GiB", "-1GiB", "0", "0GiB", "1.2.3GiB", "."})
+    EXPECT_EQ(parseMemorySize(text).error().message,
+              std::string("expected a positive size such as 80GiB, got '") +
+                  text + "'")
+        << text;
+  layout::Result<int64_t> unit = parseMemorySize("80gb");
+  ASSERT_FALSE(unit.ok());
+  EXPECT_EQ(unit.error().message, "unknown unit 'gb' in '80gb'");
+  EXPECT_EQ(unit.error().hint, "use B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB)");
+  EXPECT_EQ(parseMemorySize("9000000TiB").error().message,
+            "the size '9000000TiB' is too large");
+  EXPECT_EQ(parseMemorySize("0.5").error().message,
+            "the size '0.5' is less than a byte");
+}
+
 } // namespace
 } // namespace meshc::cost

@@ -1,0 +1,420 @@
+//===- AutoLayout.cpp - meshc --layout auto -------------------------------===//
+
+#include "compiler/driver/AutoLayout.h"
+
+#include "compiler/driver/Explain.h"
+#include "compiler/driver/Pipeline.h"
+#include "compiler/passes/LayoutBridge.h"
+#include "lowering/EmitMprog.h"
+#include "lowering/ProgramCost.h"
+#include "runtime/core/cost/CostModel.h"
+#include "runtime/core/layout/LayoutSpace.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/ThreadPool.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace meshc {
+
+using namespace mlir;
+
+namespace {
+
+/// More layouts than this are refused rather than searched for minutes.
+constexpr size_t kMaxCandidates = 20000;
+
+/// What the search knows of one layout: its predicted run, the bytes each
+/// device receives per run, and per device its planned arena and the most
+/// bytes live at once (the arena's lower bound).
+struct Figures {
+  cost::Prediction prediction;
+  int64_t received = 0;
+  int64_t arena = 0;
+  int64_t peakLive = 0;
+};
+
+/// A global program the figures are measured on, and its weight in the
+/// estimate of the model as written.
+struct Variant {
+  OwningOpRef<ModuleOp> owned;
+  ModuleOp module;
+  double weight = 1;
+};
+
+struct Candidate {
+  std::string text;
+  layout::LayoutRules rules;
+  /// The first error of the first variant that failed: why it is refused.
+  std::string error;
+  /// The estimate for the model as written.
+  Figures figures;
+  /// The memory the search compares with the limit: the planned arena, or
+  /// where figures are extrapolated, the extrapolated peak of live bytes
+  /// (first-fit's gaps do not grow linearly; the live bytes do).
+  int64_t memory = 0;
+};
+
+/// Where the diagnostics of the compile on this thread go (the first one is
+/// kept); none: dropped.
+thread_local std::string *diagnosticSink = nullptr;
+
+/// Lays out, partitions (and fuses) a copy of `module` with `rules`, then
+/// predicts its run and plans its memory. On failure the first error is in
+/// `error`.
+std::optional<Figures> measure(ModuleOp module, const layout::Mesh &mesh,
+                               const layout::LayoutRules &rules,
+                               const cost::MachineProfile &machine, bool fuse,
+                               std::string &error) {
+  diagnosticSink = &error;
+  auto reset = llvm::make_scope_exit([] { diagnosticSink = nullptr; });
+  OwningOpRef<ModuleOp> copy = module.clone();
+  if (failed(layoutAndPartition(*copy, mesh, rules, fuse,
+                                /*verifyEachPass=*/false)))
+    return std::nullopt;
+  Figures figures;
+  ProgramCost cost = predictProgram(*copy, mesh, machine);
+  figures.prediction = cost.prediction;
+  for (const CollectiveCost &collective : cost.collectives)
+    figures.received += collective.received;
+  FailureOr<MemoryPlanStats> plan = planMprogMemory(*copy);
+  if (failed(plan))
+    return std::nullopt;
+  figures.arena = plan->arenaBytes;
+  figures.peakLive = plan->peakLiveBytes;
+  return figures;
+}
+
+/// The weighted sum of `parts`: the linear extrapolation of each figure.
+Figures combine(const std::vector<std::pair<double, Figures>> &parts) {
+  double compute = 0, communication = 0, overhead = 0, steps = 0,
+         collectives = 0, received = 0, arena = 0, peakLive = 0;
+  for (const auto &[weight, f] : parts) {
+    compute += weight * f.prediction.compute;
+    communication += weight * f.prediction.communication;
+    overhead += weight * f.prediction.overhead;
+    steps += weight * f.prediction.steps;
+    collectives += weight * f.prediction.collectives;
+    received += weight * f.received;
+    arena += weight * f.arena;
+    peakLive += weight * f.peakLive;
+  }
+  Figures sum;
+  sum.prediction.compute = std::max(compute, 0.0);
+  sum.prediction.communication = std::max(communication, 0.0);
+  sum.prediction.overhead = std::max(overhead, 0.0);
+  sum.prediction.steps = std::llround(std::max(steps, 0.0));
+  sum.prediction.collectives = std::llround(std::max(collectives, 0.0));
+  sum.received = std::llround(std::max(received, 0.0));
+  sum.arena = std::llround(std::max(arena, 0.0));
+  sum.peakLive = std::llround(std::max(peakLive, 0.0));
+  return sum;
+}
+
+/// Runs `body(0..n-1)` on the context's threads (in order on this one when
+/// multithreading is off). Unlike mlir::parallelFor it installs no
+/// diagnostic handler of its own, so each compile's errors reach its
+/// thread's diagnosticSink.
+void forEachIndex(MLIRContext *context, size_t n,
+                  const std::function<void(size_t)> &body) {
+  if (!context->isMultithreadingEnabled() || n <= 1) {
+    for (size_t i = 0; i < n; ++i)
+      body(i);
+    return;
+  }
+  std::atomic<size_t> next(0);
+  llvm::ThreadPoolInterface &pool = context->getThreadPool();
+  llvm::ThreadPoolTaskGroup tasks(pool);
+  size_t workers = std::min<size_t>(n, pool.getMaxConcurrency());
+  for (size_t w = 0; w < workers; ++w)
+    tasks.async([&] {
+      for (size_t i = next++; i < n; i = next++)
+        body(i);
+    });
+  tasks.wait();
+}
+
+/// The programs the search measures. A model whose repeats (none nested)
+/// write more than three instances is measured with each such repeat at two
+/// instances (the base) and, per repeat r, with r at three: past the first
+/// instance every figure grows linearly with the count (an instance between
+/// two others adds the same steps, collectives and kept activations), so the
+/// model as written is
+///   base + sum_r (count_r - 2) * (three_r - base).
+/// Anything else is measured as written. `how` says which.
+FailureOr<std::vector<Variant>> variantsOf(const SearchModel &model,
+                                           std::string &how) {
+  std::vector<Variant> variants;
+  std::vector<const frontend::RepeatSite *> shrunk;
+  bool nested = false;
+  for (const frontend::RepeatSite &site : model.repeats) {
+    nested |= site.nested;
+    if (site.count > 3)
+      shrunk.push_back(&site);
+  }
+  if (shrunk.empty() || nested || !model.reimport) {
+    if (nested)
+      how = "measured as written (its repeats are nested)";
+    variants.push_back({nullptr, model.full, 1});
+    return variants;
+  }
+  frontend::ImportOptions base;
+  for (const frontend::RepeatSite *site : shrunk)
+    base.repeatCounts[{site->line, site->column}] = 2;
+  double baseWeight = 1;
+  variants.push_back({model.reimport(base), ModuleOp(), 0});
+  how = "extrapolated from 2 and 3 instances of";
+  for (const frontend::RepeatSite *site : shrunk) {
+    frontend::ImportOptions three = base;
+    three.repeatCounts[{site->line, site->column}] = 3;
+    double weight = static_cast<double>(site->count - 2);
+    baseWeight -= weight;
+    variants.push_back({model.reimport(three), ModuleOp(), weight});
+    how += (site == shrunk.front() ? " the repeat at " : ", the repeat at ") +
+           model.file + ":" + std::to_string(site->line) + ":" +
+           std::to_string(site->column) + " (" + std::to_string(site->count) +
+           " written)";
+  }
+  variants.front().weight = baseWeight;
+  for (Variant &variant : variants) {
+    if (!variant.owned) {
+      llvm::errs() << "meshc: error: --layout auto: the model with fewer "
+                      "repeat instances did not compile\n";
+      return failure();
+    }
+    variant.module = *variant.owned;
+  }
+  return variants;
+}
+
+std::string shown(const std::string &text) {
+  return text.empty() ? "(none: every tensor replicated)" : text;
+}
+
+/// The reason of a refusal without its values, to count alike refusals.
+std::string reasonOf(const std::string &error) {
+  for (const char *known : {"is not divisible", "over the same mesh axis"})
+    if (error.find(known) != std::string::npos)
+      return known;
+  return error.substr(0, std::min<size_t>(error.find(':'), 80));
+}
+
+/// The best layouts as a table, one row each.
+void printTable(const std::vector<const Candidate *> &best,
+                llvm::raw_ostream &os) {
+  constexpr size_t kColumns = 6;
+  std::vector<std::array<std::string, kColumns + 1>> rows;
+  rows.push_back({"rank", "predicted", "compute", "communication", "received",
+                  "memory", "layout"});
+  for (size_t i = 0; i < best.size(); ++i) {
+    const Figures &f = best[i]->figures;
+    rows.push_back({std::to_string(i + 1),
+                    cost::formatSeconds(f.prediction.total()),
+                    cost::formatSeconds(f.prediction.compute),
+                    cost::formatSeconds(f.prediction.communication),
+                    formatBytes(f.received), formatBytes(best[i]->memory),
+                    shown(best[i]->text)});
+  }
+  size_t widths[kColumns] = {};
+  for (const auto &row : rows)
+    for (size_t k = 0; k < kColumns; ++k)
+      widths[k] = std::max(widths[k], row[k].size());
+  for (const auto &row : rows) {
+    os << "  ";
+    for (size_t k = 0; k < kColumns; ++k) {
+      os << row[k];
+      os.indent(widths[k] - row[k].size() + 2);
+    }
+    os << row[kColumns] << "\n";
+  }
+}
+
+} // namespace
+
+FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
+                                            const layout::Mesh &mesh,
+                                            const cost::MachineProfile &machine,
+                                            const AutoLayoutOptions &options,
+                                            llvm::raw_ostream &os) {
+  auto start = std::chrono::steady_clock::now();
+  ModuleOp full = model.full;
+  MLIRContext *context = full.getContext();
+  std::map<std::string, int64_t> dims = collectModelDims(full);
+  std::set<std::vector<std::string>> tensors;
+  full.walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (auto tensor = llvm::dyn_cast<mtf::TensorType>(type)) {
+        std::vector<std::string> names;
+        for (const mtf::NamedDim &dim : tensor.getDims())
+          names.push_back(dim.name.getValue().str());
+        tensors.insert(std::move(names));
+      }
+  });
+  std::vector<std::string> texts = layout::enumerateSearchLayouts(
+      dims, {tensors.begin(), tensors.end()}, mesh, kMaxCandidates);
+  if (texts.size() > kMaxCandidates) {
+    llvm::errs() << "meshc: error: --layout auto: more than " << kMaxCandidates
+                 << " layouts of " << dims.size() << " dims on " << mesh.rank()
+                 << " mesh axes\n"
+                 << "hint: give the layout, or a mesh with fewer axes\n";
+    return failure();
+  }
+  std::string how;
+  FailureOr<std::vector<Variant>> variants = variantsOf(model, how);
+  if (failed(variants))
+    return failure();
+
+  // Every layout on every variant, in parallel; each compile's diagnostics
+  // go to its own candidate.
+  std::vector<Candidate> candidates(texts.size());
+  {
+    ScopedDiagnosticHandler capture(context, [](Diagnostic &diag) {
+      if (diagnosticSink && diagnosticSink->empty())
+        *diagnosticSink = diag.str();
+      return success();
+    });
+    forEachIndex(context, texts.size(), [&](size_t i) {
+      Candidate &candidate = candidates[i];
+      candidate.text = texts[i];
+      layout::Result<layout::LayoutRules> rules =
+          layout::LayoutRules::parse(texts[i]);
+      if (!rules.ok()) {
+        candidate.error = rules.error().message;
+        return;
+      }
+      candidate.rules = *rules;
+      std::vector<std::pair<double, Figures>> parts;
+      for (const Variant &variant : *variants) {
+        std::optional<Figures> figures =
+            measure(variant.module, mesh, candidate.rules, machine,
+                    options.fuse, candidate.error);
+        if (!figures) {
+          if (candidate.error.empty())
+            candidate.error = "failed without a message";
+          return;
+        }
+        parts.push_back({variant.weight, *figures});
+      }
+      candidate.figures = combine(parts);
+      candidate.memory = variants->size() > 1 ? candidate.figures.peakLive
+                                              : candidate.figures.arena;
+    });
+  }
+
+  std::vector<const Candidate *> valid;
+  std::map<std::string, size_t> refusals;
+  for (const Candidate &candidate : candidates) {
+    if (candidate.error.empty())
+      valid.push_back(&candidate);
+    else
+      ++refusals[reasonOf(candidate.error)];
+  }
+  std::sort(valid.begin(), valid.end(),
+            [](const Candidate *a, const Candidate *b) {
+              double ta = a->figures.prediction.total();
+              double tb = b->figures.prediction.total();
+              if (ta != tb)
+                return ta < tb;
+              if (a->figures.received != b->figures.received)
+                return a->figures.received < b->figures.received;
+              return a->text < b->text;
+            });
+
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  os << "layout search on ";
+  if (mesh.rank())
+    os << "mesh " << mesh.str() << " (" << mesh.numDevices() << " devices)";
+  else
+    os << "1 device";
+  os << " for " << machine.name << ": " << texts.size() << " layouts, "
+     << valid.size() << " valid";
+  for (const auto &[reason, count] : refusals)
+    os << ", " << count << " refused (" << reason << ")";
+  os << "; " << llvm::format("%.1f", seconds) << " s\n";
+  if (!how.empty())
+    os << "  figures " << how << "\n";
+  if (valid.empty()) {
+    llvm::errs() << "meshc: error: --layout auto: no layout of the model is "
+                    "valid on mesh "
+                 << mesh.str() << "\n";
+    return failure();
+  }
+
+  bool extrapolated = variants->size() > 1;
+  std::vector<const Candidate *> fitting;
+  const Candidate *smallest = nullptr;
+  for (const Candidate *candidate : valid) {
+    if (!smallest || candidate->memory < smallest->memory)
+      smallest = candidate;
+    if (!options.memoryLimit || candidate->memory <= *options.memoryLimit)
+      fitting.push_back(candidate);
+  }
+  if (options.memoryLimit)
+    os << "  memory limit " << formatBytes(*options.memoryLimit)
+       << " per device: " << fitting.size() << " of " << valid.size()
+       << " layouts fit\n";
+  if (fitting.empty()) {
+    llvm::errs() << "meshc: error: --layout auto: none of the " << valid.size()
+                 << " valid layouts fits in "
+                 << formatBytes(*options.memoryLimit)
+                 << " per device; the smallest "
+                 << (extrapolated ? "(extrapolated peak of live bytes) is "
+                                  : "plan is ")
+                 << formatBytes(smallest->memory) << " ("
+                 << shown(smallest->text) << ")\n"
+                 << "hint: raise --memory-limit, or give a mesh with more "
+                    "devices\n";
+    return failure();
+  }
+  printTable({fitting.begin(),
+              fitting.begin() + std::min(options.shown, fitting.size())},
+             os);
+
+  // An extrapolated plan is checked on the model as written before the
+  // layout is chosen for a memory limit.
+  const Candidate *chosen = fitting.front();
+  if (options.memoryLimit && extrapolated) {
+    chosen = nullptr;
+    ScopedDiagnosticHandler silence(context,
+                                    [](Diagnostic &) { return success(); });
+    for (const Candidate *candidate : fitting) {
+      std::string error;
+      std::optional<Figures> full = measure(model.full, mesh, candidate->rules,
+                                            machine, options.fuse, error);
+      if (!full) {
+        os << "  " << shown(candidate->text)
+           << ": the model as written does not compile: " << error << "\n";
+        continue;
+      }
+      bool fits = full->arena <= *options.memoryLimit;
+      os << "  " << shown(candidate->text) << " on the model as written: "
+         << cost::formatSeconds(full->prediction.total()) << ", memory "
+         << formatBytes(full->arena) << (fits ? "" : ": over the limit")
+         << "\n";
+      if (fits) {
+        chosen = candidate;
+        break;
+      }
+    }
+    if (!chosen) {
+      llvm::errs() << "meshc: error: --layout auto: no layout fits in "
+                   << formatBytes(*options.memoryLimit)
+                   << " per device on the model as written\n";
+      return failure();
+    }
+  }
+  os << "chosen layout: " << shown(chosen->text) << "\n";
+  return chosen->rules;
+}
+
+} // namespace meshc

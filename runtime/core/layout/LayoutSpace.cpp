@@ -1,0 +1,141 @@
+//===- LayoutSpace.cpp - Every layout of a model on a mesh ----------------===//
+
+#include "runtime/core/layout/LayoutSpace.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace meshc::layout {
+
+std::vector<std::string> enumerateLayouts(const std::vector<std::string> &dims,
+                                          const Mesh &mesh, size_t limit) {
+  std::vector<std::string> texts;
+  std::vector<std::vector<std::string>> splits(dims.size());
+  std::function<void(size_t)> assign = [&](size_t axis) {
+    if (texts.size() > limit)
+      return;
+    if (axis == mesh.rank()) {
+      std::string text;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (splits[d].empty())
+          continue;
+        text += (text.empty() ? "" : ";") + dims[d] + ":";
+        for (size_t i = 0; i < splits[d].size(); ++i)
+          text += (i ? "+" : "") + splits[d][i];
+      }
+      texts.push_back(std::move(text));
+      return;
+    }
+    assign(axis + 1);
+    for (size_t d = 0; d < dims.size(); ++d)
+      for (size_t pos = 0; pos <= splits[d].size(); ++pos) {
+        splits[d].insert(splits[d].begin() + pos, mesh.axisName(axis));
+        assign(axis + 1);
+        splits[d].erase(splits[d].begin() + pos);
+      }
+  };
+  assign(0);
+  return texts;
+}
+
+std::vector<std::string>
+enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
+                       const std::vector<std::vector<std::string>> &tensors,
+                       const Mesh &mesh, size_t limit) {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  std::map<std::string, size_t> index;
+  for (const auto &[name, size] : dims) {
+    index[name] = names.size();
+    names.push_back(name);
+    sizes.push_back(size);
+  }
+  size_t n = names.size();
+  // meets[d][e]: dims d and e appear in one tensor, so no axis splits both.
+  std::vector<std::vector<bool>> meets(n, std::vector<bool>(n, false));
+  for (const std::vector<std::string> &tensor : tensors)
+    for (const std::string &a : tensor)
+      for (const std::string &b : tensor) {
+        auto ia = index.find(a), ib = index.find(b);
+        if (ia != index.end() && ib != index.end() && ia->second != ib->second)
+          meets[ia->second][ib->second] = true;
+      }
+  // The sets of dims one axis may split: every set of pairwise apart dims,
+  // smaller sets first, then by the order of the dims.
+  std::vector<std::vector<size_t>> sets = {{}};
+  std::function<void(size_t, std::vector<size_t> &)> grow =
+      [&](size_t from, std::vector<size_t> &set) {
+        for (size_t d = from; d < n; ++d) {
+          if (std::any_of(set.begin(), set.end(),
+                          [&](size_t e) { return meets[d][e]; }))
+            continue;
+          set.push_back(d);
+          sets.push_back(set);
+          grow(d + 1, set);
+          set.pop_back();
+        }
+      };
+  std::vector<size_t> start;
+  grow(0, start);
+  std::stable_sort(
+      sets.begin(), sets.end(),
+      [](const std::vector<size_t> &a, const std::vector<size_t> &b) {
+        return a.size() < b.size();
+      });
+
+  std::vector<std::string> texts;
+  std::vector<std::vector<std::string>> splits(n);
+  std::vector<int64_t> product(n, 1);
+  std::function<void(size_t)> emitOrders = [&](size_t d) {
+    if (texts.size() > limit)
+      return;
+    if (d == n) {
+      std::string text;
+      for (size_t e = 0; e < n; ++e) {
+        if (splits[e].empty())
+          continue;
+        text += (text.empty() ? "" : ";") + names[e] + ":";
+        for (size_t i = 0; i < splits[e].size(); ++i)
+          text += (i ? "+" : "") + splits[e][i];
+      }
+      texts.push_back(std::move(text));
+      return;
+    }
+    std::vector<std::string> &axes = splits[d];
+    std::vector<std::string> original = axes;
+    std::sort(axes.begin(), axes.end());
+    do
+      emitOrders(d + 1);
+    while (std::next_permutation(axes.begin(), axes.end()));
+    axes = original;
+  };
+  std::function<void(size_t)> assign = [&](size_t axis) {
+    if (texts.size() > limit)
+      return;
+    if (axis == mesh.rank()) {
+      emitOrders(0);
+      return;
+    }
+    int64_t size = mesh.axisSize(axis);
+    for (const std::vector<size_t> &set : sets) {
+      bool divides = std::all_of(set.begin(), set.end(), [&](size_t d) {
+        return sizes[d] % (product[d] * size) == 0;
+      });
+      if (!divides)
+        continue;
+      for (size_t d : set) {
+        splits[d].push_back(mesh.axisName(axis));
+        product[d] *= size;
+      }
+      assign(axis + 1);
+      for (size_t d : set) {
+        splits[d].pop_back();
+        product[d] /= size;
+      }
+    }
+  };
+  assign(0);
+  return texts;
+}
+
+} // namespace meshc::layout
