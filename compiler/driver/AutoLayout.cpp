@@ -21,7 +21,6 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <set>
 
 namespace meshc {
 
@@ -248,18 +247,8 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
   ModuleOp full = model.full;
   MLIRContext *context = full.getContext();
   std::map<std::string, int64_t> dims = collectModelDims(full);
-  std::set<std::vector<std::string>> tensors;
-  full.walk([&](Operation *op) {
-    for (Type type : op->getResultTypes())
-      if (auto tensor = llvm::dyn_cast<mtf::TensorType>(type)) {
-        std::vector<std::string> names;
-        for (const mtf::NamedDim &dim : tensor.getDims())
-          names.push_back(dim.name.getValue().str());
-        tensors.insert(std::move(names));
-      }
-  });
   std::vector<std::string> texts = layout::enumerateSearchLayouts(
-      dims, {tensors.begin(), tensors.end()}, mesh, kMaxCandidates);
+      dims, collectTensorDims(full), mesh, kMaxCandidates);
   if (texts.size() > kMaxCandidates) {
     llvm::errs() << "meshc: error: --layout auto: more than " << kMaxCandidates
                  << " layouts of " << dims.size() << " dims on " << mesh.rank()

@@ -187,15 +187,17 @@ bool checkRules(const Options &options, const layout::Status &status) {
 }
 
 /// Whether --layout asks for the search (AutoLayout.h).
-bool autoLayout(const Options &options) {
+bool autoLayoutFlag(const Options &options) {
   return options.layout.getNumOccurrences() &&
          StringRef(options.layout).trim() == "auto";
 }
 
-/// The mesh and layout rules from --spec, then --mesh/--layout on top.
+/// The mesh and layout rules from --spec, then --mesh/--layout on top;
+/// `search` says whether the layout is "auto" (the search chooses the rules).
 /// Returns false after reporting an error.
 bool resolveLayout(const Options &options, layout::Mesh &mesh,
-                   layout::LayoutRules &rules) {
+                   layout::LayoutRules &rules, bool &search) {
+  search = false;
   if (!options.spec.empty()) {
     layout::Result<layout::Spec> spec = layout::loadSpecFile(options.spec);
     if (!spec.ok()) {
@@ -204,6 +206,7 @@ bool resolveLayout(const Options &options, layout::Mesh &mesh,
     }
     mesh = spec->mesh;
     rules = spec->rules;
+    search = spec->autoLayout;
   }
   if (options.mesh.getNumOccurrences()) {
     layout::Result<layout::Mesh> parsed = layout::Mesh::parse(options.mesh);
@@ -211,14 +214,16 @@ bool resolveLayout(const Options &options, layout::Mesh &mesh,
       return reportFlagError(parsed.error(), "--mesh", options.mesh), false;
     mesh = *parsed;
   }
-  if (options.layout.getNumOccurrences() && autoLayout(options)) {
+  if (autoLayoutFlag(options)) {
     rules = layout::LayoutRules();
+    search = true;
   } else if (options.layout.getNumOccurrences()) {
     layout::Result<layout::LayoutRules> parsed =
         layout::LayoutRules::parse(options.layout);
     if (!parsed.ok())
       return reportFlagError(parsed.error(), "--layout", options.layout), false;
     rules = *parsed;
+    search = false;
   }
   return checkRules(options, rules.checkAgainstMesh(mesh));
 }
@@ -296,10 +301,10 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
                       MLIRContext &context) {
   layout::Mesh mesh;
   layout::LayoutRules rules;
-  if (!resolveLayout(options, mesh, rules))
+  bool search = false;
+  if (!resolveLayout(options, mesh, rules, search))
     return failure();
   cost::MachineProfile machine;
-  bool search = autoLayout(options);
   if (options.machine.getNumOccurrences() && !options.explain && !search) {
     llvm::errs() << "meshc: error: --machine is for --explain's predicted "
                     "times and --layout auto; add one of them\n";

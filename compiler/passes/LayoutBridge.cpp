@@ -8,6 +8,8 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace meshc {
@@ -90,6 +92,20 @@ std::map<std::string, int64_t> collectModelDims(Operation *root) {
           dims.emplace(dim.name.getValue().str(), dim.size);
   });
   return dims;
+}
+
+std::vector<std::vector<std::string>> collectTensorDims(Operation *root) {
+  std::set<std::vector<std::string>> lists;
+  root->walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (auto tensor = llvm::dyn_cast<mtf::TensorType>(type)) {
+        std::vector<std::string> names;
+        for (const mtf::NamedDim &dim : tensor.getDims())
+          names.push_back(dim.name.getValue().str());
+        lists.insert(std::move(names));
+      }
+  });
+  return {lists.begin(), lists.end()};
 }
 
 InFlightDiagnostic emitLayoutError(Location loc, const layout::Error &error) {

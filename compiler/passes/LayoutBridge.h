@@ -41,6 +41,9 @@ layout::Result<layout::TensorLayout> fromLayoutAttr(llvm::StringRef tensorName,
 std::string tensorName(mlir::Operation *op);
 /// Every dimension name of the tensors under `root`, with its size.
 std::map<std::string, int64_t> collectModelDims(mlir::Operation *root);
+/// The dim names of each tensor type under `root`, each list once: which
+/// dims meet in a tensor (layout::enumerateSearchLayouts).
+std::vector<std::vector<std::string>> collectTensorDims(mlir::Operation *root);
 /// Emits `error` at `loc`, its hint as a note.
 mlir::InFlightDiagnostic emitLayoutError(mlir::Location loc,
                                          const layout::Error &error);

@@ -12,6 +12,9 @@
 // The language models (charlm, moe, llama) run at small dim sizes, and on 2x2x2
 // they and the models of the mask, routing and window ops run every 7th of
 // their valid layouts (a fixed sample; the count is printed).
+// On 2x2, the MLP, the block, charlm and llama also run every layout that only
+// --layout auto considers: one mesh axis over several dims that share no
+// tensor (Megatron's heads and d_ff over one axis).
 //
 // Tolerance: |spmd - reference| <= 1e-5 * max|reference| per tensor. The
 // reference computes in double; the SPMD run in f32 with partial sums added
@@ -45,6 +48,7 @@
 #include <functional>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 using namespace mlir;
@@ -67,6 +71,10 @@ struct SweepCase {
   /// Run every `every`-th valid layout (1: all of them); the language models
   /// on 2x2x2 have too many layouts for CI otherwise. The sample is fixed.
   int every = 1;
+  /// Sweep the layouts only --layout auto considers instead: those of
+  /// layout::enumerateSearchLayouts where an axis splits several dims (the
+  /// rest are the ordinary sweep's).
+  bool searchOnly = false;
 };
 
 /// `source` with each `dim NAME = N` of `sizes` ("NAME=N NAME=N") given the
@@ -94,7 +102,8 @@ void PrintTo(const SweepCase &c, std::ostream *os) {
 
 std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
   std::string name = std::string(info.param.example) + "_" +
-                     (*info.param.mesh ? info.param.mesh : "single");
+                     (*info.param.mesh ? info.param.mesh : "single") +
+                     (info.param.searchOnly ? "_search" : "");
   for (char &c : name)
     if (!isalnum(static_cast<unsigned char>(c)))
       c = '_';
@@ -197,14 +206,24 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
     ASSERT_TRUE(parsed.ok());
     mesh = *parsed;
   }
+  std::map<std::string, int64_t> dimSizes = meshc::collectModelDims(program);
   std::vector<std::string> dims;
-  for (auto &[name, size] : meshc::collectModelDims(program))
+  for (auto &[name, size] : dimSizes)
     dims.push_back(name);
+  std::vector<std::string> texts = layout::enumerateLayouts(dims, mesh);
+  if (param.searchOnly) {
+    std::set<std::string> ordinary(texts.begin(), texts.end());
+    texts.clear();
+    for (const std::string &text : layout::enumerateSearchLayouts(
+             dimSizes, meshc::collectTensorDims(program), mesh))
+      if (!ordinary.count(text))
+        texts.push_back(text);
+  }
 
   int valid = 0, total = 0, run = 0, unfused = 0;
   double worst = 0;
   std::string worstTensor = "-";
-  for (const std::string &text : layout::enumerateLayouts(dims, mesh)) {
+  for (const std::string &text : texts) {
     ++total;
     layout::Result<layout::LayoutRules> rules =
         layout::LayoutRules::parse(text);
@@ -269,10 +288,11 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
     }
   }
   EXPECT_GT(valid, 0);
-  std::printf("[ sweep    ] %s on %s: %d valid layouts of %d enumerated, %d "
-              "run (%d also unfused), worst relative error %.2e (%s)\n",
-              param.example, *param.mesh ? param.mesh : "1 device", valid,
-              total, run, unfused, worst, worstTensor.c_str());
+  std::printf("[ sweep    ] %s on %s%s: %d valid layouts of %d enumerated, "
+              "%d run (%d also unfused), worst relative error %.2e (%s)\n",
+              param.example, *param.mesh ? param.mesh : "1 device",
+              param.searchOnly ? " (search layouts)" : "", valid, total, run,
+              unfused, worst, worstTensor.c_str());
 }
 
 /// Every model on every mesh of the sweep.
@@ -303,6 +323,11 @@ const SweepCase kCases[] = {
     LM_MESHES("examples/llama/llama.mtf", kLlamaSizes),
     LM_MESHES("tests/training/Inputs/routing-ops.mtf", ""),
     LM_MESHES("tests/training/Inputs/window-ops.mtf", ""),
+    // What --layout auto adds: one axis over several dims (Megatron's).
+    {"examples/mlp/mlp.mtf", "a:2;b:2", "", 1, true},
+    {"examples/transformer/block.mtf", "a:2;b:2", "", 1, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, true},
+    {"examples/llama/llama.mtf", "a:2;b:2", kLlamaSizes, 1, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),

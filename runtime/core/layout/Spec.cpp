@@ -107,7 +107,10 @@ Result<Spec> SpecReader::read(const Json &root) {
   spec.mesh = *mesh;
 
   auto layoutEntry = root.find("layout");
-  if (layoutEntry != root.end()) {
+  if (layoutEntry != root.end() && layoutEntry->is_string() &&
+      layoutEntry->get<std::string>() == "auto") {
+    spec.autoLayout = true;
+  } else if (layoutEntry != root.end()) {
     std::string path = jsonMemberPath("", "layout");
     Result<LayoutRules> rules = readLayout(*layoutEntry, path);
     if (!rules)

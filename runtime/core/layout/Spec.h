@@ -32,6 +32,9 @@ struct Spec {
   Mesh mesh;
   /// The "layout" entry; no rules when absent. Checked against `mesh`.
   LayoutRules rules;
+  /// The "layout" entry is the string "auto": meshc searches the layout
+  /// (--layout auto); `rules` is empty.
+  bool autoLayout = false;
   /// The "options" object, kept for the stages that read it: string values
   /// as they are, other values as compact JSON text ("true", "3", "[1,2]").
   std::map<std::string, std::string> options;

@@ -64,6 +64,15 @@ TEST(Spec, StringForms) {
   EXPECT_EQ(spec.rules.rules()[1].axisLocs[1].column, 44);
 }
 
+TEST(Spec, AutoLayoutAsksForTheSearch) {
+  Spec spec =
+      parseOk(R"({"mesh": "b:2;m:4", "layout": "auto", "options": {"x": 1}})");
+  EXPECT_TRUE(spec.autoLayout);
+  EXPECT_TRUE(spec.rules.empty());
+  EXPECT_EQ(spec.options.at("x"), "1");
+  EXPECT_FALSE(parseOk(R"({"mesh": "b:2", "layout": "batch:b"})").autoLayout);
+}
+
 TEST(Spec, LayoutIsOptionalAndOptionsAreKept) {
   Spec spec = parseOk(R"({"mesh": {"d": 1}, "options": {"optimizer": "adam",
       "uneven_batch": true, "lr": 0.001, "steps": 10, "list": [1, 2],
