@@ -37,6 +37,10 @@ def Mtf_Dialect : Dialect {
     /// gradients, "update" for the optimizer. Ops without it are forward ops,
     /// the only ones an evaluation run executes.
     static constexpr ::llvm::StringLiteral kPhaseAttrName = "mtf.phase";
+    /// The instance of an outermost `repeat` an op belongs to ("block_3"):
+    /// set by the frontend; mtf-remat recomputes each instance's activations
+    /// for the backward pass.
+    static constexpr ::llvm::StringLiteral kInstanceAttrName = "mtf.instance";
     /// On a program that trains: {optimizer, hyperparams, loss}.
     static constexpr ::llvm::StringLiteral kTrainingAttrName = "mtf.training";
   private:

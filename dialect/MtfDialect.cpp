@@ -47,6 +47,12 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
              << "' must be \"backward\" or \"update\", got " << attr.getValue();
     return success();
   }
+  if (attr.getName() == kInstanceAttrName) {
+    if (!llvm::isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kInstanceAttrName
+                             << "' must be a string, got " << attr.getValue();
+    return success();
+  }
   if (attr.getName() != kLayoutAttrName)
     return op->emitError() << "unknown mtf attribute '"
                            << attr.getName().getValue() << "'";

@@ -300,10 +300,22 @@ FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
   ++activeRepeats;
   auto leave = llvm::make_scope_exit([&] { --activeRepeats; });
   for (int64_t i = 0; i < count; ++i) {
+    mlir::Block *block = builder.getInsertionBlock();
+    mlir::Operation *last = block->empty() ? nullptr : &block->back();
     FailureOr<mlir::Value> next =
         instantiate(function, args, repeat.callee.loc);
     if (failed(next))
       return failure();
+    // The ops of an outermost repeat's instance carry its name (mtf-remat
+    // recomputes per instance).
+    if (activeRepeats == 1) {
+      mlir::StringAttr name = stringAttr(
+          (repeat.callee.name + "_" + llvm::Twine(function.nextInstance - 1))
+              .str());
+      for (mlir::Operation *op = last ? last->getNextNode() : &block->front();
+           op; op = op->getNextNode())
+        op->setAttr(mlir::mtf::MtfDialect::kInstanceAttrName, name);
+    }
     if (next->getType() != args.front().getType()) {
       Error diag = error(repeat.callee.loc);
       diag << "'repeat' needs '" << repeat.callee.name

@@ -705,9 +705,9 @@ FailureOr<MemoryPlanStats> MprogEmitter::plan() {
 }
 
 FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
-  if (failed(assignBuffers()))
+  FailureOr<MemoryPlanStats> planned = plan();
+  if (failed(planned))
     return failure();
-  planMemory();
   // Ranked values carry the dim names of the named tensor they came from.
   for (Operation &op : program.getBodyBlock()) {
     if (llvm::isa<mtf::ToTensorOp>(op))
@@ -778,7 +778,6 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
   }
 
   json::Array bufferList;
-  int64_t unplanned = 0;
   for (const BufferInfo &info : buffers) {
     json::Array shape;
     for (int64_t size : info.shape)
@@ -788,7 +787,6 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
                                       {"shape", std::move(shape)},
                                       {"offset", info.offset},
                                       {"bytes", info.bytes}});
-    unplanned += info.bytes;
   }
   json::Array meshAxes;
   for (const layout::MeshAxis &axis : mesh.axes())
@@ -797,8 +795,7 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
   if (auto loc = llvm::dyn_cast<FileLineColLoc>(program.getLoc()))
     source = loc.getFilename().str();
   if (stats)
-    *stats = {arenaBytes, unplanned, static_cast<int64_t>(buffers.size()),
-              peakLiveBytes};
+    *stats = *planned;
   json::Object top{{"format", "meshc-mprog"},
                    {"version", 1},
                    {"program", program.getSymName()},

@@ -30,6 +30,9 @@ namespace {
 
 /// More layouts than this are refused rather than searched for minutes.
 constexpr size_t kMaxCandidates = 20000;
+/// Full-depth plans tried, fastest first, before a memory limit is given up
+/// on (each is a whole compile of a deep model).
+constexpr size_t kMaxFullChecks = 8;
 
 /// What the search knows of one layout: its predicted run, the bytes each
 /// device receives per run, and per device its planned arena and the most
@@ -52,6 +55,8 @@ struct Variant {
 struct Candidate {
   std::string text;
   layout::LayoutRules rules;
+  /// Whether every variant compiled, predicted and planned.
+  bool valid = false;
   /// The first error of the first variant that failed: why it is refused.
   std::string error;
   /// The estimate for the model as written.
@@ -62,9 +67,18 @@ struct Candidate {
   int64_t memory = 0;
 };
 
-/// Where the diagnostics of the compile on this thread go (the first one is
+/// Where the errors of the compile on this thread go (the first one is
 /// kept); none: dropped.
 thread_local std::string *diagnosticSink = nullptr;
+
+/// The search's diagnostic handler: the first error of each compile goes to
+/// its thread's sink; warnings and remarks are dropped.
+LogicalResult captureError(Diagnostic &diag) {
+  if (diag.getSeverity() == DiagnosticSeverity::Error && diagnosticSink &&
+      diagnosticSink->empty())
+    *diagnosticSink = diag.str();
+  return success();
+}
 
 /// Lays out, partitions (and fuses) a copy of `module` with `rules`, then
 /// predicts its run and plans its memory. On failure the first error is in
@@ -160,7 +174,7 @@ FailureOr<std::vector<Variant>> variantsOf(const SearchModel &model,
       shrunk.push_back(&site);
   }
   if (shrunk.empty() || nested || !model.reimport) {
-    if (nested)
+    if (nested && !shrunk.empty())
       how = "measured as written (its repeats are nested)";
     variants.push_back({nullptr, model.full, 1});
     return variants;
@@ -194,7 +208,7 @@ FailureOr<std::vector<Variant>> variantsOf(const SearchModel &model,
   return variants;
 }
 
-std::string shown(const std::string &text) {
+std::string displayed(const std::string &text) {
   return text.empty() ? "(none: every tensor replicated)" : text;
 }
 
@@ -209,8 +223,8 @@ std::string reasonOf(const std::string &error) {
 /// The best layouts as a table, one row each.
 void printTable(const std::vector<const Candidate *> &best,
                 llvm::raw_ostream &os) {
-  constexpr size_t kColumns = 6;
-  std::vector<std::array<std::string, kColumns + 1>> rows;
+  constexpr size_t kFigureColumns = 6;
+  std::vector<std::array<std::string, kFigureColumns + 1>> rows;
   rows.push_back({"rank", "predicted", "compute", "communication", "received",
                   "memory", "layout"});
   for (size_t i = 0; i < best.size(); ++i) {
@@ -220,19 +234,19 @@ void printTable(const std::vector<const Candidate *> &best,
                     cost::formatSeconds(f.prediction.compute),
                     cost::formatSeconds(f.prediction.communication),
                     formatBytes(f.received), formatBytes(best[i]->memory),
-                    shown(best[i]->text)});
+                    displayed(best[i]->text)});
   }
-  size_t widths[kColumns] = {};
+  size_t widths[kFigureColumns] = {};
   for (const auto &row : rows)
-    for (size_t k = 0; k < kColumns; ++k)
+    for (size_t k = 0; k < kFigureColumns; ++k)
       widths[k] = std::max(widths[k], row[k].size());
   for (const auto &row : rows) {
     os << "  ";
-    for (size_t k = 0; k < kColumns; ++k) {
+    for (size_t k = 0; k < kFigureColumns; ++k) {
       os << row[k];
       os.indent(widths[k] - row[k].size() + 2);
     }
-    os << row[kColumns] << "\n";
+    os << row[kFigureColumns] << "\n";
   }
 }
 
@@ -253,7 +267,8 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
     llvm::errs() << "meshc: error: --layout auto: more than " << kMaxCandidates
                  << " layouts of " << dims.size() << " dims on " << mesh.rank()
                  << " mesh axes\n"
-                 << "hint: give the layout, or a mesh with fewer axes\n";
+                 << "hint: give the layout with --layout, or a mesh with "
+                    "fewer axes\n";
     return failure();
   }
   std::string how;
@@ -265,11 +280,7 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
   // go to its own candidate.
   std::vector<Candidate> candidates(texts.size());
   {
-    ScopedDiagnosticHandler capture(context, [](Diagnostic &diag) {
-      if (diagnosticSink && diagnosticSink->empty())
-        *diagnosticSink = diag.str();
-      return success();
-    });
+    ScopedDiagnosticHandler capture(context, captureError);
     forEachIndex(context, texts.size(), [&](size_t i) {
       Candidate &candidate = candidates[i];
       candidate.text = texts[i];
@@ -292,6 +303,7 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
         }
         parts.push_back({variant.weight, *figures});
       }
+      candidate.valid = true;
       candidate.figures = combine(parts);
       candidate.memory = variants->size() > 1 ? candidate.figures.peakLive
                                               : candidate.figures.arena;
@@ -301,7 +313,7 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
   std::vector<const Candidate *> valid;
   std::map<std::string, size_t> refusals;
   for (const Candidate &candidate : candidates) {
-    if (candidate.error.empty())
+    if (candidate.valid)
       valid.push_back(&candidate);
     else
       ++refusals[reasonOf(candidate.error)];
@@ -331,7 +343,11 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
     os << ", " << count << " refused (" << reason << ")";
   os << "; " << llvm::format("%.1f", seconds) << " s\n";
   if (!how.empty())
-    os << "  figures " << how << "\n";
+    os << "  figures " << how
+       << (how.rfind("extrapolated", 0) == 0
+               ? "; memory is the peak of live bytes"
+               : "")
+       << "\n";
   if (valid.empty()) {
     llvm::errs() << "meshc: error: --layout auto: no layout of the model is "
                     "valid on mesh "
@@ -360,13 +376,13 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
                  << (extrapolated ? "(extrapolated peak of live bytes) is "
                                   : "plan is ")
                  << formatBytes(smallest->memory) << " ("
-                 << shown(smallest->text) << ")\n"
+                 << displayed(smallest->text) << ")\n"
                  << "hint: raise --memory-limit, or give a mesh with more "
                     "devices\n";
     return failure();
   }
   printTable({fitting.begin(),
-              fitting.begin() + std::min(options.shown, fitting.size())},
+              fitting.begin() + std::min(options.listed, fitting.size())},
              os);
 
   // An extrapolated plan is checked on the model as written before the
@@ -374,19 +390,27 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
   const Candidate *chosen = fitting.front();
   if (options.memoryLimit && extrapolated) {
     chosen = nullptr;
-    ScopedDiagnosticHandler silence(context,
-                                    [](Diagnostic &) { return success(); });
+    ScopedDiagnosticHandler capture(context, captureError);
+    int64_t smallestFull = -1;
+    std::string smallestFullText;
+    size_t tries = 0;
     for (const Candidate *candidate : fitting) {
+      if (tries++ == kMaxFullChecks)
+        break;
       std::string error;
       std::optional<Figures> full = measure(model.full, mesh, candidate->rules,
                                             machine, options.fuse, error);
       if (!full) {
-        os << "  " << shown(candidate->text)
+        os << "  " << displayed(candidate->text)
            << ": the model as written does not compile: " << error << "\n";
         continue;
       }
+      if (smallestFull < 0 || full->arena < smallestFull) {
+        smallestFull = full->arena;
+        smallestFullText = candidate->text;
+      }
       bool fits = full->arena <= *options.memoryLimit;
-      os << "  " << shown(candidate->text) << " on the model as written: "
+      os << "  " << displayed(candidate->text) << " on the model as written: "
          << cost::formatSeconds(full->prediction.total()) << ", memory "
          << formatBytes(full->arena) << (fits ? "" : ": over the limit")
          << "\n";
@@ -396,13 +420,21 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
       }
     }
     if (!chosen) {
-      llvm::errs() << "meshc: error: --layout auto: no layout fits in "
+      llvm::errs() << "meshc: error: --layout auto: none of the "
+                   << std::min(fitting.size(), kMaxFullChecks)
+                   << " fastest layouts that fit by their extrapolated "
+                      "memory fits in "
                    << formatBytes(*options.memoryLimit)
-                   << " per device on the model as written\n";
+                   << " per device on the model as written";
+      if (smallestFull >= 0)
+        llvm::errs() << "; the smallest is " << formatBytes(smallestFull)
+                     << " (" << displayed(smallestFullText) << ")";
+      llvm::errs() << "\nhint: raise --memory-limit, or give a mesh with more "
+                      "devices\n";
       return failure();
     }
   }
-  os << "chosen layout: " << shown(chosen->text) << "\n";
+  os << "chosen layout: " << displayed(chosen->text) << "\n";
   return chosen->rules;
 }
 

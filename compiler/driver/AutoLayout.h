@@ -4,10 +4,10 @@
 // (layout::enumerateLayouts), each laid out, partitioned and fused, its step
 // time predicted by the cost model (lowering/ProgramCost.h) and its memory
 // planned (the .mprog emitter's plan); the fastest that fits the memory
-// limit wins. A model that repeats a block more than twice is searched on
-// copies with one and two instances of it, and each figure extrapolated
-// linearly to the written count (the instances are identical, so the model
-// is linear in the count); with a memory limit, the winner's plan is then
+// limit wins. A model that repeats a block more than three times is searched
+// on copies with two and three instances of it, and each figure extrapolated
+// linearly to the written count (an instance between two others adds the
+// same work and memory); with a memory limit, the winner's plan is then
 // checked on the model as written. Deterministic: ties go to fewer bytes
 // received per device, then to the layout's text. docs/layouts.md describes
 // it.
@@ -38,7 +38,7 @@ struct AutoLayoutOptions {
   /// Per-device bytes a layout's planned arena may take (none: no limit).
   std::optional<int64_t> memoryLimit;
   /// How many of the best layouts to print.
-  size_t shown = 5;
+  size_t listed = 5;
   /// Whether candidates are fused (mtf-fuse), as the program will be.
   bool fuse = true;
 };

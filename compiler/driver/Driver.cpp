@@ -46,6 +46,7 @@ namespace meshc {
 namespace {
 
 enum class EmitKind { Default, Import, Mtf, Spmd, Mprog };
+enum class RematKind { None, Repeat };
 
 /// meshc's own options; MLIR's printing/pass-manager options come on top.
 struct Options {
@@ -82,7 +83,7 @@ struct Options {
       "layout",
       cl::desc("layout rules, e.g. \"batch:b;d_ff:m\" (overrides the spec "
                "file's), or \"auto\": the layout the cost model predicts "
-               "fastest (docs/cost.md)"),
+               "fastest (docs/layouts.md)"),
       cl::cat(category)};
   cl::opt<std::string> spec{"spec", cl::desc("JSON file with mesh and layout"),
                             cl::value_desc("file"), cl::cat(category)};
@@ -92,9 +93,9 @@ struct Options {
                         cl::cat(category)};
   cl::opt<std::string> machine{
       "machine",
-      cl::desc("the machine --explain predicts step times for: a preset "
-               "(h100-sxm, epyc-2core-threads) or a JSON profile file "
-               "(docs/cost.md)"),
+      cl::desc("the machine --explain and --layout auto predict step times "
+               "for: a preset (h100-sxm, epyc-2core-threads, epyc-2core-mpi) "
+               "or a JSON profile file (docs/cost.md)"),
       cl::value_desc("preset|file"), cl::init(cost::kDefaultMachine),
       cl::cat(category)};
   cl::opt<std::string> memoryLimit{
@@ -102,6 +103,16 @@ struct Options {
       cl::desc("with --layout auto: the most memory a device may plan "
                "(e.g. 80GiB)"),
       cl::value_desc("size"), cl::cat(category)};
+  cl::opt<RematKind> remat{
+      "remat",
+      cl::desc("activation recomputation when training (docs/training.md)"),
+      cl::init(RematKind::None),
+      cl::values(clEnumValN(RematKind::None, "none",
+                            "keep every activation for the backward pass"),
+                 clEnumValN(RematKind::Repeat, "repeat",
+                            "each repeat instance keeps only its inputs and "
+                            "is recomputed in the backward pass")),
+      cl::cat(category)};
   cl::opt<bool> noFuse{
       "no-fuse",
       cl::desc("keep every elementwise op and reduction its own step (skip "
@@ -310,6 +321,18 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
                     "times and --layout auto; add one of them\n";
     return failure();
   }
+  if (search && mesh.numDevices() <= 1) {
+    llvm::errs() << "meshc: error: --layout auto needs a mesh of several "
+                    "devices to search layouts on; got "
+                 << (mesh.rank() ? "mesh " + mesh.str() : std::string("none"))
+                 << "\nhint: give --mesh, e.g. --mesh \"b:2;m:4\"\n";
+    return failure();
+  }
+  if (search && options.emit == EmitKind::Import) {
+    llvm::errs() << "meshc: error: --layout auto chooses a layout after "
+                    "autodiff, but --emit=import stops before it\n";
+    return failure();
+  }
   AutoLayoutOptions searchOptions;
   if (options.memoryLimit.getNumOccurrences()) {
     if (!search) {
@@ -389,7 +412,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
 
   // Training: the backward pass and the optimizer update become ordinary
   // ops of the global program, before any layout is applied.
-  if (needsAutodiff(options, *module)) {
+  bool trains = needsAutodiff(options, *module);
+  if (trains) {
     MtfAutodiffOptions autodiffOptions;
     autodiffOptions.outputGrads = options.outputGrads;
     pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(autodiffOptions));
@@ -399,22 +423,37 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   }
   if (!options.reference.empty() && failed(writeReference(options, *module)))
     return failure();
+  if (options.remat == RematKind::Repeat) {
+    if (!trains) {
+      llvm::errs() << "meshc: error: --remat=repeat recomputes activations "
+                      "for the backward pass, but the model does not train\n";
+      return failure();
+    }
+    pm.nest<mtf::ProgramOp>().addPass(createMtfRemat());
+    if (failed(pm.run(*module)))
+      return failure();
+    pm.clear();
+  }
 
   // --layout auto: the search picks the rules (its report goes to stderr
   // when the emitted program goes to stdout).
   if (search) {
-    bool toStdout =
-        !options.output.getNumOccurrences() && emit != EmitKind::Default;
+    bool toStdout = options.output == "-" && emit != EmitKind::Default;
     SearchModel model;
     model.full = *module;
     model.file = llvm::sys::path::filename(options.input).str();
     model.repeats = repeats;
     if (!StringRef(options.input).ends_with(".mlir"))
       model.reimport = [&](const frontend::ImportOptions &counts) {
+        // The main import already gave the warnings; errors still go out.
+        ScopedDiagnosticHandler quiet(&context, [](Diagnostic &diag) {
+          return success(diag.getSeverity() != DiagnosticSeverity::Error);
+        });
         OwningOpRef<ModuleOp> copy =
             frontend::importMtf(sourceMgr, context, counts);
         if (copy && needsAutodiff(options, *copy) &&
-            failed(differentiate(*copy, options.outputGrads)))
+            failed(differentiate(*copy, options.outputGrads,
+                                 options.remat == RematKind::Repeat)))
           return OwningOpRef<ModuleOp>();
         return copy;
       };

@@ -26,11 +26,13 @@ LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
   return pm.run(module);
 }
 
-LogicalResult differentiate(ModuleOp module, bool outputGrads) {
+LogicalResult differentiate(ModuleOp module, bool outputGrads, bool remat) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   MtfAutodiffOptions options;
   options.outputGrads = outputGrads;
   pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(options));
+  if (remat)
+    pm.nest<mtf::ProgramOp>().addPass(createMtfRemat());
   return pm.run(module);
 }
 

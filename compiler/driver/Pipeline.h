@@ -36,9 +36,11 @@ mlir::LogicalResult layoutAndPartition(mlir::ModuleOp module,
 
 /// Runs mtf-autodiff on every program of `module` that trains (a no-op for
 /// the others): the backward pass and the optimizer update become ordinary
-/// ops, before any layout. With `outputGrads`, every gradient is an output.
+/// ops, before any layout. With `outputGrads`, every gradient is an output;
+/// with `remat`, mtf-remat then recomputes each repeat instance's
+/// activations in the backward pass.
 mlir::LogicalResult differentiate(mlir::ModuleOp module,
-                                  bool outputGrads = false);
+                                  bool outputGrads = false, bool remat = false);
 
 /// Outputs in the format of `meshrun --dump-outputs`:
 /// {"outputs": {name: {"dims": [...], "shape": [...], "data": [...]}}}.

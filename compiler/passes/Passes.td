@@ -67,4 +67,36 @@ def MtfAutodiff : Pass<"mtf-autodiff", "::mlir::mtf::ProgramOp"> {
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }
 
+def MtfRemat : Pass<"mtf-remat", "::mlir::mtf::ProgramOp"> {
+  let summary = "recomputes each repeat instance's activations in the backward pass";
+  let description = [{
+    Activation recomputation per `repeat` instance (per-layer activation
+    checkpointing). After mtf-autodiff, a forward value computed inside an
+    instance (ops tagged `mtf.instance` by the frontend) and read by the
+    backward pass or the update is recomputed there: the instance's forward
+    ops that lead to such values are cloned, tagged `mtf.phase = "backward"`,
+    just before the first backward op that reads one of them, and the
+    backward reads the clones. The instance then keeps only what it reads
+    from outside (its input, the parameters) until the backward pass; its
+    own activations die with the forward pass. Parameters, inputs and ops
+    with effects are never cloned. The clones compute the same ops on the
+    same values, so training is bit-identical with and without it.
+
+    Before (one instance, `y = gelu(x)` read back by the backward pass):
+    ```mlir
+    %y = mtf.gelu %x {mtf.instance = "block_0"} : ...
+    ...
+    %dy = mtf.gelu_grad %y {mtf.phase = "backward"} : ...
+    ```
+    After:
+    ```mlir
+    %y = mtf.gelu %x {mtf.instance = "block_0"} : ...
+    ...
+    %y2 = mtf.gelu %x {mtf.instance = "block_0", mtf.phase = "backward"} : ...
+    %dy = mtf.gelu_grad %y2 {mtf.phase = "backward"} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::mtf::MtfDialect"];
+}
+
 #endif // MESHC_COMPILER_PASSES_TD

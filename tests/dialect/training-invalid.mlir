@@ -135,6 +135,13 @@ mtf.program @p {
 
 // -----
 
+mtf.program @p {
+  // expected-error @+1 {{'mtf.instance' must be a string, got 3 : i64}}
+  %x = mtf.input "x" {mtf.instance = 3 : i64} : !mtf.tensor<[a=2], f32>
+}
+
+// -----
+
 // expected-error @+1 {{'mtf.training' must be a dictionary on an mtf.program}}
 mtf.program @p attributes {mtf.training = 3 : i64} {
 }

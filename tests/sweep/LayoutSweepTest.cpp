@@ -15,6 +15,9 @@
 // On 2x2, the MLP, the block, charlm and llama also run every layout that only
 // --layout auto considers: one mesh axis over several dims that share no
 // tensor (Megatron's heads and d_ff over one axis).
+// The models that repeat a block (the block, charlm, llama) also run each
+// layout on 2x2 with every instance recomputed in the backward pass
+// (--remat=repeat): every tensor must be bit-identical to the run without.
 //
 // Tolerance: |spmd - reference| <= 1e-5 * max|reference| per tensor. The
 // reference computes in double; the SPMD run in f32 with partial sums added
@@ -75,6 +78,9 @@ struct SweepCase {
   /// layout::enumerateSearchLayouts where an axis splits several dims (the
   /// rest are the ordinary sweep's).
   bool searchOnly = false;
+  /// Also compile each layout with mtf-remat (meshc --remat=repeat) and
+  /// require its run to be bit-identical to the run without.
+  bool remat = false;
 };
 
 /// `source` with each `dim NAME = N` of `sizes` ("NAME=N NAME=N") given the
@@ -103,7 +109,8 @@ void PrintTo(const SweepCase &c, std::ostream *os) {
 std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
   std::string name = std::string(info.param.example) + "_" +
                      (*info.param.mesh ? info.param.mesh : "single") +
-                     (info.param.searchOnly ? "_search" : "");
+                     (info.param.searchOnly ? "_search" : "") +
+                     (info.param.remat ? "_remat" : "");
   for (char &c : name)
     if (!isalnum(static_cast<unsigned char>(c)))
       c = '_';
@@ -158,6 +165,39 @@ void wellConditioned(mtf::TrainOp train) {
 
 class LayoutSweep : public ::testing::TestWithParam<SweepCase> {};
 
+/// Compiles `source` with `rules` on `mesh`, runs `steps` steps on CPU
+/// virtual devices and gathers every tensor but the inputs into `got`
+/// (`isParam` says which are parameters). Fails the test on any error.
+void runLayout(ModuleOp source, const layout::Mesh &mesh,
+               const layout::LayoutRules &rules, bool fuse, int steps,
+               std::map<std::string, meshc::runtime::HostTensor> &got,
+               std::map<std::string, bool> &isParam, std::string &diagnostics) {
+  OwningOpRef<ModuleOp> compiled = source.clone();
+  diagnostics.clear();
+  ASSERT_TRUE(
+      succeeded(meshc::layoutAndPartition(*compiled, mesh, rules, fuse)))
+      << diagnostics;
+  FailureOr<llvm::json::Value> mprog =
+      meshc::emitMprog(*compiled, meshc::MprogOptions());
+  ASSERT_TRUE(succeeded(mprog)) << diagnostics;
+  try {
+    meshc::runtime::Program loaded = meshc::runtime::parseProgram(
+        llvm::formatv("{0}", *mprog).str(), "sweep.mprog");
+    meshc::runtime::SessionOptions options;
+    meshc::runtime::Session session(loaded, options);
+    for (int step = 0; step < steps; ++step)
+      session.runStep();
+    for (const meshc::runtime::Tensor &tensor : loaded.tensors) {
+      if (tensor.role == meshc::runtime::Role::Input)
+        continue;
+      isParam[tensor.name] = tensor.role == meshc::runtime::Role::Param;
+      got.emplace(tensor.name, session.gather(tensor));
+    }
+  } catch (const std::exception &error) {
+    FAIL() << "runtime: " << error.what();
+  }
+}
+
 TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
   const SweepCase &param = GetParam();
   DialectRegistry registry;
@@ -190,6 +230,19 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
     wellConditioned(train);
   ASSERT_TRUE(succeeded(meshc::differentiate(*module, trains))) << diagnostics;
   program = *module->getOps<mtf::ProgramOp>().begin();
+  // The same model with each repeat instance recomputed in the backward pass.
+  OwningOpRef<ModuleOp> recomputed;
+  if (param.remat) {
+    recomputed = meshc::frontend::importMtf(sourceMgr, context);
+    ASSERT_TRUE(recomputed) << diagnostics;
+    auto other = *recomputed->getOps<mtf::ProgramOp>().begin();
+    exposeNamedTensors(other);
+    for (auto train : other.getBodyBlock().getOps<mtf::TrainOp>())
+      wellConditioned(train);
+    ASSERT_TRUE(succeeded(meshc::differentiate(*recomputed, trains,
+                                               /*remat=*/true)))
+        << diagnostics;
+  }
 
   double tolerance = 1e-5;
   // Two steps: the second one's outputs see the first one's update, and the
@@ -220,7 +273,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
         texts.push_back(text);
   }
 
-  int valid = 0, total = 0, run = 0, unfused = 0;
+  int valid = 0, total = 0, run = 0, unfused = 0, recomputedRuns = 0;
   double worst = 0;
   std::string worstTensor = "-";
   for (const std::string &text : texts) {
@@ -242,49 +295,44 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
         continue;
       SCOPED_TRACE(fuse ? "fused" : "unfused (--no-fuse)");
       unfused += fuse ? 0 : 1;
-      OwningOpRef<ModuleOp> compiled = module->clone();
-      diagnostics.clear();
-      ASSERT_TRUE(
-          succeeded(meshc::layoutAndPartition(*compiled, mesh, *rules, fuse)))
-          << diagnostics;
-      FailureOr<llvm::json::Value> mprog =
-          meshc::emitMprog(*compiled, meshc::MprogOptions());
-      ASSERT_TRUE(succeeded(mprog)) << diagnostics;
-
-      try {
-        meshc::runtime::Program loaded = meshc::runtime::parseProgram(
-            llvm::formatv("{0}", *mprog).str(), "sweep.mprog");
-        meshc::runtime::SessionOptions options;
-        meshc::runtime::Session session(loaded, options);
-        for (int step = 0; step < referenceOptions.steps; ++step)
-          session.runStep();
-        for (const meshc::runtime::Tensor &tensor : loaded.tensors) {
-          if (tensor.role == meshc::runtime::Role::Input)
-            continue;
-          bool isParam = tensor.role == meshc::runtime::Role::Param;
-          meshc::runtime::HostTensor got = session.gather(tensor);
-          const meshc::interp::Tensor &want =
-              isParam ? reference->params.at(tensor.name)
-                      : reference->outputs.at(tensor.name);
-          ASSERT_EQ(got.shape, want.shape) << tensor.name;
-          double scale = 0;
-          for (double v : want.data)
-            scale = std::max(scale, std::fabs(v));
-          for (int64_t i = 0; i < got.elements(); ++i) {
-            double error = std::fabs(got.at(i) - want.data[i]);
-            double relative = error / std::max(scale, 1e-30);
-            if (relative > worst) {
-              worst = relative;
-              worstTensor = tensor.name;
-            }
-            ASSERT_LE(error, tolerance * scale)
-                << tensor.name << "[" << i << "]: spmd " << got.at(i)
-                << ", reference " << want.data[i];
+      std::map<std::string, meshc::runtime::HostTensor> got;
+      std::map<std::string, bool> isParam;
+      runLayout(*module, mesh, *rules, fuse, referenceOptions.steps, got,
+                isParam, diagnostics);
+      if (HasFatalFailure())
+        return;
+      for (const auto &[name, tensor] : got) {
+        const meshc::interp::Tensor &want = isParam[name]
+                                                ? reference->params.at(name)
+                                                : reference->outputs.at(name);
+        ASSERT_EQ(tensor.shape, want.shape) << name;
+        double scale = 0;
+        for (double v : want.data)
+          scale = std::max(scale, std::fabs(v));
+        for (int64_t i = 0; i < tensor.elements(); ++i) {
+          double error = std::fabs(tensor.at(i) - want.data[i]);
+          double relative = error / std::max(scale, 1e-30);
+          if (relative > worst) {
+            worst = relative;
+            worstTensor = name;
           }
+          ASSERT_LE(error, tolerance * scale)
+              << name << "[" << i << "]: spmd " << tensor.at(i)
+              << ", reference " << want.data[i];
         }
-      } catch (const std::exception &error) {
-        FAIL() << "runtime: " << error.what();
       }
+      if (!recomputed)
+        continue;
+      std::map<std::string, meshc::runtime::HostTensor> again;
+      runLayout(*recomputed, mesh, *rules, fuse, referenceOptions.steps, again,
+                isParam, diagnostics);
+      if (HasFatalFailure())
+        return;
+      ASSERT_EQ(again.size(), got.size());
+      for (const auto &[name, tensor] : got)
+        ASSERT_TRUE(again.at(name).data == tensor.data)
+            << name << ": with --remat=repeat, not bit-identical";
+      ++recomputedRuns;
     }
   }
   EXPECT_GT(valid, 0);
@@ -293,6 +341,9 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
               param.example, *param.mesh ? param.mesh : "1 device",
               param.searchOnly ? " (search layouts)" : "", valid, total, run,
               unfused, worst, worstTensor.c_str());
+  if (param.remat)
+    std::printf("[ sweep    ] %d runs with --remat=repeat bit-identical\n",
+                recomputedRuns);
 }
 
 /// Every model on every mesh of the sweep.
@@ -328,6 +379,11 @@ const SweepCase kCases[] = {
     {"examples/transformer/block.mtf", "a:2;b:2", "", 1, true},
     {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, true},
     {"examples/llama/llama.mtf", "a:2;b:2", kLlamaSizes, 1, true},
+    // --remat=repeat: bit-identical to keeping the activations.
+    {"examples/transformer/block.mtf", "a:2;b:2", "", 1, false, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     true},
+    {"examples/llama/llama.mtf", "a:2;b:2", kLlamaSizes, 1, false, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),

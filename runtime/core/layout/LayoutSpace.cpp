@@ -60,23 +60,33 @@ enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
         if (ia != index.end() && ib != index.end() && ia->second != ib->second)
           meets[ia->second][ib->second] = true;
       }
-  // The sets of dims one axis may split: every set of pairwise apart dims,
-  // smaller sets first, then by the order of the dims.
+  // The sets of dims one axis may split: every set of pairwise apart dims
+  // that some axis divides (no superset of a set no axis divides is
+  // divided either), smaller sets first, then by the order of the dims.
+  // Each set is a layout on its own, so past `limit` sets the listing
+  // stops.
+  std::vector<uint64_t> dividers(n, 0);
+  for (size_t d = 0; d < n; ++d)
+    for (size_t axis = 0; axis < mesh.rank() && axis < 64; ++axis)
+      if (mesh.axisSize(axis) > 1 && sizes[d] % mesh.axisSize(axis) == 0)
+        dividers[d] |= uint64_t(1) << axis;
   std::vector<std::vector<size_t>> sets = {{}};
-  std::function<void(size_t, std::vector<size_t> &)> grow =
-      [&](size_t from, std::vector<size_t> &set) {
-        for (size_t d = from; d < n; ++d) {
+  std::function<void(size_t, std::vector<size_t> &, uint64_t)> grow =
+      [&](size_t from, std::vector<size_t> &set, uint64_t axes) {
+        for (size_t d = from; d < n && sets.size() <= limit; ++d) {
+          if ((axes & dividers[d]) == 0)
+            continue;
           if (std::any_of(set.begin(), set.end(),
                           [&](size_t e) { return meets[d][e]; }))
             continue;
           set.push_back(d);
           sets.push_back(set);
-          grow(d + 1, set);
+          grow(d + 1, set, axes & dividers[d]);
           set.pop_back();
         }
       };
   std::vector<size_t> start;
-  grow(0, start);
+  grow(0, start, ~uint64_t(0));
   std::stable_sort(
       sets.begin(), sets.end(),
       [](const std::vector<size_t> &a, const std::vector<size_t> &b) {
@@ -117,6 +127,11 @@ enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
       return;
     }
     int64_t size = mesh.axisSize(axis);
+    // An axis of one device splits nothing: it stays unused.
+    if (size == 1) {
+      assign(axis + 1);
+      return;
+    }
     for (const std::vector<size_t> &set : sets) {
       bool divides = std::all_of(set.begin(), set.end(), [&](size_t d) {
         return sizes[d] % (product[d] * size) == 0;

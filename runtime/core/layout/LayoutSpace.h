@@ -37,8 +37,8 @@ std::vector<std::string> enumerateLayouts(const std::vector<std::string> &dims,
 /// mesh axis unused or splitting a set of the dims of `dims` (name -> size)
 /// of which no two appear together in one of `tensors` (each the dim names
 /// of one tensor), each dim's size divisible by the product of its axes'
-/// sizes; a dim over several axes in every order. Stops after `limit` + 1
-/// texts.
+/// sizes; a dim over several axes in every order; an axis of size 1 always
+/// unused. Stops after `limit` + 1 texts.
 std::vector<std::string>
 enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
                        const std::vector<std::vector<std::string>> &tensors,

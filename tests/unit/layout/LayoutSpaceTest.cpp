@@ -176,6 +176,34 @@ TEST(SearchLayoutSpace, HasMegatronAndNoAxisTwiceInATensor) {
   EXPECT_FALSE(has("odd:b"));
 }
 
+TEST(SearchLayoutSpace, AxesOfOtherSizesAndOfOne) {
+  // 'odd' (3) is split only by the axis of 3, 'batch' (8) only by the 2;
+  // the axis of one device is never used.
+  Mesh m = mesh("b:2;t:3;one:1");
+  std::vector<std::string> texts =
+      enumerateSearchLayouts(kLayerDims, kLayerTensors, m);
+  EXPECT_EQ(texts.size(),
+            bruteForceCount(kLayerDims, kLayerTensors, mesh("b:2;t:3")));
+  auto has = [&](const char *text) {
+    return std::find(texts.begin(), texts.end(), text) != texts.end();
+  };
+  EXPECT_TRUE(has("odd:t"));
+  EXPECT_TRUE(has("batch:b;odd:t"));
+  EXPECT_FALSE(has("odd:b"));
+  for (const std::string &text : texts)
+    EXPECT_EQ(text.find("one"), std::string::npos) << text;
+}
+
+TEST(SearchLayoutSpace, ManyApartDimsStopAtTheLimit) {
+  // 40 dims that never meet: 2^40 sets of dims, listed only up to the limit.
+  std::map<std::string, int64_t> dims;
+  for (int i = 0; i < 40; ++i)
+    dims["d" + std::to_string(100 + i)] = 2;
+  std::vector<std::string> texts =
+      enumerateSearchLayouts(dims, {}, mesh("b:2"), 1000);
+  EXPECT_EQ(texts.size(), 1001u);
+}
+
 TEST(SearchLayoutSpace, LimitStopsTheListing) {
   Mesh m = mesh("x:2;y:2;z:2");
   size_t all = enumerateSearchLayouts(kLayerDims, kLayerTensors, m).size();
