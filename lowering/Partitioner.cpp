@@ -483,8 +483,48 @@ LogicalResult Partitioner::partitionLocalGrad(Operation &op) {
 // Collectives
 //===----------------------------------------------------------------------===//
 
+std::optional<Value> Partitioner::scatterPending(Value value,
+                                                 const Layout &target,
+                                                 Operation *user) {
+  auto it = pending.find(value);
+  if (it == pending.end())
+    return std::nullopt;
+  for (const auto &[partial, layout, local] : scattered)
+    if (partial == value && layout == target)
+      return local;
+  auto [local, index] = locals.lookup(value);
+  const Layout &current = layouts[index];
+  auto type = llvm::cast<mtf::TensorType>(value.getType());
+  std::optional<size_t> dim;
+  std::vector<size_t> added;
+  for (size_t d = 0; d < current.rank(); ++d) {
+    const std::vector<size_t> &from = current.axesOf(d);
+    const std::vector<size_t> &to = target.axesOf(d);
+    if (from == to)
+      continue;
+    if (dim || to.size() <= from.size() ||
+        !std::equal(from.begin(), from.end(), to.begin()))
+      return std::nullopt;
+    dim = d;
+    added.assign(to.begin() + from.size(), to.end());
+  }
+  std::vector<size_t> sorted = added;
+  std::sort(sorted.begin(), sorted.end());
+  if (!dim || sorted != it->second.axes)
+    return std::nullopt;
+  Value result =
+      reduceOver(local, type, current, added, *dim, false, user->getLoc(),
+                 it->second.why + ", into the shard " +
+                     user->getName().stripDialect().str() +
+                     " updates (--shard-optimizer)");
+  scattered.emplace_back(value, target, result);
+  return result;
+}
+
 Value Partitioner::operandAs(Value value, const Layout &target,
                              Operation *user) {
+  if (std::optional<Value> shard = scatterPending(value, target, user))
+    return *shard;
   materialize(value);
   auto [local, index] = locals.lookup(value);
   const Layout &current = layouts[index];

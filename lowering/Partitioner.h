@@ -67,6 +67,15 @@ private:
   /// The local value of global `value` resharded to `target`.
   mlir::Value operandAs(mlir::Value value, const Layout &target,
                         mlir::Operation *user);
+  /// When `value` is a pending partial sum and `target` is its layout with
+  /// one dimension split further over exactly the pending axes (a sharded
+  /// optimizer's gradient), its reduce-scatter into `target`: one collective
+  /// where materializing would all-reduce and then slice. The partial sums
+  /// stay pending for other users; one reduce-scatter serves every user
+  /// with the same target.
+  std::optional<mlir::Value> scatterPending(mlir::Value value,
+                                            const Layout &target,
+                                            mlir::Operation *user);
   /// Emits the collectives that take local `value` (a block of a tensor of
   /// global type `type`) from layout `from` to `to`.
   mlir::Value reshard(mlir::Value value, mlir::mtf::TensorType type,
@@ -115,6 +124,8 @@ private:
     mlir::LocationAttr loc;
   };
   llvm::DenseMap<mlir::Value, Pending> pending;
+  /// scatterPending's results: (partial sum, target layout, local value).
+  std::vector<std::tuple<mlir::Value, Layout, mlir::Value>> scattered;
   /// Global parameters (and slots) by name, for mtf.assign.
   llvm::StringMap<mlir::Value> params;
   /// The data-parallel axes (dataParallelAxes()).

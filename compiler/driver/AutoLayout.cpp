@@ -80,18 +80,20 @@ LogicalResult captureError(Diagnostic &diag) {
   return success();
 }
 
-/// Lays out, partitions (and fuses) a copy of `module` with `rules`, then
-/// predicts its run and plans its memory. On failure the first error is in
-/// `error`.
+/// Lays out, partitions (and fuses) a copy of `module` with `rules` as
+/// `partition` says, then predicts its run and plans its memory. On failure the
+/// first error is in `error`.
 std::optional<Figures> measure(ModuleOp module, const layout::Mesh &mesh,
                                const layout::LayoutRules &rules,
-                               const cost::MachineProfile &machine, bool fuse,
+                               const cost::MachineProfile &machine,
+                               const PartitionOptions &partition,
                                std::string &error) {
   diagnosticSink = &error;
   auto reset = llvm::make_scope_exit([] { diagnosticSink = nullptr; });
   OwningOpRef<ModuleOp> copy = module.clone();
-  if (failed(layoutAndPartition(*copy, mesh, rules, fuse,
-                                /*verifyEachPass=*/false)))
+  PartitionOptions unverified = partition;
+  unverified.verifyEachPass = false;
+  if (failed(layoutAndPartition(*copy, mesh, rules, unverified)))
     return std::nullopt;
   Figures figures;
   ProgramCost cost = predictProgram(*copy, mesh, machine);
@@ -295,7 +297,7 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
       for (const Variant &variant : *variants) {
         std::optional<Figures> figures =
             measure(variant.module, mesh, candidate.rules, machine,
-                    options.fuse, candidate.error);
+                    options.partition, candidate.error);
         if (!figures) {
           if (candidate.error.empty())
             candidate.error = "failed without a message";
@@ -399,7 +401,7 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
         break;
       std::string error;
       std::optional<Figures> full = measure(model.full, mesh, candidate->rules,
-                                            machine, options.fuse, error);
+                                            machine, options.partition, error);
       if (!full) {
         os << "  " << displayed(candidate->text)
            << ": the model as written does not compile: " << error << "\n";

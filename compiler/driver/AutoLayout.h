@@ -17,6 +17,7 @@
 #ifndef MESHC_COMPILER_DRIVER_AUTOLAYOUT_H
 #define MESHC_COMPILER_DRIVER_AUTOLAYOUT_H
 
+#include "compiler/driver/Pipeline.h"
 #include "frontend/Frontend.h"
 #include "runtime/core/cost/MachineProfile.h"
 #include "runtime/core/layout/LayoutRules.h"
@@ -39,8 +40,9 @@ struct AutoLayoutOptions {
   std::optional<int64_t> memoryLimit;
   /// How many of the best layouts to print.
   size_t listed = 5;
-  /// Whether candidates are fused (mtf-fuse), as the program will be.
-  bool fuse = true;
+  /// How candidates are compiled (fused, optimizer sharded), as the
+  /// program will be.
+  PartitionOptions partition;
 };
 
 /// The global program the search predicts from.

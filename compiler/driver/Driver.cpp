@@ -113,6 +113,12 @@ struct Options {
                             "each repeat instance keeps only its inputs and "
                             "is recomputed in the backward pass")),
       cl::cat(category)};
+  cl::opt<bool> shardOptimizer{
+      "shard-optimizer",
+      cl::desc("split optimizer state and each parameter's update over the "
+               "mesh axes that replicate the parameter (ZeRO-1; "
+               "docs/training.md)"),
+      cl::cat(category)};
   cl::opt<bool> noFuse{
       "no-fuse",
       cl::desc("keep every elementwise op and reduction its own step (skip "
@@ -457,7 +463,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
           return OwningOpRef<ModuleOp>();
         return copy;
       };
-    searchOptions.fuse = !options.noFuse;
+    searchOptions.partition.fuse = !options.noFuse;
+    searchOptions.partition.shardOptimizer = options.shardOptimizer;
     FailureOr<layout::LayoutRules> chosen =
         chooseLayout(model, mesh, machine, searchOptions,
                      toStdout ? llvm::errs() : llvm::outs());
@@ -475,6 +482,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     MtfApplyLayoutOptions layoutOptions;
     layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
     layoutOptions.layout = rules.str();
+    layoutOptions.shardOptimizer = options.shardOptimizer;
     pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));
   }
   if (failed(pm.run(*module)))

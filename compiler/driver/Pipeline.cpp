@@ -12,16 +12,17 @@ using namespace mlir;
 namespace meshc {
 
 LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
-                                 const layout::LayoutRules &rules, bool fuse,
-                                 bool verifyEachPass) {
+                                 const layout::LayoutRules &rules,
+                                 const PartitionOptions &options) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  pm.enableVerifier(verifyEachPass);
-  MtfApplyLayoutOptions options;
-  options.mesh = mesh.rank() ? mesh.str() : std::string();
-  options.layout = rules.str();
-  pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(options));
+  pm.enableVerifier(options.verifyEachPass);
+  MtfApplyLayoutOptions layoutOptions;
+  layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
+  layoutOptions.layout = rules.str();
+  layoutOptions.shardOptimizer = options.shardOptimizer;
+  pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));
   pm.addPass(createMtfPartition());
-  if (fuse)
+  if (options.fuse)
     pm.addPass(createMtfFuse());
   return pm.run(module);
 }

@@ -23,16 +23,25 @@
 
 namespace meshc {
 
+/// How layoutAndPartition compiles.
+struct PartitionOptions {
+  /// Fuse elementwise ops (mtf-fuse).
+  bool fuse = true;
+  /// Verify the IR between the passes (the layout search's compiles, which
+  /// the final compile repeats with verification, skip it).
+  bool verifyEachPass = true;
+  /// Shard optimizer state and updates over the axes that replicate each
+  /// parameter (mtf-apply-layout's shard-optimizer).
+  bool shardOptimizer = false;
+};
+
 /// Lays out every program of `module` by `rules` on `mesh`, then partitions
-/// it into its local SPMD form and (with `fuse`) fuses its elementwise ops
-/// (mtf-fuse). Errors are reported through the context. Without
-/// `verifyEachPass` the IR is not verified between the passes (the layout
-/// search's compiles, which the final compile repeats with verification).
+/// it into its local SPMD form and fuses its elementwise ops as `options`
+/// say. Errors are reported through the context.
 mlir::LogicalResult layoutAndPartition(mlir::ModuleOp module,
                                        const layout::Mesh &mesh,
                                        const layout::LayoutRules &rules,
-                                       bool fuse = true,
-                                       bool verifyEachPass = true);
+                                       const PartitionOptions &options = {});
 
 /// Runs mtf-autodiff on every program of `module` that trains (a no-op for
 /// the others): the backward pass and the optimizer update become ordinary

@@ -62,13 +62,28 @@ struct MtfApplyLayoutPass
         meshc::emitLayoutError(op.getLoc(), tensorLayout.error());
         return signalPassFailure();
       }
+      meshc::layout::TensorLayout chosen = *tensorLayout;
+      if (shardOptimizer && holdsOptimizerState(op))
+        chosen = meshc::layout::shardOverReplicatedAxes(
+            chosen, meshc::toDims(type), *mesh);
       op.setAttr(mtf::MtfDialect::kLayoutAttrName,
-                 meshc::toLayoutAttr(type, *tensorLayout, *mesh));
+                 meshc::toLayoutAttr(type, chosen, *mesh));
     }
     program.setMeshAttr(meshc::toMeshAttr(context, *mesh));
   }
 
 private:
+  /// Optimizer slots and the ops of the update phase: what shard-optimizer
+  /// splits over the axes that replicate them (constraints keep theirs).
+  static bool holdsOptimizerState(Operation &op) {
+    if (llvm::isa<mtf::ConstrainOp>(op))
+      return false;
+    if (auto param = llvm::dyn_cast<mtf::ParamOp>(op))
+      return param.getSlot();
+    auto phase = op.getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName);
+    return phase && phase.getValue() == "update";
+  }
+
   /// The mesh from the `mesh` option, else the program's own; the
   /// single-device mesh when there is neither.
   std::optional<meshc::layout::Mesh> resolveMesh(mtf::ProgramOp program) {

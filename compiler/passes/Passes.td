@@ -14,7 +14,12 @@ def MtfApplyLayout : Pass<"mtf-apply-layout", "::mlir::mtf::ProgramOp"> {
   let description = [{
     Applies Mesh-TensorFlow layout rules by dimension name: a tensor dimension
     that has a rule is split over the rule's mesh axes, every other dimension
-    is whole. `mtf.constrain` results take the layout the constraint names.
+    is whole. With `shard-optimizer`, each optimizer slot and each op of the
+    update phase is split further over the mesh axes its tensor is
+    replicated on, along its first dimension (by name) those axes divide:
+    every device keeps and updates one shard of the optimizer state, the
+    partitioner reduce-scatters the gradients into it and all-gathers the
+    updated parameters (ZeRO-1, GSPMD's weight-update sharding). `mtf.constrain` results take the layout the constraint names.
     The result is the `mtf.layout` attribute on every op that produces a
     tensor, and the mesh on the program. Invalid layouts (unknown axis or
     dimension, one axis splitting two dimensions of a tensor, sizes that do
@@ -43,6 +48,9 @@ def MtfApplyLayout : Pass<"mtf-apply-layout", "::mlir::mtf::ProgramOp"> {
            "program's mesh">,
     Option<"layout", "layout", "std::string", /*default=*/"\"\"",
            "layout rules (batch:b;d_ff:m;x:b+m); empty: everything whole">,
+    Option<"shardOptimizer", "shard-optimizer", "bool", /*default=*/"false",
+           "also split optimizer slots and update ops over the mesh axes "
+           "their tensor is replicated on (ZeRO-1)">,
   ];
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }

@@ -81,6 +81,9 @@ struct SweepCase {
   /// Also compile each layout with mtf-remat (meshc --remat=repeat) and
   /// require its run to be bit-identical to the run without.
   bool remat = false;
+  /// Compile with optimizer state sharded (meshc --shard-optimizer); the
+  /// reference is the same as without.
+  bool shardOptimizer = false;
 };
 
 /// `source` with each `dim NAME = N` of `sizes` ("NAME=N NAME=N") given the
@@ -110,7 +113,8 @@ std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
   std::string name = std::string(info.param.example) + "_" +
                      (*info.param.mesh ? info.param.mesh : "single") +
                      (info.param.searchOnly ? "_search" : "") +
-                     (info.param.remat ? "_remat" : "");
+                     (info.param.remat ? "_remat" : "") +
+                     (info.param.shardOptimizer ? "_zero" : "");
   for (char &c : name)
     if (!isalnum(static_cast<unsigned char>(c)))
       c = '_';
@@ -165,17 +169,37 @@ void wellConditioned(mtf::TrainOp train) {
 
 class LayoutSweep : public ::testing::TestWithParam<SweepCase> {};
 
+/// Whether --shard-optimizer splits some optimizer slot of `program` under
+/// `rules` on `mesh` (a parameter is replicated over an axis that divides
+/// one of its dims).
+bool shardsASlot(mtf::ProgramOp program, const layout::LayoutRules &rules,
+                 const layout::Mesh &mesh) {
+  for (auto param : program.getBodyBlock().getOps<mtf::ParamOp>()) {
+    if (!param.getSlot())
+      continue;
+    auto type = llvm::cast<mtf::TensorType>(param.getResult().getType());
+    std::vector<layout::Dim> dims = meshc::toDims(type);
+    layout::Result<layout::TensorLayout> plain =
+        layout::TensorLayout::compute("", dims, rules, mesh);
+    if (plain.ok() &&
+        !(layout::shardOverReplicatedAxes(*plain, dims, mesh) == *plain))
+      return true;
+  }
+  return false;
+}
+
 /// Compiles `source` with `rules` on `mesh`, runs `steps` steps on CPU
 /// virtual devices and gathers every tensor but the inputs into `got`
 /// (`isParam` says which are parameters). Fails the test on any error.
 void runLayout(ModuleOp source, const layout::Mesh &mesh,
-               const layout::LayoutRules &rules, bool fuse, int steps,
+               const layout::LayoutRules &rules,
+               const meshc::PartitionOptions &options, int steps,
                std::map<std::string, meshc::runtime::HostTensor> &got,
                std::map<std::string, bool> &isParam, std::string &diagnostics) {
   OwningOpRef<ModuleOp> compiled = source.clone();
   diagnostics.clear();
   ASSERT_TRUE(
-      succeeded(meshc::layoutAndPartition(*compiled, mesh, rules, fuse)))
+      succeeded(meshc::layoutAndPartition(*compiled, mesh, rules, options)))
       << diagnostics;
   FailureOr<llvm::json::Value> mprog =
       meshc::emitMprog(*compiled, meshc::MprogOptions());
@@ -273,7 +297,8 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
         texts.push_back(text);
   }
 
-  int valid = 0, total = 0, run = 0, unfused = 0, recomputedRuns = 0;
+  int valid = 0, total = 0, run = 0, unfused = 0, recomputedRuns = 0,
+      shardedRuns = 0;
   double worst = 0;
   std::string worstTensor = "-";
   for (const std::string &text : texts) {
@@ -297,7 +322,12 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       unfused += fuse ? 0 : 1;
       std::map<std::string, meshc::runtime::HostTensor> got;
       std::map<std::string, bool> isParam;
-      runLayout(*module, mesh, *rules, fuse, referenceOptions.steps, got,
+      meshc::PartitionOptions options;
+      options.fuse = fuse;
+      options.shardOptimizer = param.shardOptimizer;
+      if (fuse && param.shardOptimizer && shardsASlot(program, *rules, mesh))
+        ++shardedRuns;
+      runLayout(*module, mesh, *rules, options, referenceOptions.steps, got,
                 isParam, diagnostics);
       if (HasFatalFailure())
         return;
@@ -324,8 +354,8 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       if (!recomputed)
         continue;
       std::map<std::string, meshc::runtime::HostTensor> again;
-      runLayout(*recomputed, mesh, *rules, fuse, referenceOptions.steps, again,
-                isParam, diagnostics);
+      runLayout(*recomputed, mesh, *rules, options, referenceOptions.steps,
+                again, isParam, diagnostics);
       if (HasFatalFailure())
         return;
       ASSERT_EQ(again.size(), got.size());
@@ -341,6 +371,12 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
               param.example, *param.mesh ? param.mesh : "1 device",
               param.searchOnly ? " (search layouts)" : "", valid, total, run,
               unfused, worst, worstTensor.c_str());
+  if (param.shardOptimizer) {
+    std::printf("[ sweep    ] %d layouts with optimizer state sharded "
+                "(--shard-optimizer)\n",
+                shardedRuns);
+    EXPECT_GT(shardedRuns, 0);
+  }
   if (param.remat)
     std::printf("[ sweep    ] %d runs with --remat=repeat bit-identical\n",
                 recomputedRuns);
@@ -384,6 +420,13 @@ const SweepCase kCases[] = {
     {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
      true},
     {"examples/llama/llama.mtf", "a:2;b:2", kLlamaSizes, 1, false, true},
+    // --shard-optimizer: Adam's slots and updates split over the axes that
+    // replicate each parameter.
+    {"examples/mlp/mlp.mtf", "a:2;b:2", "", 1, false, false, true},
+    {"examples/transformer/block.mtf", "a:2;b:2", "", 1, false, false, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     false, true},
+    {"examples/llama/llama.mtf", "a:2;b:2", kLlamaSizes, 1, false, false, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),

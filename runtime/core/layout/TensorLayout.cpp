@@ -208,4 +208,33 @@ std::string TensorLayout::str(const std::vector<Dim> &dims,
   return out + "]";
 }
 
+TensorLayout shardOverReplicatedAxes(const TensorLayout &layout,
+                                     const std::vector<Dim> &dims,
+                                     const Mesh &mesh) {
+  std::vector<size_t> free;
+  int64_t freeSize = 1;
+  for (size_t axis : layout.replicatedAxes(mesh))
+    if (mesh.axisSize(axis) > 1) {
+      free.push_back(axis);
+      freeSize *= mesh.axisSize(axis);
+    }
+  if (free.empty())
+    return layout;
+  std::vector<size_t> byName(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i)
+    byName[i] = i;
+  std::sort(byName.begin(), byName.end(),
+            [&](size_t a, size_t b) { return dims[a].name < dims[b].name; });
+  for (size_t dim : byName) {
+    if (dims[dim].size % (layout.shardCount(dim, mesh) * freeSize) != 0)
+      continue;
+    std::vector<std::vector<size_t>> splits;
+    for (size_t d = 0; d < dims.size(); ++d)
+      splits.push_back(layout.axesOf(d));
+    splits[dim].insert(splits[dim].end(), free.begin(), free.end());
+    return TensorLayout::fromAxisIndices(std::move(splits));
+  }
+  return layout;
+}
+
 } // namespace meshc::layout

@@ -107,6 +107,17 @@ private:
   std::vector<std::vector<size_t>> splits;
 };
 
+/// `layout` split further over the mesh axes it replicates the tensor on
+/// (those of more than one device, in mesh order), appended as the minor
+/// axes of the first dimension by name whose size they divide together with
+/// its current split; `layout` itself when no axis replicates it or no
+/// dimension divides. The shard of optimizer state each device keeps under
+/// --shard-optimizer (ZeRO-1): choosing by name gives every tensor of one
+/// parameter's update the same split.
+TensorLayout shardOverReplicatedAxes(const TensorLayout &layout,
+                                     const std::vector<Dim> &dims,
+                                     const Mesh &mesh);
+
 } // namespace meshc::layout
 
 #endif // MESHC_RUNTIME_CORE_LAYOUT_TENSORLAYOUT_H

@@ -269,4 +269,32 @@ TEST(TensorLayoutErrors, FromAxesChecks) {
                       "", 0, 0);
 }
 
+TEST(ShardOverReplicatedAxes, SplitsTheFirstDividingDimByName) {
+  Mesh m = mesh("b:2;m:2");
+  std::vector<Dim> dims = {{"io", 64}, {"hidden", 128}};
+  TensorLayout plain = computeOk(dims, "hidden:m", m);
+  // 'hidden' sorts first and divides by m (2) times b (2).
+  TensorLayout sharded = shardOverReplicatedAxes(plain, dims, m);
+  EXPECT_EQ(sharded.axesOf(0), Axes{});
+  EXPECT_EQ(sharded.axesOf(1), (Axes{1, 0}));
+  EXPECT_EQ(sharded.str(dims, m), "[io, hidden:m+b]");
+  // Every axis already used: unchanged.
+  TensorLayout full = computeOk(dims, "io:b;hidden:m", m);
+  EXPECT_EQ(shardOverReplicatedAxes(full, dims, m), full);
+}
+
+TEST(ShardOverReplicatedAxes, SkipsDimsTheAxesDoNotDivide) {
+  Mesh m = mesh("b:4;one:1");
+  std::vector<Dim> dims = {{"a", 6}, {"c", 8}};
+  TensorLayout plain = computeOk(dims, "", m);
+  // 'a' (6) is not divisible by 4; the axis of one device is not used.
+  EXPECT_EQ(shardOverReplicatedAxes(plain, dims, m).str(dims, m), "[a, c:b]");
+  std::vector<Dim> odd = {{"a", 6}, {"c", 10}};
+  TensorLayout none = computeOk(odd, "", m);
+  EXPECT_EQ(shardOverReplicatedAxes(none, odd, m), none);
+  // A scalar has nothing to split.
+  TensorLayout scalar = computeOk({}, "", m);
+  EXPECT_EQ(shardOverReplicatedAxes(scalar, {}, m), scalar);
+}
+
 } // namespace
