@@ -47,6 +47,7 @@ struct BufferInfo {
   int64_t offset = 0;
   int64_t firstDef = 0, lastUse = 0;
   bool pinned = false; // input, parameter or output: lives all step long
+  MemoryUse use = MemoryUse::Activations;
 };
 
 class MprogEmitter {
@@ -91,11 +92,29 @@ private:
   int64_t arenaBytes = 0;
   /// The most bytes live at once (pinned buffers and live temporaries).
   int64_t peakLiveBytes = 0;
+  std::array<int64_t, kMemoryUses> peakByUse = {};
   /// Outputs of assigned parameters -> the buffer their value is copied to.
   llvm::DenseMap<Operation *, int64_t> snapshots;
   /// Parameter (and slot) name -> buffer id.
   llvm::StringMap<int64_t> paramBuffers;
 };
+
+/// What the buffer `op` defines holds.
+MemoryUse useOf(Operation &op) {
+  if (auto param = llvm::dyn_cast<mtf::ParamOp>(op))
+    return param.getSlot() ? MemoryUse::OptimizerSlots : MemoryUse::Parameters;
+  if (llvm::isa<mtf::InputOp>(op))
+    return MemoryUse::Inputs;
+  if (llvm::isa<shard::ShardDialect>(op.getDialect()))
+    return MemoryUse::Collectives;
+  auto phase = op.getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName);
+  if (!phase)
+    return MemoryUse::Activations;
+  if (phase.getValue() == "update")
+    return MemoryUse::Update;
+  return op.hasAttr(mtf::MtfDialect::kInstanceAttrName) ? MemoryUse::Recomputed
+                                                        : MemoryUse::Backward;
+}
 
 std::string dtypeOf(Type type) {
   if (type.isF32())
@@ -199,6 +218,7 @@ LogicalResult MprogEmitter::assignBuffers() {
         info->bytes = elements *
                       (elementOf(result.getType()).getIntOrFloatBitWidth() / 8);
         info->firstDef = index;
+        info->use = useOf(op);
         if (info->dtype != "f32" && info->dtype != "i32")
           return op.emitError() << "the .mprog runtime handles f32 and i32 "
                                    "tensors; got "
@@ -259,6 +279,11 @@ void MprogEmitter::planMemory() {
   arenaBytes = top;
   peakLiveBytes = top;
   int64_t liveBytes = top;
+  std::array<int64_t, kMemoryUses> liveByUse = {};
+  for (const BufferInfo &info : buffers)
+    if (info.pinned)
+      liveByUse[static_cast<size_t>(info.use)] += align(info.bytes);
+  peakByUse = liveByUse;
   int64_t steps = program.getBodyBlock().getOperations().size();
   std::vector<std::vector<BufferInfo *>> byDef(steps), byEnd(steps);
   for (BufferInfo *info : order) {
@@ -277,11 +302,16 @@ void MprogEmitter::planMemory() {
       live[candidate] = candidate + info->bytes;
       arenaBytes = std::max(arenaBytes, align(candidate + info->bytes));
       liveBytes += align(info->bytes);
+      liveByUse[static_cast<size_t>(info->use)] += align(info->bytes);
     }
-    peakLiveBytes = std::max(peakLiveBytes, liveBytes);
+    if (liveBytes > peakLiveBytes) {
+      peakLiveBytes = liveBytes;
+      peakByUse = liveByUse;
+    }
     for (BufferInfo *info : byEnd[step]) {
       live.erase(info->offset);
       liveBytes -= align(info->bytes);
+      liveByUse[static_cast<size_t>(info->use)] -= align(info->bytes);
     }
   }
 }
@@ -698,7 +728,7 @@ FailureOr<MemoryPlanStats> MprogEmitter::plan() {
     return failure();
   planMemory();
   MemoryPlanStats stats{arenaBytes, 0, static_cast<int64_t>(buffers.size()),
-                        peakLiveBytes};
+                        peakLiveBytes, peakByUse};
   for (const BufferInfo &info : buffers)
     stats.unplannedBytes += info.bytes;
   return stats;
@@ -825,6 +855,28 @@ mtf::ProgramOp localProgram(ModuleOp module) {
 }
 
 } // namespace
+
+const char *memoryUseName(MemoryUse use) {
+  switch (use) {
+  case MemoryUse::Parameters:
+    return "parameters";
+  case MemoryUse::OptimizerSlots:
+    return "optimizer slots";
+  case MemoryUse::Inputs:
+    return "inputs";
+  case MemoryUse::Activations:
+    return "forward activations";
+  case MemoryUse::Recomputed:
+    return "recomputed activations";
+  case MemoryUse::Backward:
+    return "gradients and backward values";
+  case MemoryUse::Update:
+    return "optimizer update";
+  case MemoryUse::Collectives:
+    return "collective results";
+  }
+  return "?";
+}
 
 FailureOr<json::Value> emitMprog(ModuleOp module, const MprogOptions &options,
                                  MemoryPlanStats *stats) {

@@ -15,6 +15,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 
+#include <array>
+
 #include <cstdint>
 
 namespace meshc {
@@ -26,6 +28,26 @@ struct MprogOptions {
 };
 
 /// Statistics of the memory plan, for --explain.
+/// What a buffer of the memory plan holds, by the op that defines it.
+enum class MemoryUse {
+  Parameters,
+  OptimizerSlots,
+  Inputs,
+  /// Forward values (kept for the backward pass while they live there).
+  Activations,
+  /// Forward values computed again in the backward pass (mtf-remat).
+  Recomputed,
+  /// Gradients and the backward pass's other values.
+  Backward,
+  /// The optimizer update's values.
+  Update,
+  /// The results of collectives.
+  Collectives,
+};
+constexpr size_t kMemoryUses = 8;
+/// "parameters", "optimizer slots", ... for --explain.
+const char *memoryUseName(MemoryUse use);
+
 struct MemoryPlanStats {
   int64_t arenaBytes = 0;
   /// Sum of all buffer sizes: the arena without reuse.
@@ -34,6 +56,8 @@ struct MemoryPlanStats {
   /// The most bytes live at one step: a lower bound of any plan's arena
   /// (the arena is larger where first-fit leaves gaps).
   int64_t peakLiveBytes = 0;
+  /// The live bytes at that peak by what they hold (indexed by MemoryUse).
+  std::array<int64_t, kMemoryUses> peakByUse = {};
 };
 
 /// The .mprog of the one local program in `module`; reports an error through

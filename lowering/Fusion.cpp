@@ -356,6 +356,18 @@ void Fuser::build(Group &group) {
   if (group.phase != "forward")
     fused->setAttr(mtf::MtfDialect::kPhaseAttrName,
                    builder.getStringAttr(group.phase));
+  // A group of one repeat instance's ops keeps the instance (what the
+  // memory plan calls recomputed activations in the backward pass).
+  StringAttr instance;
+  bool oneInstance = true;
+  for (Operation *op : group.members) {
+    auto tag =
+        op->getAttrOfType<StringAttr>(mtf::MtfDialect::kInstanceAttrName);
+    oneInstance &= tag && (!instance || tag == instance);
+    instance = tag ? tag : instance;
+  }
+  if (oneInstance && instance)
+    fused->setAttr(mtf::MtfDialect::kInstanceAttrName, instance);
   Block *body = new Block();
   fused.getBody().push_back(body);
   IRMapping mapping;

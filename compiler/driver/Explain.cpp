@@ -305,6 +305,18 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
        << plan->buffers << " buffers, " << formatBytes(plan->unplannedBytes)
        << " without reuse, at most " << formatBytes(plan->peakLiveBytes)
        << " live at once)\n";
+  if (plan) {
+    os << "  at the peak:";
+    const char *separator = " ";
+    for (size_t use = 0; use < kMemoryUses; ++use) {
+      if (plan->peakByUse[use] == 0)
+        continue;
+      os << separator << memoryUseName(static_cast<MemoryUse>(use)) << " "
+         << formatBytes(plan->peakByUse[use]);
+      separator = ", ";
+    }
+    os << "\n";
+  }
   if (spmd) {
     explainCollectives(predictProgram(spmd, mesh, machine), mesh, machine, os);
     explainFusion(spmd, os);
