@@ -269,8 +269,9 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
     llvm::errs() << "meshc: error: --layout auto: more than " << kMaxCandidates
                  << " layouts of " << dims.size() << " dims on " << mesh.rank()
                  << " mesh axes\n"
-                 << "hint: give the layout with --layout, or a mesh with "
-                    "fewer axes\n";
+                 << "hint: give the layout with --layout"
+                 << (mesh.rank() > 1 ? ", or a mesh with fewer axes" : "")
+                 << "\n";
     return failure();
   }
   std::string how;

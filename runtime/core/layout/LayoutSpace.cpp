@@ -2,10 +2,31 @@
 
 #include "runtime/core/layout/LayoutSpace.h"
 
+#include "runtime/core/layout/LayoutRules.h"
+
 #include <algorithm>
+#include <cassert>
 #include <functional>
 
 namespace meshc::layout {
+
+namespace {
+
+/// The canonical text (LayoutRules::str) of `dims[d]` split over
+/// `splits[d]`, for the dims with a split.
+std::string layoutText(const std::vector<std::string> &dims,
+                       const std::vector<std::vector<std::string>> &splits) {
+  LayoutRules rules;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (!splits[d].empty()) {
+      Status added = rules.add(dims[d], splits[d]);
+      assert(added && "dim and axis names come from a model and a mesh");
+      (void)added;
+    }
+  return rules.str();
+}
+
+} // namespace
 
 std::vector<std::string> enumerateLayouts(const std::vector<std::string> &dims,
                                           const Mesh &mesh, size_t limit) {
@@ -15,15 +36,7 @@ std::vector<std::string> enumerateLayouts(const std::vector<std::string> &dims,
     if (texts.size() > limit)
       return;
     if (axis == mesh.rank()) {
-      std::string text;
-      for (size_t d = 0; d < dims.size(); ++d) {
-        if (splits[d].empty())
-          continue;
-        text += (text.empty() ? "" : ";") + dims[d] + ":";
-        for (size_t i = 0; i < splits[d].size(); ++i)
-          text += (i ? "+" : "") + splits[d][i];
-      }
-      texts.push_back(std::move(text));
+      texts.push_back(layoutText(dims, splits));
       return;
     }
     assign(axis + 1);
@@ -100,15 +113,7 @@ enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
     if (texts.size() > limit)
       return;
     if (d == n) {
-      std::string text;
-      for (size_t e = 0; e < n; ++e) {
-        if (splits[e].empty())
-          continue;
-        text += (text.empty() ? "" : ";") + names[e] + ":";
-        for (size_t i = 0; i < splits[e].size(); ++i)
-          text += (i ? "+" : "") + splits[e][i];
-      }
-      texts.push_back(std::move(text));
+      texts.push_back(layoutText(names, splits));
       return;
     }
     std::vector<std::string> &axes = splits[d];
