@@ -129,8 +129,12 @@ void CudaDevice::read(int64_t offset, void *dst, int64_t bytes) const {
   MESHC_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-char *CudaDevice::at(const Operand &operand) const {
+char *CudaDevice::bufferAt(const Operand &operand) const {
   return arena + program.buffers[operand.buffer].offset;
+}
+
+char *CudaDevice::at(const Operand &operand) const {
+  return operand.staging >= 0 ? scratch + operand.staging : bufferAt(operand);
 }
 
 char *CudaDevice::at(const PlannedTensor &tensor) const {
@@ -139,6 +143,10 @@ char *CudaDevice::at(const PlannedTensor &tensor) const {
 
 DType CudaDevice::dtypeOf(const Operand &operand) const {
   return program.buffers[operand.buffer].dtype;
+}
+
+DType CudaDevice::kernelType(const Operand &operand) const {
+  return operand.staging >= 0 ? DType::F32 : dtypeOf(operand);
 }
 
 void CudaDevice::run(const Step &step, Communicator *comm,
@@ -150,7 +158,22 @@ void CudaDevice::run(const Step &step, Communicator *comm,
   if (usesGroup(step.op()) && !comm)
     throw RuntimeError(std::string(opName(step.op())) +
                        " needs its group's communicator");
+  // bf16/f16 operands: widened into their staging before, narrowed after.
+  for (const Operand &in : step.in)
+    if (in.staging >= 0)
+      castKernel(exec(), dtypeOf(in), DType::F32, bufferAt(in), at(in),
+                 in.shape.elements());
   runKernels(step, comm, context);
+  auto narrow = [&](const Operand &out) {
+    if (out.staging >= 0)
+      castKernel(exec(), DType::F32, dtypeOf(out), at(out), bufferAt(out),
+                 out.shape.elements());
+  };
+  if (step.op() == OpKind::Fused)
+    for (const Operand &out : step.as<FusedAttrs>().outs)
+      narrow(out);
+  else
+    narrow(step.out);
   if (syncEveryStep ||
       std::find(runEnds.begin(), runEnds.end(), step.index) != runEnds.end())
     MESHC_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -279,7 +302,7 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
     return;
   }
   case OpKind::Range:
-    rangeKernel(exec(), dtypeOf(out), at(out), out.shape.elements());
+    rangeKernel(exec(), kernelType(out), at(out), out.shape.elements());
     return;
   case OpKind::Window: {
     const NamedShape &in = step.in[0].shape;

@@ -50,9 +50,16 @@ public:
            const RunContext &context) override;
 
 private:
+  /// Where the kernels find `operand`: its buffer, or its f32 staging copy
+  /// in the scratch (Operand::staging).
   char *at(const Operand &operand) const;
+  /// Where `operand`'s buffer starts.
+  char *bufferAt(const Operand &operand) const;
   char *at(const PlannedTensor &tensor) const;
+  /// The dtype of `operand`'s buffer.
   DType dtypeOf(const Operand &operand) const;
+  /// The dtype the kernels see for `operand` (f32 when staged).
+  DType kernelType(const Operand &operand) const;
   Exec exec() const { return {stream, false}; }
 
   /// Runs `step` with its kernels; `comm` is its group's communicator when

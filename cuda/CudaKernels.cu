@@ -21,6 +21,9 @@
 #include "cuda/CudaCheck.h"
 #include "runtime/ElementFunctions.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -109,6 +112,42 @@ MESHC_HOST_DEVICE inline float binaryOf(BinaryFn fn, float x, float y) {
   return x;
 }
 
+/// Element i of `data` (of `dtype`) as f32: exact for bf16, f16 and f32.
+__host__ __device__ inline float loadFloat(DType dtype, const void *data,
+                                           int64_t i) {
+  switch (dtype) {
+  case DType::F32:
+    return static_cast<const float *>(data)[i];
+  case DType::I32:
+    return static_cast<float>(static_cast<const int32_t *>(data)[i]);
+  case DType::BF16:
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(data)[i]);
+  case DType::F16:
+    return __half2float(static_cast<const __half *>(data)[i]);
+  }
+  return 0.0f;
+}
+
+/// Stores `value` as element i of `data`, converted as the CPU's castKernel
+/// does (to nearest, ties to even; to i32 by castToI32).
+__host__ __device__ inline void storeFloat(DType dtype, void *data, int64_t i,
+                                           float value) {
+  switch (dtype) {
+  case DType::F32:
+    static_cast<float *>(data)[i] = value;
+    return;
+  case DType::I32:
+    static_cast<int32_t *>(data)[i] = castToI32(value);
+    return;
+  case DType::BF16:
+    static_cast<__nv_bfloat16 *>(data)[i] = __float2bfloat16_rn(value);
+    return;
+  case DType::F16:
+    static_cast<__half *>(data)[i] = __float2half_rn(value);
+    return;
+  }
+}
+
 } // namespace
 
 void fillKernel(const Exec &exec, DType dtype, double value, void *out,
@@ -117,10 +156,15 @@ void fillKernel(const Exec &exec, DType dtype, double value, void *out,
     float v = static_cast<float>(value);
     float *y = static_cast<float *>(out);
     forEach(exec, count, [=] __host__ __device__(int64_t i) { y[i] = v; });
-  } else {
+  } else if (dtype == DType::I32) {
     int32_t v = static_cast<int32_t>(value);
     int32_t *y = static_cast<int32_t *>(out);
     forEach(exec, count, [=] __host__ __device__(int64_t i) { y[i] = v; });
+  } else {
+    float v = static_cast<float>(value);
+    forEach(exec, count, [=] __host__ __device__(int64_t i) {
+      storeFloat(dtype, out, i, v);
+    });
   }
 }
 
@@ -135,7 +179,7 @@ void castKernel(const Exec &exec, DType from, DType to, const void *in,
                 void *out, int64_t count) {
   if (from == to)
     return;
-  if (from == DType::I32) {
+  if (from == DType::I32 && to == DType::F32) {
     const int32_t *x = static_cast<const int32_t *>(in);
     float *y = static_cast<float *>(out);
     forEach(exec, count, [=] __host__ __device__(int64_t i) {
@@ -143,10 +187,9 @@ void castKernel(const Exec &exec, DType from, DType to, const void *in,
     });
     return;
   }
-  const float *x = static_cast<const float *>(in);
-  int32_t *y = static_cast<int32_t *>(out);
-  forEach(exec, count,
-          [=] __host__ __device__(int64_t i) { y[i] = castToI32(x[i]); });
+  forEach(exec, count, [=] __host__ __device__(int64_t i) {
+    storeFloat(to, out, i, loadFloat(from, in, i));
+  });
 }
 
 void binaryKernel(const Exec &exec, BinaryFn fn, const float *lhs,
@@ -396,6 +439,18 @@ void groupReduceKernel(const Exec &exec, DType dtype, Reduction fn,
         acc = sum ? acc + v : maxOf(acc, v);
       }
       y[i] = acc;
+    });
+    return;
+  }
+  if (dtype != DType::I32) {
+    // 16-bit floats: accumulated in f32, rounded once.
+    forEach(exec, count, [=] __host__ __device__(int64_t i) {
+      float acc = loadFloat(dtype, inputs.data[0], i);
+      for (int m = 1; m < inputs.count; ++m) {
+        float v = loadFloat(dtype, inputs.data[m], i);
+        acc = sum ? acc + v : maxOf(acc, v);
+      }
+      storeFloat(dtype, out, i, acc);
     });
     return;
   }

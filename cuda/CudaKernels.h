@@ -43,13 +43,14 @@ struct MemberBuffers {
   int count = 0;
 };
 
-/// out[i] = value for i < count (f32 or i32 by `dtype`).
+/// out[i] = value for i < count (of `dtype`).
 void fillKernel(const Exec &exec, DType dtype, double value, void *out,
                 int64_t count);
 /// out[i] = fn(in[i]); `factor` is Scale's.
 void unaryKernel(const Exec &exec, UnaryFn fn, float factor, const float *in,
                  float *out, int64_t count);
-/// Converts between f32 and i32 (from != to), as castKernel on the CPU.
+/// Converts between any two dtypes (nothing when from == to), as castKernel
+/// on the CPU: 16-bit floats round to nearest, ties to even.
 void castKernel(const Exec &exec, DType from, DType to, const void *in,
                 void *out, int64_t count);
 /// out[o2] = fn(lhs[o0], rhs[o1]) over `space` (operands lhs, rhs, out).

@@ -17,7 +17,17 @@ namespace meshc::runtime::cuda {
 namespace {
 
 ncclDataType_t ncclType(DType dtype) {
-  return dtype == DType::F32 ? ncclFloat32 : ncclInt32;
+  switch (dtype) {
+  case DType::F32:
+    return ncclFloat32;
+  case DType::I32:
+    return ncclInt32;
+  case DType::BF16:
+    return ncclBfloat16;
+  case DType::F16:
+    return ncclFloat16;
+  }
+  return ncclFloat32;
 }
 
 ncclRedOp_t ncclOp(Reduction reduction) {

@@ -219,10 +219,18 @@ LogicalResult MprogEmitter::assignBuffers() {
                       (elementOf(result.getType()).getIntOrFloatBitWidth() / 8);
         info->firstDef = index;
         info->use = useOf(op);
-        if (info->dtype != "f32" && info->dtype != "i32")
-          return op.emitError() << "the .mprog runtime handles f32 and i32 "
-                                   "tensors; got "
+        if (info->dtype == "?")
+          return op.emitError() << "the .mprog runtime handles f32, i32, "
+                                   "bf16 and f16 tensors; got "
                                 << elementOf(result.getType());
+        if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op) && info->dtype != "f32" &&
+            info->dtype != "i32")
+          return op.emitError()
+                 << (llvm::isa<mtf::InputOp>(op) ? "input" : "param") << " '"
+                 << op.getAttrOfType<StringAttr>("name").getValue() << "' is "
+                 << info->dtype
+                 << "; a .mprog's inputs and params are f32 or i32: declare "
+                    "it f32 and cast it where it is used";
       }
       info = &buffers[it->second];
       if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op))
@@ -234,6 +242,13 @@ LogicalResult MprogEmitter::assignBuffers() {
       if (llvm::isa<mtf::OutputOp>(op))
         info.pinned = true;
     }
+    if (auto output = llvm::dyn_cast<mtf::OutputOp>(op))
+      if (std::string dtype = infoOf(output.getValue()).dtype;
+          dtype != "f32" && dtype != "i32")
+        return op.emitError()
+               << "output '" << output.getName() << "' is " << dtype
+               << "; a .mprog's outputs are f32 or i32: output a "
+                  "cast(x, f32) of it";
     ++index;
   }
   for (BufferInfo &info : buffers)
@@ -501,7 +516,7 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
     return success();
   }
   if (std::optional<StringRef> fn = binaryFnOf(op)) {
-    if (!elementOf(op.getOperand(0).getType()).isF32() &&
+    if (!llvm::isa<FloatType>(elementOf(op.getOperand(0).getType())) &&
         !llvm::isa<mtf::EqualOp, mtf::LessOp>(op))
       return op.emitError()
              << "the runtime has no i32 elementwise arithmetic yet ('"

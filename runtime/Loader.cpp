@@ -154,6 +154,11 @@ Tensor parseTensor(const JsonNode &node, const Program &program,
   const Buffer &buffer = program.buffers[tensor.buffer];
   JsonNode dtype = node.member("dtype");
   tensor.dtype = parseDType(dtype);
+  if (isHalf(tensor.dtype))
+    dtype.fail(roleText + " '" + tensor.name + "' is " +
+               dtypeName(tensor.dtype) +
+               "; inputs, outputs and params are f32 or i32 (bf16 and f16 "
+               "are for the program's own buffers)");
   if (tensor.dtype != buffer.dtype)
     dtype.fail(roleText + " '" + tensor.name + "' is " +
                dtypeName(tensor.dtype) + " but buffer " +

@@ -13,13 +13,30 @@ int64_t dtypeBytes(DType dtype) {
   case DType::F32:
   case DType::I32:
     return 4;
+  case DType::BF16:
+  case DType::F16:
+    return 2;
   }
   return 0;
 }
 
 const char *dtypeName(DType dtype) {
-  return dtype == DType::F32 ? "f32" : "i32";
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::I32:
+    return "i32";
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  }
+  return "";
 }
+
+bool isFloat(DType dtype) { return dtype != DType::I32; }
+
+bool isHalf(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
 
 int64_t NamedShape::elements() const {
   int64_t count = 1;

@@ -29,13 +29,19 @@
 
 namespace meshc::runtime {
 
-/// The element types the runtime executes.
-enum class DType { F32, I32 };
+/// The element types the runtime executes. BF16 and F16 are storage types:
+/// a kernel reads such a buffer widened to f32 and writes it rounded (to
+/// nearest, ties to even), so it computes in f32 (runtime.md).
+enum class DType { F32, I32, BF16, F16 };
 
 /// The bytes of one element of `dtype`.
 int64_t dtypeBytes(DType dtype);
-/// "f32", "i32".
+/// "f32", "i32", "bf16", "f16".
 const char *dtypeName(DType dtype);
+/// True for f32, bf16 and f16.
+bool isFloat(DType dtype);
+/// True for bf16 and f16.
+bool isHalf(DType dtype);
 
 /// The most dims one step operand may have (kernels keep index state on the
 /// stack).
@@ -109,6 +115,12 @@ enum class Reduction { Sum, Max };
 struct Operand {
   size_t buffer = 0;
   NamedShape shape;
+  /// -1: the kernel reads or writes the buffer itself. Else the byte offset
+  /// in the device scratch of the operand's f32 copy: a bf16 or f16 buffer
+  /// is widened into it before the step and an output narrowed from it
+  /// after (the loader plans these "staging" areas after the step's own
+  /// scratch).
+  int64_t staging = -1;
 };
 
 /// A tensor of an einsum plan: in the arena (an operand's buffer) or in the

@@ -28,10 +28,11 @@ DType parseDType(const JsonNode &node) {
     return DType::F32;
   if (name == "i32")
     return DType::I32;
-  if (layout::elementBytes(name) != 0)
-    node.fail("dtype \"" + name +
-              "\" is not supported by the cpu backend (supported: f32, i32)");
-  node.fail("unknown dtype \"" + name + "\" (supported: f32, i32)");
+  if (name == "bf16")
+    return DType::BF16;
+  if (name == "f16")
+    return DType::F16;
+  node.fail("unknown dtype \"" + name + "\" (supported: f32, i32, bf16, f16)");
 }
 
 int64_t checkedProduct(const JsonNode &node,
@@ -190,13 +191,18 @@ private:
     return operand;
   }
 
+  /// `operand`'s buffer holds `dtype`; F32 stands for any float type
+  /// (f32, bf16, f16: kernels see the 16-bit ones widened to f32).
   void requireDType(const std::string &key, const Operand &operand,
                     DType dtype) const {
-    if (bufferOf(operand).dtype != dtype)
+    DType actual = bufferOf(operand).dtype;
+    if (dtype == DType::F32 ? !isFloat(actual) : actual != dtype)
       node.member(key).fail(std::string(opName(kind)) + " needs " +
-                            dtypeName(dtype) + " here but " +
-                            bufferName(operand) + " is " +
-                            dtypeName(bufferOf(operand).dtype));
+                            (dtype == DType::F32 ? "a float type (f32, bf16, "
+                                                   "f16)"
+                                                 : dtypeName(dtype)) +
+                            " here but " + bufferName(operand) + " is " +
+                            dtypeName(actual));
   }
 
   void requireSameCount(const Operand &in, const Operand &out) const {
@@ -338,6 +344,7 @@ private:
   void parseClassIndexOperands();
   /// The checks every collective but all_reduce ends with.
   void finishCollective();
+  void stageHalfOperands();
 
   /// `operand` without dim `dim`.
   static Operand without(Operand operand, const std::string &dim) {
@@ -379,7 +386,67 @@ Step StepParser::parse(size_t index) {
     for (const auto &[name, size] : sizesNode->members())
       if (!used.count(name))
         size.fail("dim '" + name + "' is not a dim of any operand");
+  stageHalfOperands();
   return step;
+}
+
+/// The kernels compute in f32: every bf16 or f16 operand of a computing step
+/// gets an f32 copy in the scratch, after the step's own scratch (fill, copy
+/// and cast convert themselves; collectives and slice move the 16-bit
+/// elements as they are). An einsum's plan reads and writes the copies.
+void StepParser::stageHalfOperands() {
+  if (kind == OpKind::Fill || kind == OpKind::Copy || kind == OpKind::Cast ||
+      usesGroup(kind))
+    return;
+  auto align = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  int64_t end = align(step.scratchBytes);
+  bool staged = false;
+  auto stage = [&](Operand &operand) {
+    if (!isHalf(bufferOf(operand).dtype))
+      return;
+    operand.staging = end;
+    end = align(end + operand.shape.elements() * int64_t(sizeof(float)));
+    staged = true;
+  };
+  for (Operand &in : step.in)
+    stage(in);
+  if (auto *fused = std::get_if<FusedAttrs>(&step.attrs)) {
+    for (Operand &out : fused->outs)
+      stage(out);
+    step.out = fused->outs.front();
+  } else {
+    stage(step.out);
+  }
+  if (!staged)
+    return;
+  step.scratchBytes = end;
+  if (auto *einsum = std::get_if<EinsumAttrs>(&step.attrs)) {
+    // The plan's arena tensors are the operands' buffers, by offset.
+    std::vector<const Operand *> operands;
+    for (const Operand &in : step.in)
+      operands.push_back(&in);
+    operands.push_back(&step.out);
+    auto redirect = [&](PlannedTensor &tensor) {
+      if (tensor.inScratch)
+        return;
+      for (const Operand *operand : operands)
+        if (operand->staging >= 0 &&
+            bufferOf(*operand).offset == tensor.offset) {
+          tensor.inScratch = true;
+          tensor.offset = operand->staging;
+          return;
+        }
+    };
+    for (EinsumStage &stage : einsum->plan.stages)
+      if (stage.isGemm) {
+        redirect(stage.gemm.a);
+        redirect(stage.gemm.b);
+        redirect(stage.gemm.c);
+      } else {
+        redirect(stage.reduce.src);
+        redirect(stage.reduce.dst);
+      }
+  }
 }
 
 void StepParser::parseAttrs(FillAttrs &attrs) {
@@ -441,8 +508,8 @@ void StepParser::parseAttrs(EinsumAttrs &attrs) {
   requireDType("out", step.out, DType::F32);
   std::vector<PlannedTensor> planned;
   for (size_t i = 0; i < step.in.size(); ++i) {
-    if (bufferOf(step.in[i]).dtype != DType::F32)
-      inputs.elements()[i].fail("einsum needs f32 operands but " +
+    if (!isFloat(bufferOf(step.in[i]).dtype))
+      inputs.elements()[i].fail("einsum needs float operands but " +
                                 bufferName(step.in[i]) + " is i32");
     requireNoOverlap(step.in[i], step.out);
     planned.push_back({false, bufferOf(step.in[i]).offset, step.in[i].shape});
@@ -825,8 +892,8 @@ void StepParser::parseAttrs(FusedAttrs &attrs) {
   JsonNode inNode = node.member("in");
   for (const JsonNode &at : inNode.elements()) {
     step.in.push_back(iterationOperand(at));
-    if (bufferOf(step.in.back()).dtype != DType::F32)
-      at.fail("fused needs f32 operands but " + bufferName(step.in.back()) +
+    if (!isFloat(bufferOf(step.in.back()).dtype))
+      at.fail("fused needs float operands but " + bufferName(step.in.back()) +
               " is i32");
   }
   // The dims each value varies along: an operand's, the union of an
@@ -868,8 +935,8 @@ void StepParser::parseAttrs(FusedAttrs &attrs) {
         at.member("dims").fail("value " + std::to_string(value) +
                                " varies along '" + name + "', which " +
                                out.shape.str() + " lacks");
-    if (bufferOf(out).dtype != DType::F32)
-      at.fail("fused writes f32 outputs but " + bufferName(out) + " is i32");
+    if (!isFloat(bufferOf(out).dtype))
+      at.fail("fused writes float outputs but " + bufferName(out) + " is i32");
     for (const Operand &in : step.in)
       if (overlaps(in, out))
         at.fail(bufferName(out) + " overlaps " + bufferName(in) +

@@ -4,7 +4,8 @@
 
 Prints one line per output and exits 1 when a shape differs or an element
 differs by more than RTOL times the largest magnitude of the reference tensor
-(the tolerance of the layout sweep; see docs/testing.md).
+(the tolerance of the layout sweep; see docs/testing.md), or than the RTOL
+given after the two files (bf16 programs: docs/testing.md).
 """
 import json
 import sys
@@ -13,9 +14,11 @@ RTOL = 1e-5
 
 
 def main(argv):
-    if len(argv) != 3:
-        print("usage: compare_outputs.py RUN.json REFERENCE.json", file=sys.stderr)
+    if len(argv) not in (3, 4):
+        print("usage: compare_outputs.py RUN.json REFERENCE.json [RTOL]",
+              file=sys.stderr)
         return 2
+    rtol = float(argv[3]) if len(argv) == 4 else RTOL
     with open(argv[1]) as f:
         run = json.load(f)["outputs"]
     with open(argv[2]) as f:
@@ -35,7 +38,7 @@ def main(argv):
         worst = max((abs(a - b) for a, b in zip(got["data"], want["data"])),
                     default=0.0)
         relative = worst / scale if scale else worst
-        verdict = "agrees" if worst <= RTOL * scale else "DIFFERS"
+        verdict = "agrees" if worst <= rtol * scale else "DIFFERS"
         ok &= verdict == "agrees"
         shown = (f"{got['data'][0]:.6f} vs reference {want['data'][0]:.6f}"
                  if len(want["data"]) == 1 else f"shape {want['shape']}")

@@ -47,6 +47,7 @@ namespace {
 
 enum class EmitKind { Default, Import, Mtf, Spmd, Mprog };
 enum class RematKind { None, Repeat };
+enum class PrecisionKind { F32, BF16 };
 
 /// meshc's own options; MLIR's printing/pass-manager options come on top.
 struct Options {
@@ -112,6 +113,15 @@ struct Options {
                  clEnumValN(RematKind::Repeat, "repeat",
                             "each repeat instance keeps only its inputs and "
                             "is recomputed in the backward pass")),
+      cl::cat(category)};
+  cl::opt<PrecisionKind> precision{
+      "precision",
+      cl::desc("the element type of activations (docs/training.md)"),
+      cl::init(PrecisionKind::F32),
+      cl::values(clEnumValN(PrecisionKind::F32, "f32", "everything in f32"),
+                 clEnumValN(PrecisionKind::BF16, "bf16",
+                            "activations and GEMM inputs in bf16; parameters, "
+                            "optimizer state, statistics and the loss in f32")),
       cl::cat(category)};
   cl::opt<bool> shardOptimizer{
       "shard-optimizer",
@@ -416,6 +426,13 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   if (dumper)
     pm.addInstrumentation(std::move(dumper));
 
+  // Mixed precision on the forward program, so the backward pass follows.
+  if (options.precision == PrecisionKind::BF16) {
+    pm.nest<mtf::ProgramOp>().addPass(createMtfPrecision());
+    if (failed(pm.run(*module)))
+      return failure();
+    pm.clear();
+  }
   // Training: the backward pass and the optimizer update become ordinary
   // ops of the global program, before any layout is applied.
   bool trains = needsAutodiff(options, *module);
@@ -457,9 +474,12 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
         });
         OwningOpRef<ModuleOp> copy =
             frontend::importMtf(sourceMgr, context, counts);
-        if (copy && needsAutodiff(options, *copy) &&
+        if (copy &&
+            (needsAutodiff(options, *copy) ||
+             options.precision == PrecisionKind::BF16) &&
             failed(differentiate(*copy, options.outputGrads,
-                                 options.remat == RematKind::Repeat)))
+                                 options.remat == RematKind::Repeat,
+                                 options.precision == PrecisionKind::BF16)))
           return OwningOpRef<ModuleOp>();
         return copy;
       };

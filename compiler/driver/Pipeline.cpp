@@ -27,8 +27,11 @@ LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
   return pm.run(module);
 }
 
-LogicalResult differentiate(ModuleOp module, bool outputGrads, bool remat) {
+LogicalResult differentiate(ModuleOp module, bool outputGrads, bool remat,
+                            bool bf16) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  if (bf16)
+    pm.nest<mtf::ProgramOp>().addPass(createMtfPrecision());
   MtfAutodiffOptions options;
   options.outputGrads = outputGrads;
   pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(options));

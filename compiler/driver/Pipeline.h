@@ -45,11 +45,13 @@ mlir::LogicalResult layoutAndPartition(mlir::ModuleOp module,
 
 /// Runs mtf-autodiff on every program of `module` that trains (a no-op for
 /// the others): the backward pass and the optimizer update become ordinary
-/// ops, before any layout. With `outputGrads`, every gradient is an output;
-/// with `remat`, mtf-remat then recomputes each repeat instance's
-/// activations in the backward pass.
+/// ops, before any layout. With `bf16`, mtf-precision first gives the
+/// forward program bf16 activations (meshc --precision=bf16). With
+/// `outputGrads`, every gradient is an output; with `remat`, mtf-remat then
+/// recomputes each repeat instance's activations in the backward pass.
 mlir::LogicalResult differentiate(mlir::ModuleOp module,
-                                  bool outputGrads = false, bool remat = false);
+                                  bool outputGrads = false, bool remat = false,
+                                  bool bf16 = false);
 
 /// Outputs in the format of `meshrun --dump-outputs`:
 /// {"outputs": {name: {"dims": [...], "shape": [...], "data": [...]}}}.

@@ -15,6 +15,7 @@
 
 #include "compiler/interpreter/Interpreter.h"
 #include "compiler/interpreter/NamedIndex.h"
+#include "runtime/core/HalfFloat.h"
 #include "runtime/core/Random.h"
 
 #include "mlir/IR/Verifier.h"
@@ -212,9 +213,20 @@ private:
     assert(it != values.end() && "operand evaluated before its use");
     return it->second;
   }
+  /// Binds `value` to `tensor`. A bf16 or f16 value holds what the runtime
+  /// stores: the f32 result rounded to the type (core/HalfFloat.h); f32
+  /// values stay exact doubles.
   LogicalResult define(Value value, FailureOr<Tensor> tensor) {
     if (failed(tensor))
       return failure();
+    auto type = llvm::dyn_cast<mtf::TensorType>(value.getType());
+    Type element = type ? type.getElementType() : Type();
+    if (element && element.isBF16())
+      for (double &x : tensor->data)
+        x = half::roundToBf16(static_cast<float>(x));
+    else if (element && element.isF16())
+      for (double &x : tensor->data)
+        x = half::roundToF16(static_cast<float>(x));
     values.try_emplace(value, std::move(*tensor));
     return success();
   }
@@ -665,8 +677,10 @@ struct RowExpSums {
   std::vector<int64_t> strides, rowStrides;
 };
 RowExpSums rowExpSums(const Tensor &input, llvm::StringRef dim) {
-  RowExpSums rows{withoutDim(input, dim), withoutDim(input, dim),
-                  stridesAlong(input, input.dims), {}};
+  RowExpSums rows{withoutDim(input, dim),
+                  withoutDim(input, dim),
+                  stridesAlong(input, input.dims),
+                  {}};
   rows.rowStrides = stridesAlong(rows.max, input.dims);
   std::fill(rows.max.data.begin(), rows.max.data.end(),
             -std::numeric_limits<double>::infinity());

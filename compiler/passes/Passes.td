@@ -107,4 +107,41 @@ def MtfRemat : Pass<"mtf-remat", "::mlir::mtf::ProgramOp"> {
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }
 
+def MtfPrecision : Pass<"mtf-precision", "::mlir::mtf::ProgramOp"> {
+  let summary = "mixed precision: activations and GEMM inputs in bf16, statistics in f32";
+  let description = [{
+    `--precision=bf16` (docs/training.md). Runs on the forward program,
+    before mtf-autodiff, so that the backward pass follows the same types.
+    Parameters, inputs and optimizer state stay f32 (the master weights);
+    each op gets an element type by its kind:
+
+    - einsum: its float operands are cast to bf16 and its result is bf16
+      (the kernels accumulate in f32);
+    - reductions, logsumexp and softmax_cross_entropy: f32 (a bf16 operand is
+      cast to f32 first), so normalisation statistics and the loss are f32;
+    - elementwise ops, softmax, cumsum, window, top_k, local_grad, rename,
+      constrain: bf16 when one of their float operands is (the f32 ones are
+      cast to bf16), else f32;
+    - inputs, params, constants, casts the model writes, dropout masks,
+      one_hot, range, equal, less, argmax: as written.
+
+    Outputs and the trained loss are cast back to f32. A constant used at
+    bf16 becomes a bf16 constant rather than a cast; a cast of one value to
+    one type is made once per repeat instance and carries the instance's
+    `mtf.instance`, so mtf-remat recomputes it with its instance. An op with
+    no rule here is an error.
+
+    ```mlir
+    %h = mtf.einsum %x, %w ... -> !mtf.tensor<[batch=8, h=16], f32>
+    ```
+    becomes
+    ```mlir
+    %xb = mtf.cast %x : ... f32 -> ... bf16
+    %wb = mtf.cast %w : ... f32 -> ... bf16
+    %h = mtf.einsum %xb, %wb ... -> !mtf.tensor<[batch=8, h=16], bf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::mtf::MtfDialect"];
+}
+
 #endif // MESHC_COMPILER_PASSES_TD

@@ -13,6 +13,8 @@
 
 #include "runtime/cpu/CpuCollectives.h"
 
+#include "runtime/core/HalfFloat.h"
+
 #include "runtime/Error.h"
 
 #include <algorithm>
@@ -69,12 +71,32 @@ static void combine(char *dst, const char *src, int64_t begin, int64_t end,
       d[i] = std::max(d[i], s[i]);
 }
 
+/// combine for a 16-bit float type: in f32, each result rounded back.
+template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
+static void combineHalf(char *dst, const char *src, int64_t begin, int64_t end,
+                        Reduction reduction) {
+  uint16_t *d = reinterpret_cast<uint16_t *>(dst);
+  const uint16_t *s = reinterpret_cast<const uint16_t *>(src);
+  for (int64_t i = begin; i < end; ++i) {
+    float a = Load(d[i]), b = Load(s[i]);
+    d[i] = Store(reduction == Reduction::Sum ? a + b : std::max(a, b));
+  }
+}
+
 static void combineRange(DType dtype, char *dst, const char *src, int64_t begin,
                          int64_t end, Reduction reduction) {
-  if (dtype == DType::F32)
-    combine<float>(dst, src, begin, end, reduction);
-  else
-    combine<int32_t>(dst, src, begin, end, reduction);
+  switch (dtype) {
+  case DType::F32:
+    return combine<float>(dst, src, begin, end, reduction);
+  case DType::I32:
+    return combine<int32_t>(dst, src, begin, end, reduction);
+  case DType::BF16:
+    return combineHalf<half::f32FromBf16, half::bf16FromF32>(dst, src, begin,
+                                                             end, reduction);
+  case DType::F16:
+    return combineHalf<half::f32FromF16, half::f16FromF32>(dst, src, begin, end,
+                                                           reduction);
+  }
 }
 
 void CpuCommunicator::allReduce(void *data, int64_t count, DType dtype,

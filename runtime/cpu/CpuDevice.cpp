@@ -16,8 +16,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <sched.h>
 #include <cstring>
+#include <sched.h>
 
 namespace meshc::runtime {
 
@@ -56,8 +56,18 @@ void CpuDevice::read(int64_t offset, void *dst, int64_t bytes) const {
     std::memcpy(dst, arena.data() + offset, bytes);
 }
 
-char *CpuDevice::at(const Operand &operand) const {
+char *CpuDevice::bufferAt(const Operand &operand) const {
   return arena.data() + program.buffers[operand.buffer].offset;
+}
+
+char *CpuDevice::at(const Operand &operand) const {
+  return operand.staging >= 0 ? scratch.data() + operand.staging
+                              : bufferAt(operand);
+}
+
+DType CpuDevice::kernelType(const Operand &operand) const {
+  return operand.staging >= 0 ? DType::F32
+                              : program.buffers[operand.buffer].dtype;
 }
 
 char *CpuDevice::at(const PlannedTensor &tensor) const {
@@ -85,16 +95,41 @@ void CpuDevice::runDropout(const Step &step, const RunContext &context) {
 
 void CpuDevice::run(const Step &step, Communicator *comm,
                     const RunContext &context) {
+  for (const Operand &in : step.in)
+    if (in.staging >= 0)
+      widenKernel(program.buffers[in.buffer].dtype, bufferAt(in), f32(at(in)),
+                  in.shape.elements());
+  runKernel(step, comm, context);
+  auto narrow = [&](const Operand &out) {
+    if (out.staging >= 0)
+      narrowKernel(f32(at(out)), program.buffers[out.buffer].dtype,
+                   bufferAt(out), out.shape.elements());
+  };
+  if (step.op() == OpKind::Fused)
+    for (const Operand &out : step.as<FusedAttrs>().outs)
+      narrow(out);
+  else
+    narrow(step.out);
+}
+
+void CpuDevice::runKernel(const Step &step, Communicator *comm,
+                          const RunContext &context) {
   const Operand &out = step.out;
   switch (step.op()) {
   case OpKind::Fill: {
     int64_t count = out.shape.elements();
-    double value = step.as<FillAttrs>().value;
-    if (program.buffers[out.buffer].dtype == DType::F32)
-      std::fill_n(f32(at(out)), count, static_cast<float>(value));
-    else
-      std::fill_n(reinterpret_cast<int32_t *>(at(out)), count,
-                  static_cast<int32_t>(value));
+    float value = static_cast<float>(step.as<FillAttrs>().value);
+    DType dtype = program.buffers[out.buffer].dtype;
+    if (dtype == DType::I32)
+      std::fill_n(i32(at(out)), count,
+                  static_cast<int32_t>(step.as<FillAttrs>().value));
+    else if (dtype == DType::F32)
+      std::fill_n(f32(at(out)), count, value);
+    else {
+      uint16_t bits;
+      narrowKernel(&value, dtype, &bits, 1);
+      std::fill_n(reinterpret_cast<uint16_t *>(at(out)), count, bits);
+    }
     return;
   }
   case OpKind::Copy:
@@ -173,8 +208,7 @@ void CpuDevice::run(const Step &step, Communicator *comm,
     runDropout(step, context);
     return;
   case OpKind::Range:
-    rangeKernel(program.buffers[out.buffer].dtype, at(out),
-                out.shape.elements());
+    rangeKernel(kernelType(out), at(out), out.shape.elements());
     return;
   case OpKind::TopK: {
     const TopKAttrs &topK = step.as<TopKAttrs>();

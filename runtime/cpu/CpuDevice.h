@@ -53,12 +53,20 @@ private:
     char *aligned = nullptr;
   };
 
-  /// Where `operand`'s buffer starts.
+  /// Where the kernel finds `operand`: its buffer, or its f32 staging copy
+  /// in the scratch (Operand::staging).
   char *at(const Operand &operand) const;
+  /// Where `operand`'s buffer starts.
+  char *bufferAt(const Operand &operand) const;
+  /// The element type the kernel sees for `operand` (f32 when staged).
+  DType kernelType(const Operand &operand) const;
   /// Where a planned einsum tensor starts.
   char *at(const PlannedTensor &tensor) const;
   /// The element size of `operand`'s buffer.
   int64_t elementBytes(const Operand &operand) const;
+  /// Runs `step`'s kernel on the operands as at() finds them.
+  void runKernel(const Step &step, Communicator *comm,
+                 const RunContext &context);
   /// Runs a step for which usesGroup() holds.
   void runCollective(const Step &step, Communicator &comm);
 

@@ -12,6 +12,7 @@
 
 #include "runtime/ElementFunctions.h"
 #include "runtime/Error.h"
+#include "runtime/core/HalfFloat.h"
 
 #include <cblas.h>
 
@@ -464,23 +465,76 @@ void crossEntropyKernel(const float *logits, const NamedShape &logitsShape,
   });
 }
 
+void widenKernel(DType from, const void *in, float *out, int64_t count) {
+  const uint16_t *src = static_cast<const uint16_t *>(in);
+  switch (from) {
+  case DType::BF16:
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = half::f32FromBf16(src[i]);
+    return;
+  case DType::F16:
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = half::f32FromF16(src[i]);
+    return;
+  case DType::I32: {
+    const int32_t *ints = static_cast<const int32_t *>(in);
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = static_cast<float>(ints[i]);
+    return;
+  }
+  case DType::F32:
+    std::memmove(out, in, count * sizeof(float));
+    return;
+  }
+}
+
+void narrowKernel(const float *in, DType to, void *out, int64_t count) {
+  uint16_t *dst = static_cast<uint16_t *>(out);
+  switch (to) {
+  case DType::BF16:
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = half::bf16FromF32(in[i]);
+    return;
+  case DType::F16:
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = half::f16FromF32(in[i]);
+    return;
+  case DType::I32: {
+    int32_t *ints = static_cast<int32_t *>(out);
+    for (int64_t i = 0; i < count; ++i)
+      ints[i] = castToI32(in[i]);
+    return;
+  }
+  case DType::F32:
+    std::memmove(out, in, count * sizeof(float));
+    return;
+  }
+}
+
 void castKernel(DType from, DType to, const void *in, void *out,
                 int64_t count) {
   if (from == to) {
     std::memmove(out, in, count * dtypeBytes(from));
     return;
   }
-  if (from == DType::I32) {
-    const int32_t *src = static_cast<const int32_t *>(in);
-    float *dst = static_cast<float *>(out);
-    for (int64_t i = 0; i < count; ++i)
-      dst[i] = static_cast<float>(src[i]);
+  if (from == DType::F32) {
+    narrowKernel(static_cast<const float *>(in), to, out, count);
     return;
   }
-  const float *src = static_cast<const float *>(in);
-  int32_t *dst = static_cast<int32_t *>(out);
-  for (int64_t i = 0; i < count; ++i)
-    dst[i] = castToI32(src[i]);
+  if (to == DType::F32) {
+    widenKernel(from, in, static_cast<float *>(out), count);
+    return;
+  }
+  // Through f32, a block at a time.
+  constexpr int64_t kBlock = 1024;
+  float wide[kBlock];
+  const char *src = static_cast<const char *>(in);
+  char *dst = static_cast<char *>(out);
+  for (int64_t begin = 0; begin < count; begin += kBlock) {
+    int64_t n = std::min(kBlock, count - begin);
+    widenKernel(from, src + begin * dtypeBytes(from), wide, n);
+    narrowKernel(wide, to, dst + begin * dtypeBytes(to), n);
+  }
 }
 
 AroundDim aroundDim(const NamedShape &shape, const std::string &dim) {

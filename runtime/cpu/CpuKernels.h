@@ -105,8 +105,13 @@ void crossEntropyKernel(const float *logits, const NamedShape &logitsShape,
                         const std::string &dim);
 
 /// Converts `count` elements; f32 to i32 truncates toward zero, saturates at
-/// the i32 range and maps NaN to 0.
+/// the i32 range and maps NaN to 0; to bf16 and f16 rounds to nearest, ties
+/// to even (core/HalfFloat.h). Other pairs go through f32.
 void castKernel(DType from, DType to, const void *in, void *out, int64_t count);
+/// `count` elements of `from` as f32 (exact for bf16 and f16).
+void widenKernel(DType from, const void *in, float *out, int64_t count);
+/// `count` f32 elements converted to `to`, as castKernel does.
+void narrowKernel(const float *in, DType to, void *out, int64_t count);
 
 /// A row-major tensor seen as [outer, size, inner] around one of its dims.
 struct AroundDim {

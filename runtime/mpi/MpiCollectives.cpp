@@ -10,7 +10,9 @@
 #include "runtime/mpi/MpiCollectives.h"
 
 #include "runtime/Error.h"
+#include "runtime/core/HalfFloat.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -42,12 +44,57 @@ int mpiCount(int64_t count, const char *what) {
   return static_cast<int>(count);
 }
 
+/// MPI has no 16-bit float types: they travel as MPI_UINT16_T and reduce
+/// with the user ops below.
 MPI_Datatype mpiType(DType dtype) {
-  return dtype == DType::F32 ? MPI_FLOAT : MPI_INT32_T;
+  switch (dtype) {
+  case DType::F32:
+    return MPI_FLOAT;
+  case DType::I32:
+    return MPI_INT32_T;
+  case DType::BF16:
+  case DType::F16:
+    return MPI_UINT16_T;
+  }
+  return MPI_DATATYPE_NULL;
 }
 
-MPI_Op mpiOp(Reduction reduction) {
-  return reduction == Reduction::Sum ? MPI_SUM : MPI_MAX;
+/// The reduction of 16-bit floats as the CPU collectives do it: in f32,
+/// each result rounded back.
+template <float (*Load)(uint16_t), uint16_t (*Store)(float), bool Max>
+void reduceHalf(void *in, void *inout, int *len, MPI_Datatype *) {
+  const uint16_t *src = static_cast<const uint16_t *>(in);
+  uint16_t *dst = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; ++i) {
+    float a = Load(dst[i]), b = Load(src[i]);
+    dst[i] = Store(Max ? std::max(a, b) : a + b);
+  }
+}
+
+/// An MPI op made once per process (after MPI_Init) and kept until exit.
+MPI_Op userOp(MPI_User_function *function) {
+  MPI_Op op;
+  MESHC_MPI_CHECK(MPI_Op_create(function, /*commute=*/1, &op));
+  return op;
+}
+
+MPI_Op mpiOp(Reduction reduction, DType dtype) {
+  bool max = reduction == Reduction::Max;
+  if (dtype == DType::BF16) {
+    static MPI_Op sum =
+        userOp(reduceHalf<half::f32FromBf16, half::bf16FromF32, false>);
+    static MPI_Op maxOp =
+        userOp(reduceHalf<half::f32FromBf16, half::bf16FromF32, true>);
+    return max ? maxOp : sum;
+  }
+  if (dtype == DType::F16) {
+    static MPI_Op sum =
+        userOp(reduceHalf<half::f32FromF16, half::f16FromF32, false>);
+    static MPI_Op maxOp =
+        userOp(reduceHalf<half::f32FromF16, half::f16FromF32, true>);
+    return max ? maxOp : sum;
+  }
+  return max ? MPI_MAX : MPI_SUM;
 }
 
 /// How many collective timeouts the ranks wait for each other at exit.
@@ -86,7 +133,7 @@ void MpiCommunicator::allReduce(void *data, int64_t count, DType dtype,
   // In place, the reduced chunk rank() lands at the start of the buffer.
   MPI_Request request = MPI_REQUEST_NULL;
   MESHC_MPI_CHECK(MPI_Ireduce_scatter(MPI_IN_PLACE, data, counts.data(),
-                                      mpiType(dtype), mpiOp(reduction),
+                                      mpiType(dtype), mpiOp(reduction, dtype),
                                       communicator, &request));
   watchdog->wait(request, "all_reduce", members);
   std::memmove(bytes + displs[rank()] * elementBytes, bytes,
@@ -106,7 +153,7 @@ void MpiCommunicator::reduceScatter(void *data, int64_t chunkCount, DType dtype,
   MPI_Request request = MPI_REQUEST_NULL;
   MESHC_MPI_CHECK(MPI_Ireduce_scatter_block(
       MPI_IN_PLACE, data, static_cast<int>(chunkCount), mpiType(dtype),
-      mpiOp(reduction), communicator, &request));
+      mpiOp(reduction, dtype), communicator, &request));
   watchdog->wait(request, "reduce_scatter", members);
   int64_t chunkBytes = chunkCount * dtypeBytes(dtype);
   char *bytes = static_cast<char *>(data);

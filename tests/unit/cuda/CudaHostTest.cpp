@@ -171,6 +171,28 @@ TEST(CudaHostTest, ElementwiseKernelsMatchTheCpu) {
   cuda::castKernel(kHost, DType::F32, DType::I32, f.data(), got.data(), 6);
   rt::castKernel(DType::F32, DType::I32, f.data(), want.data(), 6);
   EXPECT_EQ(got, want);
+  // To and from bf16 and f16: the same bits as the CPU's conversions (ties
+  // to even, overflow to infinity, f16 subnormals); a NaN stays a NaN (CUDA
+  // writes another NaN payload).
+  std::vector<float> wide = {
+      1.0f + 1.0f / 256, 1.0f + 3.0f / 256, -2.5f, NAN, 3.4e38f, 1e-6f, 0.1f};
+  for (DType half : {DType::BF16, DType::F16}) {
+    std::vector<uint16_t> gotBits(wide.size()), wantBits(wide.size());
+    cuda::castKernel(kHost, DType::F32, half, wide.data(), gotBits.data(),
+                     wide.size());
+    rt::castKernel(DType::F32, half, wide.data(), wantBits.data(), wide.size());
+    std::vector<float> back(wide.size()), backWant(wide.size());
+    cuda::castKernel(kHost, half, DType::F32, gotBits.data(), back.data(),
+                     wide.size());
+    rt::castKernel(half, DType::F32, wantBits.data(), backWant.data(),
+                   wide.size());
+    for (size_t k = 0; k < wide.size(); ++k)
+      if (std::isnan(wide[k]))
+        EXPECT_TRUE(std::isnan(back[k]) && std::isnan(backWant[k]));
+      else
+        EXPECT_EQ(gotBits[k], wantBits[k])
+            << dtypeName(half) << " element " << k;
+  }
   std::vector<int32_t> filled(5);
   fillKernel(kHost, DType::I32, -4, filled.data(), 5);
   EXPECT_EQ(filled, std::vector<int32_t>(5, -4));

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Error.h"
+#include "runtime/core/HalfFloat.h"
 #include "runtime/cpu/CpuCollectives.h"
 
 #include <gtest/gtest.h>
@@ -113,6 +114,36 @@ TEST_P(CollectivesTest, AllReduceSumMatchesLoop) {
       for (int64_t peer : groupOf(d))
         expected += value(peer, i);
       ASSERT_EQ(data[d][i], expected) << "device " << d << " element " << i;
+    }
+}
+
+TEST_P(CollectivesTest, AllReduceBf16AndF16MatchLoop) {
+  // Small integers: exact in both 16-bit formats, and so are their sums, so
+  // any member order gives the loop's result.
+  for (DType dtype : {DType::BF16, DType::F16})
+    for (Reduction reduction : {Reduction::Sum, Reduction::Max}) {
+      std::vector<std::vector<uint16_t>> data(m.numDevices());
+      onDevices(m, GetParam().axes, [&](int64_t d, Communicator &comm) {
+        data[d].resize(count);
+        for (int64_t i = 0; i < count; ++i)
+          data[d][i] = dtype == DType::BF16
+                           ? meshc::half::bf16FromF32(value(d, i))
+                           : meshc::half::f16FromF32(value(d, i));
+        comm.allReduce(data[d].data(), count, dtype, reduction);
+      });
+      for (int64_t d = 0; d < m.numDevices(); ++d)
+        for (int64_t i = 0; i < count; ++i) {
+          float expected = reduction == Reduction::Sum ? 0.0f : -1e30f;
+          for (int64_t peer : groupOf(d))
+            expected = reduction == Reduction::Sum
+                           ? expected + value(peer, i)
+                           : std::max(expected, value(peer, i));
+          float got = dtype == DType::BF16
+                          ? meshc::half::f32FromBf16(data[d][i])
+                          : meshc::half::f32FromF16(data[d][i]);
+          ASSERT_EQ(got, expected)
+              << dtypeName(dtype) << " device " << d << " element " << i;
+        }
     }
 }
 

@@ -156,6 +156,92 @@ TEST(KernelsTest, Cast) {
   EXPECT_EQ(back.readF32(floats), (std::vector<float>{-3.0f, 7.0f}));
 }
 
+TEST(KernelsTest, CastRoundsToBf16AndF16TiesToEven) {
+  // 1 + 2^-8 lies halfway between two bf16 values: it goes to the even one
+  // (1); 1 + 3 * 2^-8 goes up to 1 + 2^-6; NaN stays NaN; 3.4e38 rounds up
+  // to infinity.
+  float half8 = 1.0f / 256;
+  StepHarness harness;
+  int64_t f = harness.f32({1 + half8, 1 + 3 * half8, -2.5f, NAN, 3.4e38f});
+  int64_t b = harness.half("bf16", {0, 0, 0, 0, 0});
+  harness.run(
+      {{"op", "cast"}, {"in", f}, {"out", b}, {"from", "f32"}, {"to", "bf16"}});
+  std::vector<float> got = harness.readHalf(b);
+  EXPECT_EQ(got[0], 1.0f);
+  EXPECT_EQ(got[1], 1.0f + 4 * half8);
+  EXPECT_EQ(got[2], -2.5f);
+  EXPECT_TRUE(std::isnan(got[3]));
+  EXPECT_TRUE(std::isinf(got[4]));
+  // f16: 1 + 2^-11 is halfway (to 1), 1e-6 is subnormal, 7e4 overflows.
+  StepHarness f16;
+  int64_t x = f16.f32({1 + 1.0f / 2048, 1e-6f, 7e4f, -0.0f});
+  int64_t h = f16.half("f16", {0, 0, 0, 0});
+  f16.run(
+      {{"op", "cast"}, {"in", x}, {"out", h}, {"from", "f32"}, {"to", "f16"}});
+  std::vector<float> hs = f16.readHalf(h);
+  EXPECT_EQ(hs[0], 1.0f);
+  EXPECT_NEAR(hs[1], 1e-6f, 3e-8f);
+  EXPECT_NE(hs[1], 1e-6f);
+  EXPECT_TRUE(std::isinf(hs[2]));
+  EXPECT_TRUE(std::signbit(hs[3]));
+  // bf16 -> f16 goes through f32; i32 -> bf16 rounds the integer.
+  StepHarness chain;
+  int64_t from = chain.half("bf16", {1.5f, -3.0f});
+  int64_t to = chain.half("f16", {0, 0});
+  chain.run({{"op", "cast"},
+             {"in", from},
+             {"out", to},
+             {"from", "bf16"},
+             {"to", "f16"}});
+  EXPECT_EQ(chain.readHalf(to), (std::vector<float>{1.5f, -3.0f}));
+  StepHarness ints;
+  int64_t i = ints.i32({257, -3});
+  int64_t r = ints.half("bf16", {0, 0});
+  ints.run(
+      {{"op", "cast"}, {"in", i}, {"out", r}, {"from", "i32"}, {"to", "bf16"}});
+  EXPECT_EQ(ints.readHalf(r), (std::vector<float>{256.0f, -3.0f}));
+}
+
+TEST(KernelsTest, Bf16OperandsAreWidenedAndResultsRounded) {
+  // Multiples of 1/8 below 16: exact in bf16, and so are their products and
+  // sums in f32, so the einsum's result is exact before its rounding.
+  std::vector<float> a, w;
+  for (int k = 0; k < 12; ++k)
+    a.push_back(static_cast<float>(k % 7 - 3) / 8);
+  for (int k = 0; k < 8; ++k)
+    w.push_back(static_cast<float>(k % 5 + 1) / 4);
+  StepHarness harness;
+  int64_t ab = harness.half("bf16", a), wb = harness.half("bf16", w);
+  int64_t out = harness.half("bf16", std::vector<float>(6));
+  harness.run({{"op", "einsum"},
+               {"in", {operand(ab, {"b", "k"}), operand(wb, {"k", "h"})}},
+               {"out", operand(out, {"b", "h"})},
+               {"sizes", {{"b", 3}, {"k", 4}, {"h", 2}}}});
+  std::vector<float> want;
+  for (int b = 0; b < 3; ++b)
+    for (int h = 0; h < 2; ++h) {
+      float sum = 0;
+      for (int k = 0; k < 4; ++k)
+        sum += a[b * 4 + k] * w[k * 2 + h];
+      want.push_back(meshc::half::roundToBf16(sum));
+    }
+  EXPECT_EQ(harness.readHalf(out), want);
+  // In place: a unary step reads and writes one bf16 buffer.
+  StepHarness unary;
+  int64_t x = unary.half("bf16", {1.0f, -2.0f, 3.0f});
+  unary.run({{"op", "unary"}, {"fn", "exp"}, {"in", x}, {"out", x}});
+  std::vector<float> e = unary.readHalf(x);
+  for (int k = 0; k < 3; ++k)
+    EXPECT_EQ(e[k], meshc::half::roundToBf16(
+                        std::exp(std::vector<float>{1.0f, -2.0f, 3.0f}[k])));
+  // Fill writes the rounded value.
+  StepHarness fill;
+  int64_t f = fill.half("f16", {0, 0});
+  fill.run({{"op", "fill"}, {"out", f}, {"value", 0.1}});
+  EXPECT_EQ(fill.readHalf(f),
+            std::vector<float>(2, meshc::half::roundToF16(0.1f)));
+}
+
 struct BinaryCase {
   const char *fn;
   std::function<double(double, double)> reference;

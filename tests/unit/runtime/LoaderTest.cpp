@@ -117,10 +117,14 @@ TEST(LoaderTest, HeaderErrors) {
 TEST(LoaderTest, BufferErrors) {
   EXPECT_EQ(errorAfter([](json &p) { p["buffers"][0]["dtype"] = "f33"; }),
             "p.mprog: buffers[0].dtype: unknown dtype \"f33\" (supported: "
-            "f32, i32)");
-  EXPECT_EQ(errorAfter([](json &p) { p["buffers"][0]["dtype"] = "bf16"; }),
-            "p.mprog: buffers[0].dtype: dtype \"bf16\" is not supported by "
-            "the cpu backend (supported: f32, i32)");
+            "f32, i32, bf16, f16)");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["buffers"][1]["dtype"] = "bf16";
+              p["tensors"][1]["dtype"] = "bf16";
+            }),
+            "p.mprog: tensors[1].dtype: param 'w' is bf16; inputs, outputs "
+            "and params are f32 or i32 (bf16 and f16 are for the program's "
+            "own buffers)");
   EXPECT_EQ(errorAfter([](json &p) { p["buffers"][3]["offset"] = 96; }),
             "p.mprog: buffers[3]: buffer 3 [96, 128) ends outside the arena "
             "of 112 bytes");
@@ -319,7 +323,8 @@ TEST(LoaderTest, TrainingOpErrors) {
               withInts(p);
               push(addInts)(p);
             }),
-            "p.mprog: steps[2].lhs: binary needs f32 here but buffer 4 is i32");
+            "p.mprog: steps[2].lhs: binary needs a float type (f32, bf16, f16) "
+            "here but buffer 4 is i32");
   json oneHot = {{"op", "one_hot"},
                  {"in", {{"buf", 4}, {"dims", {"n"}}}},
                  {"out", {{"buf", 3}, {"dims", {"n", "k"}}}},

@@ -13,6 +13,7 @@
 
 #include "runtime/mpi/MpiCollectives.h"
 #include "runtime/Error.h"
+#include "runtime/core/HalfFloat.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -100,6 +101,23 @@ void runCase(const Case &c, MpiCollectives &collectives, int64_t me) {
           expected += static_cast<int32_t>(value(m, i)) * 1000;
         if (data[i] != expected) {
           fail(name(c, "allReduce sum i32", count) + " at " +
+               std::to_string(i));
+          break;
+        }
+      }
+    }
+    // all-reduce of bf16 (MPI's user op): small integers, exact in bf16.
+    {
+      std::vector<uint16_t> data(count);
+      for (int64_t i = 0; i < count; ++i)
+        data[i] = meshc::half::bf16FromF32(value(me, i));
+      comm.allReduce(data.data(), count, DType::BF16, Reduction::Sum);
+      for (int64_t i = 0; i < count; ++i) {
+        float expected = 0;
+        for (int64_t m : group)
+          expected += value(m, i);
+        if (meshc::half::f32FromBf16(data[i]) != expected) {
+          fail(name(c, "allReduce sum bf16", count) + " at " +
                std::to_string(i));
           break;
         }

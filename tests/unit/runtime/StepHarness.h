@@ -14,6 +14,7 @@
 
 #include "runtime/Device.h"
 #include "runtime/Loader.h"
+#include "runtime/core/HalfFloat.h"
 #include "runtime/core/Random.h"
 
 #include <nlohmann/json.hpp>
@@ -50,6 +51,15 @@ public:
   int64_t i32(const std::vector<int32_t> &values) {
     return add("i32", values.data(), static_cast<int64_t>(values.size()));
   }
+  /// Declares a bf16 or f16 buffer (`dtype`) holding `values` rounded to
+  /// it; returns its id.
+  int64_t half(const std::string &dtype, const std::vector<float> &values) {
+    std::vector<uint16_t> bits;
+    for (float v : values)
+      bits.push_back(dtype == "bf16" ? meshc::half::bf16FromF32(v)
+                                     : meshc::half::f16FromF32(v));
+    return add(dtype, bits.data(), static_cast<int64_t>(bits.size()), 2);
+  }
   /// Declares a buffer over the same bytes as buffer `id`.
   int64_t alias(int64_t id) {
     Entry entry = entries[id];
@@ -79,11 +89,12 @@ public:
   Program load(const nlohmann::json &step) const {
     nlohmann::json buffers = nlohmann::json::array();
     for (size_t id = 0; id < entries.size(); ++id)
-      buffers.push_back({{"id", id},
-                         {"dtype", entries[id].dtype},
-                         {"shape", {entries[id].data.size() / 4}},
-                         {"offset", entries[id].offset},
-                         {"bytes", entries[id].data.size()}});
+      buffers.push_back(
+          {{"id", id},
+           {"dtype", entries[id].dtype},
+           {"shape", {entries[id].data.size() / entries[id].elementBytes}},
+           {"offset", entries[id].offset},
+           {"bytes", entries[id].data.size()}});
     nlohmann::json program = {{"format", "meshc-mprog"},
                               {"version", 1},
                               {"program", "step"},
@@ -100,6 +111,18 @@ public:
   std::vector<float> readF32(int64_t id) const { return read<float>(id); }
   /// The i32 contents of buffer `id` after run().
   std::vector<int32_t> readI32(int64_t id) const { return read<int32_t>(id); }
+  /// The contents of bf16 or f16 buffer `id` after run(), as f32.
+  std::vector<float> readHalf(int64_t id) const {
+    const Entry &entry = entries[id];
+    std::vector<float> values;
+    for (size_t i = 0; i < entry.data.size() / 2; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, entry.data.data() + 2 * i, 2);
+      values.push_back(entry.dtype == "bf16" ? meshc::half::f32FromBf16(bits)
+                                             : meshc::half::f32FromF16(bits));
+    }
+    return values;
+  }
 
 private:
   struct Entry {
@@ -107,13 +130,16 @@ private:
     int64_t offset = 0;
     std::vector<char> data;
     int64_t aliasOf = -1;
+    int64_t elementBytes = 4;
   };
 
-  int64_t add(const std::string &dtype, const void *values, int64_t count) {
-    Entry entry{dtype, arenaBytes, std::vector<char>(count * 4)};
+  int64_t add(const std::string &dtype, const void *values, int64_t count,
+              int64_t elementBytes = 4) {
+    Entry entry{dtype, arenaBytes, std::vector<char>(count * elementBytes), -1,
+                elementBytes};
     if (count > 0)
-      std::memcpy(entry.data.data(), values, count * 4);
-    arenaBytes += (count * 4 + 63) / 64 * 64;
+      std::memcpy(entry.data.data(), values, count * elementBytes);
+    arenaBytes += (count * elementBytes + 63) / 64 * 64;
     entries.push_back(std::move(entry));
     return static_cast<int64_t>(entries.size()) - 1;
   }
