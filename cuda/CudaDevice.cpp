@@ -164,16 +164,10 @@ void CudaDevice::run(const Step &step, Communicator *comm,
       castKernel(exec(), dtypeOf(in), DType::F32, bufferAt(in), at(in),
                  in.shape.elements());
   runKernels(step, comm, context);
-  auto narrow = [&](const Operand &out) {
-    if (out.staging >= 0)
-      castKernel(exec(), DType::F32, dtypeOf(out), at(out), bufferAt(out),
-                 out.shape.elements());
-  };
-  if (step.op() == OpKind::Fused)
-    for (const Operand &out : step.as<FusedAttrs>().outs)
-      narrow(out);
-  else
-    narrow(step.out);
+  for (const Operand *out : step.outputs())
+    if (out->staging >= 0)
+      castKernel(exec(), DType::F32, dtypeOf(*out), at(*out), bufferAt(*out),
+                 out->shape.elements());
   if (syncEveryStep ||
       std::find(runEnds.begin(), runEnds.end(), step.index) != runEnds.end())
     MESHC_CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -95,6 +95,16 @@ const char *phaseName(Phase phase) {
   return "";
 }
 
+std::vector<const Operand *> Step::outputs() const {
+  std::vector<const Operand *> written;
+  if (const auto *fused = std::get_if<FusedAttrs>(&attrs))
+    for (const Operand &out : fused->outs)
+      written.push_back(&out);
+  else
+    written.push_back(&out);
+  return written;
+}
+
 std::optional<size_t> Step::group() const {
   return std::visit(
       [](const auto &kind) -> std::optional<size_t> {

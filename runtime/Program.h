@@ -326,6 +326,8 @@ struct Step {
   /// The index into Program::groupAxes of a step that uses a group
   /// (usesGroup(op())); none for the others.
   std::optional<size_t> group() const;
+  /// The operands the step writes: a fused step's outs, else out.
+  std::vector<const Operand *> outputs() const;
 };
 
 /// Local SGD: after every `every`-th training run, the param buffers are

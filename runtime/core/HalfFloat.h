@@ -55,6 +55,17 @@ inline float roundToBf16(float x) { return f32FromBf16(bf16FromF32(x)); }
 /// `x` rounded to f16 and back.
 inline float roundToF16(float x) { return f32FromF16(f16FromF32(x)); }
 
+/// dst[i] = dst[i] + src[i] (or the max, with `max`) for i < count, of
+/// 16-bit floats whose bits `Load` widens and `Store` rounds: in f32, each
+/// result rounded once. What the CPU and MPI collectives reduce them with.
+template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
+void combine(uint16_t *dst, const uint16_t *src, int64_t count, bool max) {
+  for (int64_t i = 0; i < count; ++i) {
+    float a = Load(dst[i]), b = Load(src[i]);
+    dst[i] = Store(max ? (a < b ? b : a) : a + b);
+  }
+}
+
 } // namespace meshc::half
 
 #endif // MESHC_RUNTIME_CORE_HALFFLOAT_H

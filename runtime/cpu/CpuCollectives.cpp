@@ -71,16 +71,13 @@ static void combine(char *dst, const char *src, int64_t begin, int64_t end,
       d[i] = std::max(d[i], s[i]);
 }
 
-/// combine for a 16-bit float type: in f32, each result rounded back.
+/// combine for a 16-bit float type (half::combine).
 template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
 static void combineHalf(char *dst, const char *src, int64_t begin, int64_t end,
                         Reduction reduction) {
-  uint16_t *d = reinterpret_cast<uint16_t *>(dst);
-  const uint16_t *s = reinterpret_cast<const uint16_t *>(src);
-  for (int64_t i = begin; i < end; ++i) {
-    float a = Load(d[i]), b = Load(s[i]);
-    d[i] = Store(reduction == Reduction::Sum ? a + b : std::max(a, b));
-  }
+  half::combine<Load, Store>(reinterpret_cast<uint16_t *>(dst) + begin,
+                             reinterpret_cast<const uint16_t *>(src) + begin,
+                             end - begin, reduction == Reduction::Max);
 }
 
 static void combineRange(DType dtype, char *dst, const char *src, int64_t begin,

@@ -100,16 +100,10 @@ void CpuDevice::run(const Step &step, Communicator *comm,
       widenKernel(program.buffers[in.buffer].dtype, bufferAt(in), f32(at(in)),
                   in.shape.elements());
   runKernel(step, comm, context);
-  auto narrow = [&](const Operand &out) {
-    if (out.staging >= 0)
-      narrowKernel(f32(at(out)), program.buffers[out.buffer].dtype,
-                   bufferAt(out), out.shape.elements());
-  };
-  if (step.op() == OpKind::Fused)
-    for (const Operand &out : step.as<FusedAttrs>().outs)
-      narrow(out);
-  else
-    narrow(step.out);
+  for (const Operand *out : step.outputs())
+    if (out->staging >= 0)
+      narrowKernel(f32(at(*out)), program.buffers[out->buffer].dtype,
+                   bufferAt(*out), out->shape.elements());
 }
 
 void CpuDevice::runKernel(const Step &step, Communicator *comm,
