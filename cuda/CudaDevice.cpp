@@ -41,14 +41,9 @@ CudaDevice::CudaDevice(const Program &program, int64_t deviceId, int gpu,
                        CudaCollectives &collectives)
     : program(program), deviceId(deviceId), gpu(gpu), tf32(tf32),
       syncEveryStep(syncEveryStep), collectives(collectives),
-      dropoutOffsets(program.steps.size()) {
+      blockOffsets(program.blockOffsets(deviceId)) {
   const Step *lastForward = nullptr;
   for (const Step &step : program.steps) {
-    if (step.op() == OpKind::Dropout) {
-      const DropoutAttrs &dropout = step.as<DropoutAttrs>();
-      dropoutOffsets[step.index] =
-          dropout.layout.sliceOffset(dropout.dims, program.mesh, deviceId);
-    }
     if (step.phase == Phase::Forward)
       lastForward = &step;
   }
@@ -99,6 +94,7 @@ void CudaDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
         std::to_string(scratchBytes) +
         ", cuBLAS workspace and status): " + cudaGetErrorString(result));
   base = static_cast<char *>(memory);
+  allocatedBytes = total;
   arena = base;
   scratch = base + scratchAt;
   status = reinterpret_cast<KernelStatus *>(base + statusAt);
@@ -258,16 +254,17 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
         cudaMemsetAsync(status, 0xff, sizeof(KernelStatus), stream));
     crossEntropyKernel(exec(), f32(at(step.in[0])), i32(at(step.in[1])),
                        f32(at(out)), walk, status);
-    checkRows(step, walk);
+    checkRows(step, walk, walk.length);
     return;
   }
   case OpKind::OneHot: {
-    RowWalk walk =
-        oneHotWalk(step.in[0].shape, out.shape, step.as<OneHotAttrs>().dim);
+    const OneHotAttrs &hot = step.as<OneHotAttrs>();
+    RowWalk walk = oneHotWalk(step.in[0].shape, out.shape, hot.dim);
     MESHC_CUDA_CHECK(
         cudaMemsetAsync(status, 0xff, sizeof(KernelStatus), stream));
-    oneHotKernel(exec(), i32(at(step.in[0])), f32(at(out)), walk, status);
-    checkRows(step, walk);
+    oneHotKernel(exec(), i32(at(step.in[0])), f32(at(out)), walk,
+                 blockOffsets[step.index].front(), hot.classes, status);
+    checkRows(step, walk, hot.classes);
     return;
   }
   case OpKind::LogSumExp:
@@ -291,7 +288,7 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
     mask.rate = dropout.rate;
     mask.keptScale = 1.0 / (1.0 - dropout.rate);
     DropoutSpace block =
-        dropoutSpace(dropout.dims, dropoutOffsets[step.index], out.shape);
+        dropoutSpace(dropout.dims, blockOffsets[step.index], out.shape);
     dropoutKernel(exec(), mask, block.first, f32(at(out)), block.space);
     return;
   }
@@ -329,7 +326,8 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
   }
 }
 
-void CudaDevice::checkRows(const Step &step, const RowWalk &walk) {
+void CudaDevice::checkRows(const Step &step, const RowWalk &walk,
+                           int64_t limit) {
   KernelStatus result;
   MESHC_CUDA_CHECK(cudaMemcpyAsync(&result, status, sizeof(result),
                                    cudaMemcpyDeviceToHost, stream));
@@ -347,7 +345,7 @@ void CudaDevice::checkRows(const Step &step, const RowWalk &walk) {
                      std::to_string(value) +
                      (labels ? " (labels element " : " (in element ") +
                      std::to_string(element) + ") is outside [0, " +
-                     std::to_string(walk.length) + ")");
+                     std::to_string(limit) + ")");
 }
 
 void CudaDevice::runGemm(const GemmStage &stage) {

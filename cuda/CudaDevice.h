@@ -43,6 +43,8 @@ public:
   CudaDevice &operator=(const CudaDevice &) = delete;
 
   void allocate(int64_t arenaBytes, int64_t scratchBytes) override;
+  /// The one cudaMalloc: arena, scratch, cuBLAS workspace and status.
+  int64_t residentBytes() const override { return allocatedBytes; }
   void write(int64_t offset, const void *src, int64_t bytes) override;
   void read(int64_t offset, void *dst, int64_t bytes) const override;
   using Device::run;
@@ -69,8 +71,8 @@ private:
   void runGemm(const GemmStage &stage);
   void runCollective(const Step &step, Communicator &comm);
   /// Throws the CPU backend's message when a one_hot or cross-entropy
-  /// kernel recorded a bad row.
-  void checkRows(const Step &step, const RowWalk &walk);
+  /// kernel recorded a bad row (an index outside [0, limit)).
+  void checkRows(const Step &step, const RowWalk &walk, int64_t limit);
   /// Copies `rows` runs of `width` bytes between pitched layouts.
   void copy2D(char *dst, int64_t dstPitch, const char *src, int64_t srcPitch,
               int64_t width, int64_t rows);
@@ -84,12 +86,13 @@ private:
   /// The step indexes that end a run: the last step, the last forward step
   /// and the last local-SGD sync step.
   std::vector<size_t> runEnds;
-  /// Per step index: this device's block offset of a dropout step.
-  std::vector<std::vector<int64_t>> dropoutOffsets;
+  /// Program::blockOffsets of this device, computed once.
+  std::vector<std::vector<int64_t>> blockOffsets;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   /// The one allocation and the regions in it.
   char *base = nullptr;
+  int64_t allocatedBytes = 0;
   char *arena = nullptr;
   char *scratch = nullptr;
   KernelStatus *status = nullptr;

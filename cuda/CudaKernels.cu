@@ -375,18 +375,19 @@ void crossEntropyKernel(const Exec &exec, const float *logits,
 }
 
 void oneHotKernel(const Exec &exec, const int32_t *in, float *out,
-                  const RowWalk &walk, KernelStatus *status) {
+                  const RowWalk &walk, int64_t first, int64_t classes,
+                  KernelStatus *status) {
   forEach(exec, walk.rows.count(), [=] __host__ __device__(int64_t i) {
     int64_t o[3];
     walk.rows.offsets(i, o);
     float *y = out + o[0];
     int32_t index = in[o[1]];
-    if (index < 0 || index >= walk.length) {
+    if (index < 0 || index >= classes) {
       recordBadRow(status, static_cast<unsigned long long>(i));
       return;
     }
     for (int64_t c = 0; c < walk.length; ++c)
-      y[c * walk.step[0]] = c == index ? 1.0f : 0.0f;
+      y[c * walk.step[0]] = first + c == index ? 1.0f : 0.0f;
   });
 }
 

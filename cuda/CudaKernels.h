@@ -97,10 +97,12 @@ void windowKernel(const Exec &exec, const float *in, float *out,
 void crossEntropyKernel(const Exec &exec, const float *logits,
                         const int32_t *labels, float *out, const RowWalk &walk,
                         KernelStatus *status);
-/// out row = one-hot of in (operands out, in); an index outside
-/// [0, length) records its row in `status`.
+/// out row = the block [first, first + length) of the one-hot of in over
+/// `classes` classes (operands out, in); an index outside [0, classes)
+/// records its row in `status`.
 void oneHotKernel(const Exec &exec, const int32_t *in, float *out,
-                  const RowWalk &walk, KernelStatus *status);
+                  const RowWalk &walk, int64_t first, int64_t classes,
+                  KernelStatus *status);
 /// out = logSumExpRow of the in row (operands in, out).
 void logSumExpKernel(const Exec &exec, const float *in, float *out,
                      const RowWalk &walk);

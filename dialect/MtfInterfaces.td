@@ -1,8 +1,9 @@
 //===- MtfInterfaces.td - mtf op interfaces ----------------*- tablegen -*-===//
 //
 // What an op is, stated once, read by the generic passes: how mtf-partition
-// splits it (the role of each named dimension) and how mtf-autodiff
-// differentiates it (its vector-Jacobian product).
+// splits it (the role of each named dimension), how mtf-autodiff
+// differentiates it (its vector-Jacobian product) and, for an op that needs
+// a dimension whole, how it is written as ops that do not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +64,26 @@ def Mtf_GradientOpInterface : OpInterface<"GradientOpInterface"> {
       "::mlir::LogicalResult", "buildGradients",
       (ins "::mlir::mtf::OpEmitter &":$emit, "::mlir::Value":$grad,
            "::mlir::mtf::GradientSink &":$sink)>,
+  ];
+}
+
+def Mtf_DecomposeOpInterface : OpInterface<"DecomposeOpInterface"> {
+  let cppNamespace = "::mlir::mtf";
+  let description = [{
+    An op whose partition rule needs a dimension `whole` (softmax, logsumexp,
+    softmax-cross-entropy, argmax) written as reductions and
+    elementwise ops that need no dimension whole. `mtf-partition` uses it
+    where the layout splits that dimension: each device then reduces its
+    block and the partitioner all-reduces per-row statistics (the maximum,
+    the sum of exponentials) instead of all-gathering the dimension, as
+    Megatron-LM's vocabulary-parallel cross-entropy does. The values equal
+    the op's own up to the order of floating-point additions.
+  }];
+  let methods = [
+    InterfaceMethod<
+      [{Builds the op's value from reductions and elementwise ops with `emit`
+        (placed before the op) and returns it; it has the op's result type.}],
+      "::mlir::Value", "decompose", (ins "::mlir::mtf::OpEmitter &":$emit)>,
   ];
 }
 

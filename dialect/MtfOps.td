@@ -588,7 +588,8 @@ def Mtf_OneHotOp : Mtf_Op<"one_hot", [DeclareOpInterfaceMethods<Mtf_PartitionRul
   let summary = "1.0 at each index along a new dimension, 0.0 elsewhere";
   let description = [{
     The result has the indices' dimensions plus `dim`; an embedding lookup
-    is `einsum(one_hot(ids), table)`.
+    is `einsum(one_hot(ids), table)`. Every layout gives each device its
+    block of `dim`: the `.mprog` step knows the block's first class.
 
     ```mlir
     %o = mtf.one_hot %ids over "vocab" : !mtf.tensor<[batch=8], i32> -> !mtf.tensor<[batch=8, vocab=100], f32>
@@ -600,12 +601,13 @@ def Mtf_OneHotOp : Mtf_Op<"one_hot", [DeclareOpInterfaceMethods<Mtf_PartitionRul
   let hasVerifier = 1;
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
-      return PartitionRule::whole({getDim()});
+      return PartitionRule::parallel();
     }
   }];
 }
 
 def Mtf_ArgmaxOp : Mtf_Op<"argmax", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_DecomposeOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_StopsGradient, Pure]> {
   let summary = "index of the first maximum along one dimension";
   let description = [{
@@ -658,6 +660,7 @@ def Mtf_ReduceMaxOp : Mtf_ReduceOp<"reduce_max", "maximum",
     "PartitionRule::contraction(*this, DimRole::Maxed)">;
 
 def Mtf_SoftmaxOp : Mtf_Op<"softmax", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_DecomposeOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "softmax along one named dimension";
   let description = [{
@@ -677,6 +680,7 @@ def Mtf_SoftmaxOp : Mtf_Op<"softmax", [DeclareOpInterfaceMethods<Mtf_PartitionRu
 }
 
 def Mtf_LogSumExpOp : Mtf_Op<"logsumexp", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_DecomposeOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "log of the sum of exponentials along one named dimension";
   let description = [{
@@ -700,6 +704,7 @@ def Mtf_LogSumExpOp : Mtf_Op<"logsumexp", [DeclareOpInterfaceMethods<Mtf_Partiti
 }
 
 def Mtf_SoftmaxCrossEntropyOp : Mtf_Op<"softmax_cross_entropy", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_DecomposeOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "cross-entropy of softmax(logits) against integer labels";
   let description = [{

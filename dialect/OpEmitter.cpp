@@ -13,8 +13,17 @@ OpEmitter::OpEmitter(Block &block, StringRef phase)
     : b(OpBuilder::atBlockEnd(&block)), phase(b.getStringAttr(phase)),
       loc_(b.getUnknownLoc()) {}
 
+OpEmitter::OpEmitter(Operation *op)
+    : b(op),
+      phase(op->getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName)),
+      instance(op->getAttr(mtf::MtfDialect::kInstanceAttrName)),
+      loc_(op->getLoc()) {}
+
 Operation *OpEmitter::tag(Operation *op) {
-  op->setAttr(mtf::MtfDialect::kPhaseAttrName, phase);
+  if (phase)
+    op->setAttr(mtf::MtfDialect::kPhaseAttrName, phase);
+  if (instance)
+    op->setAttr(mtf::MtfDialect::kInstanceAttrName, instance);
   return op;
 }
 

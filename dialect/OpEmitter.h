@@ -22,6 +22,9 @@ class OpEmitter {
 public:
   /// Builds at the end of `block` with phase `phase` ("backward", "update").
   OpEmitter(mlir::Block &block, llvm::StringRef phase);
+  /// Builds before `op`, at its location, and gives every op it makes the
+  /// phase and repeat instance `op` has (if any).
+  explicit OpEmitter(mlir::Operation *op);
 
   /// The location of the ops built from now on.
   void setLoc(mlir::Location loc) { loc_ = loc; }
@@ -29,7 +32,7 @@ public:
   mlir::OpBuilder &builder() { return b; }
   mlir::MLIRContext *context() { return b.getContext(); }
 
-  /// Tags `op` with the phase and returns it.
+  /// Tags `op` with the phase (and instance) and returns it.
   mlir::Operation *tag(mlir::Operation *op);
 
   /// A scalar constant of element type `elementType`.
@@ -67,6 +70,7 @@ private:
 
   mlir::OpBuilder b;
   mlir::StringAttr phase;
+  mlir::Attribute instance;
   mlir::Location loc_;
 };
 

@@ -542,12 +542,21 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
     return success();
   }
   if (auto oneHot = llvm::dyn_cast<mtf::OneHotOp>(op)) {
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::OneHot)},
-                     {"in", operand(oneHot.getIndices())},
-                     {"out", operand(result())},
-                     {"dim", oneHot.getDim()},
-                     {"sizes", sizesOf({oneHot.getIndices(), result()})}});
+    json::Object step{{"op", runtime::opName(runtime::OpKind::OneHot)},
+                      {"in", operand(oneHot.getIndices())},
+                      {"out", operand(result())},
+                      {"dim", oneHot.getDim()},
+                      {"sizes", sizesOf({oneHot.getIndices(), result()})}};
+    // A split class dim: this device's block of the global classes.
+    json::Object global = tensorEntry("", "", result());
+    for (json::Value &dim : *global.getArray("dims")) {
+      json::Object &entry = *dim.getAsObject();
+      if (*entry.getString("name") == oneHot.getDim() &&
+          !entry.getArray("axes")->empty())
+        step["classes"] = json::Object{{"size", *entry.getInteger("size")},
+                                       {"axes", *entry.get("axes")}};
+    }
+    steps.push_back(std::move(step));
     return success();
   }
   if (llvm::isa<mtf::RangeOp>(op)) {
@@ -794,8 +803,11 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
           if (auto oneHot = llvm::dyn_cast<mtf::OneHotOp>(user)) {
             if (sourceOf(oneHot.getIndices()) != input.getResult())
               continue;
-            auto hot = llvm::cast<mtf::TensorType>(oneHot.getType());
-            high = hot.getDims()[*hot.getDimIndex(oneHot.getDim())].size;
+            // The class dim may be split: its global size.
+            json::Object global = tensorEntry("", "", oneHot.getResult());
+            for (json::Value &dim : *global.getArray("dims"))
+              if (*dim.getAsObject()->getString("name") == oneHot.getDim())
+                high = *dim.getAsObject()->getInteger("size");
             break;
           }
         }

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lowering/Decompose.h"
 #include "lowering/Partitioner.h"
 #include "lowering/Passes.h"
 
@@ -35,7 +36,8 @@ struct MtfPartitionPass
         shard::GridOp::create(builder, program.getLoc(), name, shape);
         grid = FlatSymbolRefAttr::get(builder.getContext(), name);
       }
-      if (!meshc::Partitioner(program, grid).run())
+      if (failed(meshc::decomposeSplitOps(program)) ||
+          !meshc::Partitioner(program, grid).run())
         return signalPassFailure();
       program.erase();
     }

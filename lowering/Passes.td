@@ -25,7 +25,10 @@ def MtfPartition : Pass<"mtf-partition", "::mlir::ModuleOp"> {
     - an einsum or reduction over a dimension split over mesh axes computes
       partial results locally, then `shard.reduce_scatter` when the result
       is split over those axes, else `shard.all_reduce`;
-    - softmax and cross-entropy gather their class dimension.
+    - softmax, logsumexp, cross-entropy and argmax over a split dimension are
+      first rewritten as reductions and elementwise ops (their
+      `DecomposeOpInterface`), so each device reduces its block and row
+      maxima and sums are all-reduced; one_hot builds each device's block.
 
     Each collective carries `mtf.reason` (why it is there) and the location
     of the model line that caused it. The result program is marked `local`;

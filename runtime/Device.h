@@ -53,6 +53,11 @@ public:
   void run(const Step &step, Communicator *comm) {
     run(step, comm, RunContext());
   }
+  /// The bytes of this device's memory that are physically in use: what
+  /// meshrun reports against the plan. The CPU counts the pages of its
+  /// arena and scratch that steps have touched (the high-water mark, since
+  /// nothing is given back); a GPU counts its one allocation.
+  virtual int64_t residentBytes() const = 0;
 };
 
 /// A kind of device with its collectives.

@@ -13,6 +13,7 @@
 #include "runtime/Error.h"
 #include "runtime/Npy.h"
 #include "runtime/TrainingReport.h"
+#include "runtime/core/cost/CostModel.h"
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +42,20 @@ std::string milliseconds(double seconds) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.3f ms", seconds * 1e3);
   return text;
+}
+
+/// "device memory 16.5 MiB resident of 16.7 MiB planned (arena 15.2 MiB,
+/// scratch 1.5 MiB)": the most any local device holds, against what meshc
+/// planned (the arena) plus the scratch the loader sized.
+std::string memoryLine(const Program &program, const Session &session) {
+  int64_t resident = 0;
+  for (size_t local = 0; local < session.localDevices().size(); ++local)
+    resident = std::max(resident, session.residentBytes(local));
+  int64_t planned = program.arenaBytes + program.scratchBytes;
+  return "device memory " + cost::formatBytes(resident) + " resident of " +
+         cost::formatBytes(planned) + " planned (arena " +
+         cost::formatBytes(program.arenaBytes) + ", scratch " +
+         cost::formatBytes(program.scratchBytes) + ")";
 }
 
 /// "  loss = 2.302585" or "  probs: f32[64, 10] first [0.1, ...] sum 64".
@@ -351,7 +366,7 @@ void Loop::run() {
   if (options.steps > 0)
     streams.out << ", mean " << milliseconds(total / options.steps) << ", min "
                 << milliseconds(fastest);
-  streams.out << "\n";
+  streams.out << "; " << memoryLine(program, session) << "\n";
   if (!options.dumpParamsDir.empty())
     dumpParams(options.dumpParamsDir, program, session, streams.root);
   std::string trace = options.tracePath.empty() ? "" : session.traceJson();

@@ -124,6 +124,22 @@ const Tensor *Program::findTensor(Role role, const std::string &name) const {
   return nullptr;
 }
 
+std::vector<std::vector<int64_t>>
+Program::blockOffsets(int64_t deviceId) const {
+  std::vector<std::vector<int64_t>> offsets(steps.size());
+  for (const Step &step : steps)
+    if (step.op() == OpKind::Dropout) {
+      const DropoutAttrs &dropout = step.as<DropoutAttrs>();
+      offsets[step.index] =
+          dropout.layout.sliceOffset(dropout.dims, mesh, deviceId);
+    } else if (step.op() == OpKind::OneHot) {
+      const OneHotAttrs &hot = step.as<OneHotAttrs>();
+      offsets[step.index] =
+          hot.layout.sliceOffset({{hot.dim, hot.classes}}, mesh, deviceId);
+    }
+  return offsets;
+}
+
 int64_t product(const std::vector<int64_t> &shape) {
   int64_t count = 1;
   for (int64_t size : shape)

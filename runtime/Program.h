@@ -203,9 +203,15 @@ struct LogSumExpAttrs {
 struct SoftmaxCrossEntropyAttrs {
   std::string dim;
 };
-/// one_hot: the class dim of out.
+/// one_hot: the class dim of out. out holds one block of the class dim when
+/// `layout` splits it: block b of the `classes` classes is this device's,
+/// as for any tensor of dims [dim=classes] with that layout.
 struct OneHotAttrs {
   std::string dim;
+  /// Every index must lie in [0, classes).
+  int64_t classes = 0;
+  /// The split of [dim=classes] over the mesh (whole when not split).
+  layout::TensorLayout layout = layout::TensorLayout::replicated(1);
 };
 /// argmax: the dim of in searched.
 struct ArgmaxAttrs {
@@ -375,6 +381,10 @@ struct Program {
 
   /// The tensor of `role` called `name`, or null.
   const Tensor *findTensor(Role role, const std::string &name) const;
+  /// Per step index, where device `deviceId`'s block starts in the global
+  /// dims of a step that draws on them: dropout (every dim of its mask),
+  /// one_hot (its class dim, one offset); empty for the other steps.
+  std::vector<std::vector<int64_t>> blockOffsets(int64_t deviceId) const;
 };
 
 /// The params of `program` (optimizer slots included), in file order.

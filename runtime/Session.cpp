@@ -443,6 +443,10 @@ double Session::runSteps(const std::vector<const Step *> &steps,
   return elapsed.count();
 }
 
+int64_t Session::residentBytes(size_t local) const {
+  return devices.at(local)->residentBytes();
+}
+
 void Session::readBlock(const Tensor &tensor, size_t local, void *dst) const {
   devices[local]->read(
       program.buffers[tensor.buffer].offset, dst,

@@ -141,6 +141,10 @@ public:
   /// rank 0's result holds the values; the others' data is zeros.
   HostTensor gather(const Tensor &tensor) const;
 
+  /// The bytes of local device `local`'s memory physically in use
+  /// (Device::residentBytes).
+  int64_t residentBytes(size_t local) const;
+
   /// Copies local device `local`'s block of `tensor` (localDevices()[local])
   /// into `dst` (the bytes of the layout's slice shape).
   void readBlock(const Tensor &tensor, size_t local, void *dst) const;

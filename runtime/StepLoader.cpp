@@ -637,6 +637,30 @@ void StepParser::parseAttrs(OneHotAttrs &attrs) {
   requireSameSet("in", in, "out without '" + attrs.dim + "'",
                  without(out, attrs.dim));
   requireNoOverlap(in, out);
+  int64_t block = out.shape.sizes[out.shape.position(attrs.dim)];
+  attrs.classes = block;
+  std::optional<JsonNode> classes = node.optionalMember("classes");
+  if (!classes)
+    return;
+  JsonNode size = classes->member("size");
+  attrs.classes = size.integer();
+  if (attrs.classes <= 0)
+    size.fail("one_hot classes " + std::to_string(attrs.classes) +
+              " must be positive");
+  std::optional<JsonNode> axes = classes->optionalMember("axes");
+  layout::Result<layout::TensorLayout> split = layout::TensorLayout::fromAxes(
+      "one_hot", {{attrs.dim, attrs.classes}},
+      {axes ? axes->strings() : std::vector<std::string>()}, program.mesh);
+  if (!split)
+    classes->fail(split.error().message);
+  attrs.layout = *split;
+  int64_t expected =
+      attrs.layout.sliceShape({{attrs.dim, attrs.classes}}, program.mesh)[0];
+  if (block != expected)
+    sizesNode->member(attrs.dim).fail(
+        "size " + std::to_string(block) + " of the class dim '" + attrs.dim +
+        "' is not its block of " + std::to_string(attrs.classes) +
+        " classes (" + std::to_string(expected) + ")");
 }
 
 void StepParser::parseAttrs(ArgmaxAttrs &attrs) {

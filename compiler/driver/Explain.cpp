@@ -22,22 +22,6 @@ using namespace mlir;
 
 namespace meshc {
 
-std::string formatBytes(int64_t bytes) {
-  if (bytes < 1024)
-    return std::to_string(bytes) + " B";
-  static const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = -1;
-  do {
-    value /= 1024.0;
-    ++unit;
-  } while (value >= 1024.0 && unit < 3);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::format("%.1f ", value) << units[unit];
-  return text;
-}
-
 namespace {
 
 /// One row of the table.

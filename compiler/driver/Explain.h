@@ -10,6 +10,7 @@
 
 #include "dialect/MtfDialect.h"
 #include "lowering/EmitMprog.h"
+#include "runtime/core/cost/CostModel.h"
 #include "runtime/core/cost/MachineProfile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -25,8 +26,8 @@ void explainProgram(mlir::mtf::ProgramOp program, mlir::ModuleOp spmd,
                     const MemoryPlanStats *plan,
                     const cost::MachineProfile &machine, llvm::raw_ostream &os);
 
-/// "12 B", "4.0 KiB", "1.5 MiB", ...
-std::string formatBytes(int64_t bytes);
+/// "12 B", "4.0 KiB", "1.5 MiB", ... (one home: the cost library).
+using cost::formatBytes;
 
 } // namespace meshc
 

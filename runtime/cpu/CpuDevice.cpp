@@ -15,21 +15,17 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace meshc::runtime {
 
 CpuDevice::CpuDevice(const Program &program, int64_t deviceId)
-    : program(program), dropoutOffsets(program.steps.size()) {
-  for (const Step &step : program.steps)
-    if (step.op() == OpKind::Dropout) {
-      const DropoutAttrs &dropout = step.as<DropoutAttrs>();
-      dropoutOffsets[step.index] =
-          dropout.layout.sliceOffset(dropout.dims, program.mesh, deviceId);
-    }
-}
+    : program(program), blockOffsets(program.blockOffsets(deviceId)) {}
 
 void CpuDevice::HostMemory::allocate(int64_t bytes) {
   std::free(raw);
@@ -39,6 +35,32 @@ void CpuDevice::HostMemory::allocate(int64_t bytes) {
                        " bytes of device memory");
   uintptr_t address = reinterpret_cast<uintptr_t>(raw);
   aligned = static_cast<char *>(raw) + (64 - address % 64) % 64;
+  size = bytes;
+}
+
+int64_t CpuDevice::HostMemory::residentBytes() const {
+  if (size == 0)
+    return 0;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = reinterpret_cast<uintptr_t>(aligned),
+            end = begin + static_cast<uintptr_t>(size);
+  uintptr_t first = begin / page * page;
+  std::vector<unsigned char> resident((end - first + page - 1) / page);
+  if (mincore(reinterpret_cast<void *>(first), end - first, resident.data()))
+    throw RuntimeError(std::string("mincore: ") + std::strerror(errno));
+  int64_t bytes = 0;
+  for (size_t i = 0; i < resident.size(); ++i) {
+    if (!(resident[i] & 1))
+      continue;
+    uintptr_t from = std::max(begin, first + i * page),
+              to = std::min(end, first + (i + 1) * page);
+    bytes += static_cast<int64_t>(to - from);
+  }
+  return bytes;
+}
+
+int64_t CpuDevice::residentBytes() const {
+  return arena.residentBytes() + scratch.residentBytes();
 }
 
 void CpuDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
@@ -89,7 +111,7 @@ void CpuDevice::runDropout(const Step &step, const RunContext &context) {
   }
   const DropoutAttrs &dropout = step.as<DropoutAttrs>();
   DropoutMask mask(context.seed, dropout.name, context.run, dropout.rate);
-  dropoutKernel(mask, dropout.dims, dropoutOffsets[step.index], out,
+  dropoutKernel(mask, dropout.dims, blockOffsets[step.index], out,
                 step.out.shape);
 }
 
@@ -190,10 +212,12 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
                        i32(at(step.in[1])), step.in[1].shape, f32(at(out)),
                        out.shape, step.as<SoftmaxCrossEntropyAttrs>().dim);
     return;
-  case OpKind::OneHot:
+  case OpKind::OneHot: {
+    const OneHotAttrs &hot = step.as<OneHotAttrs>();
     oneHotKernel(i32(at(step.in[0])), step.in[0].shape, f32(at(out)), out.shape,
-                 step.as<OneHotAttrs>().dim);
+                 hot.dim, blockOffsets[step.index].front(), hot.classes);
     return;
+  }
   case OpKind::Argmax:
     argmaxKernel(f32(at(step.in[0])), step.in[0].shape, i32(at(out)), out.shape,
                  step.as<ArgmaxAttrs>().dim);

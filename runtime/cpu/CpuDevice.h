@@ -32,6 +32,7 @@ public:
   using Device::run;
   void run(const Step &step, Communicator *comm,
            const RunContext &context) override;
+  int64_t residentBytes() const override;
 
 private:
   /// Zeroed host memory aligned to 64 bytes. It comes from calloc, so the
@@ -47,10 +48,13 @@ private:
     void allocate(int64_t bytes);
     /// The start of the memory.
     char *data() const { return aligned; }
+    /// How many of its bytes lie in pages the process has in memory.
+    int64_t residentBytes() const;
 
   private:
     void *raw = nullptr;
     char *aligned = nullptr;
+    int64_t size = 0;
   };
 
   /// Where the kernel finds `operand`: its buffer, or its f32 staging copy
@@ -74,9 +78,8 @@ private:
   void runDropout(const Step &step, const RunContext &context);
 
   const Program &program;
-  /// Per step index: where this device's block of a dropout step's global
-  /// shape starts (empty for other steps), computed once.
-  std::vector<std::vector<int64_t>> dropoutOffsets;
+  /// Program::blockOffsets of this device, computed once.
+  std::vector<std::vector<int64_t>> blockOffsets;
   HostMemory arena;
   HostMemory scratch;
 };

@@ -349,17 +349,18 @@ void cumsumKernel(const float *in, const NamedShape &inShape, float *out,
 }
 
 void oneHotKernel(const int32_t *in, const NamedShape &inShape, float *out,
-                  const NamedShape &outShape, const std::string &dim) {
+                  const NamedShape &outShape, const std::string &dim,
+                  int64_t first, int64_t classes) {
   Rows rows = rowsAlong(outShape, inShape, dim);
   rows.walk.run([&](const int64_t *o) {
     float *y = out + o[0];
     int32_t index = in[o[1]];
-    if (index < 0 || index >= rows.length)
+    if (index < 0 || index >= classes)
       throw RuntimeError("index " + std::to_string(index) + " (in element " +
                          std::to_string(o[1]) + ") is outside [0, " +
-                         std::to_string(rows.length) + ")");
+                         std::to_string(classes) + ")");
     for (int64_t c = 0; c < rows.length; ++c)
-      y[c * rows.step] = c == index ? 1.0f : 0.0f;
+      y[c * rows.step] = first + c == index ? 1.0f : 0.0f;
   });
 }
 

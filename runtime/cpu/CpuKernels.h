@@ -66,11 +66,13 @@ void cumsumKernel(const float *in, const NamedShape &inShape, float *out,
                   const NamedShape &outShape, const std::string &dim,
                   bool reverse);
 
-/// out[..., c, ...] = (in[...] == c ? 1 : 0) for c < size of `dim`; out has
-/// the dims of in plus `dim`, in any order. Throws RuntimeError for an index
-/// outside [0, size of dim).
+/// out[..., c, ...] = (in[...] == first + c ? 1 : 0) for c < size of `dim`:
+/// the block of classes [first, first + size) of a one-hot over `classes`
+/// classes; out has the dims of in plus `dim`, in any order. Throws
+/// RuntimeError for an index outside [0, classes).
 void oneHotKernel(const int32_t *in, const NamedShape &inShape, float *out,
-                  const NamedShape &outShape, const std::string &dim);
+                  const NamedShape &outShape, const std::string &dim,
+                  int64_t first, int64_t classes);
 
 /// out = the index of the first maximum of in along `dim`; out has the dims
 /// of in without `dim`, in any order. NaNs are never the maximum; a row of

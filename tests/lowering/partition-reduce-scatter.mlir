@@ -3,8 +3,9 @@
 // split on 'm' along 'n': the weight moves 'm' from 'n' to 'k' (one
 // all-to-all), each device computes partial sums, and they are
 // reduce-scattered along 'n' rather than all-reduced and sliced. Then a mean
-// over split dims (sum, all-reduce, scale) and a softmax over the split 'n'
-// (gather, softmax, slice).
+// over split dims (sum, all-reduce, scale) and a softmax over the split 'n':
+// written as max, exp and sum (DecomposeOpInterface), it all-reduces the row
+// maximum and the row sum instead of gathering 'n'.
 
 // CHECK-LABEL: mtf.program @rs mesh <m=4> local
 // CHECK: shard.all_to_all %{{.*}} on @rs_mesh grid_axes = [0] split_axis = 0 concat_axis = 1 {mtf.reason = "einsum needs 'w' as [k:m, n], it is [k, n:m]"} : tensor<16x2xf32> -> tensor<4x8xf32>
@@ -14,9 +15,14 @@
 // CHECK: shard.all_reduce %{{.*}} on @rs_mesh grid_axes = [0] {mtf.reason = "sum over 'n' split across devices"}
 // CHECK: mtf.constant 1.562500e-02
 // CHECK: mtf.mul
-// CHECK: shard.all_gather %{{.*}} on @rs_mesh grid_axes = [0] gather_axis = 1 {mtf.reason = "softmax needs 's' as [a, n], it is [a, n:m]"} : tensor<8x2xf32> -> tensor<8x8xf32>
-// CHECK: mtf.softmax %{{.*}} over "n" : !mtf.tensor<[a=8, n=8], f32>
-// CHECK: shard.all_slice %{{.*}} on @rs_mesh grid_axes = [0] slice_axis = 1 {mtf.reason = "the softmax result's layout splits 'n'"} : tensor<8x8xf32> -> tensor<8x2xf32>
+// CHECK: mtf.reduce_max %{{.*}} : !mtf.tensor<[a=8, n=2], f32> -> !mtf.tensor<[a=8], f32>
+// CHECK: shard.all_reduce %{{.*}} on @rs_mesh grid_axes = [0] reduction = max {mtf.reason = "maximum over 'n' split across devices"} : tensor<8xf32> -> tensor<8xf32>
+// CHECK: mtf.sub
+// CHECK: mtf.exp %{{.*}} : !mtf.tensor<[a=8, n=2], f32>
+// CHECK: mtf.reduce_sum %{{.*}} : !mtf.tensor<[a=8, n=2], f32> -> !mtf.tensor<[a=8], f32>
+// CHECK: shard.all_reduce %{{.*}} on @rs_mesh grid_axes = [0] {mtf.reason = "sum over 'n' split across devices"} : tensor<8xf32> -> tensor<8xf32>
+// CHECK: mtf.div %{{.*}} : !mtf.tensor<[a=8, n=2], f32>, !mtf.tensor<[a=8], f32> -> !mtf.tensor<[a=8, n=2], f32>
+// CHECK-NOT: shard.all_gather
 mtf.program @rs {
   %x = mtf.input "x" : !mtf.tensor<[a=8, k=16], f32>
   %xc = mtf.constrain %x to <k: m> : !mtf.tensor<[a=8, k=16], f32>

@@ -68,6 +68,21 @@ std::string formatSeconds(double seconds) {
   return text;
 }
 
+std::string formatBytes(int64_t bytes) {
+  if (bytes < 1024)
+    return std::to_string(bytes) + " B";
+  static const char *units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = -1;
+  do {
+    value /= 1024.0;
+    ++unit;
+  } while (value >= 1024.0 && unit < 3);
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
+  return text;
+}
+
 layout::Result<int64_t> parseMemorySize(std::string_view text) {
   auto isSpace = [](char c) {
     return std::isspace(static_cast<unsigned char>(c));

@@ -74,6 +74,9 @@ struct Prediction {
 /// "850 ns", "12.3 us", "4.56 ms", "1.23 s".
 std::string formatSeconds(double seconds);
 
+/// "512 B", "1.5 KiB", "68.8 GiB": binary units, one decimal.
+std::string formatBytes(int64_t bytes);
+
 /// Parses a memory size: a positive number and an optional unit, binary
 /// (KiB, MiB, GiB, TiB) or decimal (KB, MB, GB, TB) or B; no unit means
 /// bytes. "80GiB", "64 GiB", "1.5TiB", "512MB", "1000000". Fractions of a

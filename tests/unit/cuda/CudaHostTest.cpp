@@ -278,8 +278,8 @@ TEST(CudaHostTest, RowKernelsMatchTheCpu) {
   std::vector<float> h1(12), h2(12);
   status.firstBadRow = kNoFailure;
   cuda::oneHotKernel(kHost, ids.data(), h1.data(),
-                     oneHotWalk(idx, hot, "classes"), &status);
-  rt::oneHotKernel(ids.data(), idx, h2.data(), hot, "classes");
+                     oneHotWalk(idx, hot, "classes"), 0, 4, &status);
+  rt::oneHotKernel(ids.data(), idx, h2.data(), hot, "classes", 0, 4);
   EXPECT_EQ(h1, h2);
   EXPECT_EQ(status.firstBadRow, kNoFailure);
 

@@ -4,13 +4,15 @@
 // compared with a direct double-precision formula: unary functions, cast,
 // fill and copy, broadcasting binary ops (operands permuted or missing dims,
 // in place), reductions, softmax along inner and middle dims, and softmax
-// cross entropy including its out-of-range label error.
+// cross entropy including its out-of-range label error. A one_hot block of
+// split classes calls its kernel directly (the harness has one device).
 //
 //===----------------------------------------------------------------------===//
 
 #include "StepHarness.h"
 
 #include "runtime/Error.h"
+#include "runtime/cpu/CpuKernels.h"
 
 #include <gtest/gtest.h>
 
@@ -438,6 +440,26 @@ TEST(KernelsTest, OneHotRejectsIndexOutOfRange) {
       EXPECT_EQ(error.what(), "index " + std::to_string(bad) +
                                   " (in element 1) is outside [0, 4)");
     }
+  }
+}
+
+TEST(KernelsTest, OneHotBuildsOneBlockOfSplitClasses) {
+  // Classes [4, 8) of 8: index 5 is column 1 of the block, 2 is in another
+  // block (a zero row here), 7 is the last column.
+  std::vector<int32_t> in = {5, 2, 7};
+  std::vector<float> out(12, -1.0f);
+  NamedShape inShape{{"batch"}, {3}}, outShape{{"batch", "classes"}, {3, 4}};
+  oneHotKernel(in.data(), inShape, out.data(), outShape, "classes", 4, 8);
+  EXPECT_EQ(out, std::vector<float>({0, 1, 0, 0, //
+                                     0, 0, 0, 0, //
+                                     0, 0, 0, 1}));
+  // The range check is against all 8 classes, not the block.
+  in = {5, 8, 0};
+  try {
+    oneHotKernel(in.data(), inShape, out.data(), outShape, "classes", 4, 8);
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError &error) {
+    EXPECT_STREQ(error.what(), "index 8 (in element 1) is outside [0, 8)");
   }
 }
 

@@ -338,6 +338,27 @@ TEST(LoaderTest, TrainingOpErrors) {
               push(oneHotWithClassDim)(p);
             }),
             "p.mprog: steps[2].in: in must not have the class dim 'k'");
+  // A split class dim: [k=2] is one block of 4 classes over m (size 2).
+  auto withClasses = [&](json classes) {
+    json step = oneHot;
+    step["out"]["buf"] = 1;
+    step["classes"] = classes;
+    return errorAfter([&](json &p) {
+      withInts(p);
+      p["steps"].push_back(step);
+    });
+  };
+  EXPECT_EQ(withClasses({{"size", 4}, {"axes", {"m"}}}), "");
+  EXPECT_EQ(withClasses({{"size", 0}, {"axes", {"m"}}}),
+            "p.mprog: steps[2].classes.size: one_hot classes 0 must be "
+            "positive");
+  EXPECT_EQ(withClasses({{"size", 4}, {"axes", {"q"}}}),
+            "p.mprog: steps[2].classes: tensor 'one_hot' dimension 'k' is "
+            "split over mesh axis 'q', which is not in the mesh (axes: 'b', "
+            "'m')");
+  EXPECT_EQ(withClasses({{"size", 8}, {"axes", {"m"}}}),
+            "p.mprog: steps[2].sizes.k: size 2 of the class dim 'k' is not "
+            "its block of 8 classes (4)");
   json oneHotF32 = oneHot;
   oneHotF32["in"]["buf"] = 2;
   EXPECT_EQ(errorAfter(push(oneHotF32)),
