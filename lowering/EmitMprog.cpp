@@ -68,6 +68,9 @@ private:
   json::Object sizesOf(std::initializer_list<Value> values);
   json::Array axisNames(ArrayRef<int16_t> axes);
   json::Object tensorEntry(StringRef role, StringRef name, Value value);
+  /// The global entry ({name, size, axes}) of dim `dim` of local `value`,
+  /// as tensorEntry describes it.
+  json::Object globalDim(Value value, StringRef dim);
   /// The "training" member: optimizer, hyper-parameters, loss output and,
   /// for local SGD, which parameters are averaged over which axes.
   json::Object trainingEntry(DictionaryAttr training);
@@ -408,6 +411,14 @@ json::Object MprogEmitter::tensorEntry(StringRef role, StringRef name,
                       {"dims", std::move(dims)}};
 }
 
+json::Object MprogEmitter::globalDim(Value value, StringRef dim) {
+  json::Object global = tensorEntry("", "", value);
+  for (json::Value &entry : *global.getArray("dims"))
+    if (*entry.getAsObject()->getString("name") == dim)
+      return std::move(*entry.getAsObject());
+  llvm_unreachable("globalDim: the value has no such dim");
+}
+
 json::Object MprogEmitter::trainingEntry(DictionaryAttr training) {
   json::Object entry;
   if (auto optimizer = training.getAs<StringAttr>("optimizer"))
@@ -548,13 +559,10 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
                       {"dim", oneHot.getDim()},
                       {"sizes", sizesOf({oneHot.getIndices(), result()})}};
     // A split class dim: this device's block of the global classes.
-    json::Object global = tensorEntry("", "", result());
-    for (json::Value &dim : *global.getArray("dims")) {
-      json::Object &entry = *dim.getAsObject();
-      if (*entry.getString("name") == oneHot.getDim() &&
-          !entry.getArray("axes")->empty())
-        step["classes"] = json::Object{{"size", *entry.getInteger("size")},
-                                       {"axes", *entry.get("axes")}};
+    json::Object classes = globalDim(result(), oneHot.getDim());
+    if (!classes.getArray("axes")->empty()) {
+      classes.erase("name");
+      step["classes"] = std::move(classes);
     }
     steps.push_back(std::move(step));
     return success();
@@ -804,10 +812,8 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
             if (sourceOf(oneHot.getIndices()) != input.getResult())
               continue;
             // The class dim may be split: its global size.
-            json::Object global = tensorEntry("", "", oneHot.getResult());
-            for (json::Value &dim : *global.getArray("dims"))
-              if (*dim.getAsObject()->getString("name") == oneHot.getDim())
-                high = *dim.getAsObject()->getInteger("size");
+            high = *globalDim(oneHot.getResult(), oneHot.getDim())
+                        .getInteger("size");
             break;
           }
         }
