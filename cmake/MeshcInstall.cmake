@@ -2,7 +2,7 @@
 # the tools (meshc, meshc-opt, meshrun), the runtime's static libraries and
 # their public headers under include/meshc/ with the paths the source tree
 # spells ("runtime/Session.h"), and the CMake package `meshc`
-# (meshcConfig.cmake: targets meshc::runtime, meshc::core,
+# (meshcConfig.cmake: targets meshc::runtime, meshc::program, meshc::core,
 # meshc::cuda, meshc::meshc, meshc::meshc-opt, meshc::meshrun).
 #
 # Included at the end of the top-level CMakeLists.txt, and by
@@ -56,6 +56,7 @@ set(MESHC_CUDA_PUBLIC_HEADERS
 # too, so a consumer can run $<TARGET_FILE:meshc::meshc> in its build.
 set(MESHC_INSTALL_TARGETS
   MeshcCore=core
+  MeshcProgram=program
   MeshcRuntime=runtime
   MeshcCuda=cuda
   meshrun=meshrun

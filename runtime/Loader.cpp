@@ -374,6 +374,17 @@ Program parseProgram(std::string_view text, const std::string &fileName) {
   return program;
 }
 
+std::optional<Program> tryParseProgram(std::string_view text,
+                                       const std::string &fileName,
+                                       std::string &error) {
+  try {
+    return parseProgram(text, fileName);
+  } catch (const RuntimeError &e) {
+    error = e.what();
+    return std::nullopt;
+  }
+}
+
 Program loadProgram(const std::string &path) {
   std::ifstream file(path, std::ios::binary);
   if (!file)

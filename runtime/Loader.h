@@ -16,6 +16,7 @@
 
 #include "runtime/Program.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,12 @@ constexpr int kMprogVersion = 1;
 /// Parses and validates the .mprog text `text`; `fileName` is used in
 /// messages and recorded in the Program. Throws RuntimeError.
 Program parseProgram(std::string_view text, const std::string &fileName);
+
+/// parseProgram for callers built without exceptions (meshc --explain): the
+/// program, or nothing with the RuntimeError's message in `error`.
+std::optional<Program> tryParseProgram(std::string_view text,
+                                       const std::string &fileName,
+                                       std::string &error);
 
 /// Reads the .mprog file at `path` and parses it. Throws RuntimeError.
 Program loadProgram(const std::string &path);

@@ -529,17 +529,21 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
 
   if (options.explain) {
     MemoryPlanStats stats;
-    bool planned;
+    FailureOr<llvm::json::Value> mprog = failure();
     {
       // The plan is only reported here; its errors come with -o/--emit.
       ScopedDiagnosticHandler silence(&context,
                                       [](Diagnostic &) { return success(); });
-      planned = succeeded(emitMprog(*module, MprogOptions(), &stats));
+      mprog = emitMprog(*module, MprogOptions(), &stats);
     }
+    std::optional<ScratchPlan> scratch;
+    if (succeeded(mprog))
+      scratch = planScratch(*mprog);
     ModuleOp laidOut = global ? *global : *module;
     for (auto program : laidOut.getOps<mtf::ProgramOp>())
       explainProgram(program, partition ? *module : ModuleOp(),
-                     planned ? &stats : nullptr, machine, llvm::outs());
+                     succeeded(mprog) ? &stats : nullptr,
+                     scratch ? &*scratch : nullptr, machine, llvm::outs());
   }
 
   if (emit == EmitKind::Default)

@@ -9,6 +9,7 @@
 
 #include "compiler/passes/LayoutBridge.h"
 #include "lowering/ProgramCost.h"
+#include "runtime/Loader.h"
 #include "runtime/core/layout/ReshardPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -210,8 +211,19 @@ void explainFusion(ModuleOp spmd, llvm::raw_ostream &os) {
   }
 }
 
+ScratchPlan planScratch(const llvm::json::Value &mprog) {
+  std::string text;
+  llvm::raw_string_ostream(text) << mprog;
+  ScratchPlan plan;
+  std::optional<runtime::Program> loaded =
+      runtime::tryParseProgram(text, "the emitted .mprog", plan.error);
+  if (loaded)
+    plan.bytes = loaded->scratchBytes;
+  return plan;
+}
+
 void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
-                    const MemoryPlanStats *plan,
+                    const MemoryPlanStats *plan, const ScratchPlan *scratch,
                     const cost::MachineProfile &machine,
                     llvm::raw_ostream &os) {
   layout::Mesh mesh = toMesh(program.getMeshAttr());
@@ -301,6 +313,14 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
     }
     os << "\n";
   }
+  if (plan && scratch && scratch->error.empty())
+    os << "  scratch      " << formatBytes(scratch->bytes)
+       << " (the largest step's temporaries, as the runtime sizes them)\n"
+       << "  on a device  " << formatBytes(plan->arenaBytes + scratch->bytes)
+       << " (arena + scratch: what meshrun measures against)\n";
+  else if (scratch && !scratch->error.empty())
+    os << "  scratch      unknown: the runtime's loader rejects the program: "
+       << scratch->error << "\n";
   if (spmd) {
     explainCollectives(predictProgram(spmd, mesh, machine), mesh, machine, os);
     explainFusion(spmd, os);
