@@ -41,6 +41,14 @@ def Mtf_Dialect : Dialect {
     /// set by the frontend; mtf-remat recomputes each instance's activations
     /// for the backward pass.
     static constexpr ::llvm::StringLiteral kInstanceAttrName = "mtf.instance";
+    /// The `checkpoint(...)` expression an op was emitted by (the frontend;
+    /// mtf-remat recomputes its ops in the backward pass).
+    static constexpr ::llvm::StringLiteral kCheckpointAttrName =
+        "mtf.checkpoint";
+    /// The tags that put an op in a recomputation group: ops made from it
+    /// (gradients aside) carry them too.
+    static constexpr ::llvm::StringLiteral kGroupAttrNames[] = {
+        kInstanceAttrName, kCheckpointAttrName};
     /// On a program that trains: {optimizer, hyperparams, loss}.
     static constexpr ::llvm::StringLiteral kTrainingAttrName = "mtf.training";
   private:

@@ -47,9 +47,10 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
              << "' must be \"backward\" or \"update\", got " << attr.getValue();
     return success();
   }
-  if (attr.getName() == kInstanceAttrName) {
+  if (attr.getName() == kInstanceAttrName ||
+      attr.getName() == kCheckpointAttrName) {
     if (!llvm::isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "'" << kInstanceAttrName
+      return op->emitError() << "'" << attr.getName().getValue()
                              << "' must be a string, got " << attr.getValue();
     return success();
   }

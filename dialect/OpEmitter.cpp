@@ -16,14 +16,17 @@ OpEmitter::OpEmitter(Block &block, StringRef phase)
 OpEmitter::OpEmitter(Operation *op)
     : b(op),
       phase(op->getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName)),
-      instance(op->getAttr(mtf::MtfDialect::kInstanceAttrName)),
-      loc_(op->getLoc()) {}
+      loc_(op->getLoc()) {
+  for (StringRef name : mtf::MtfDialect::kGroupAttrNames)
+    if (Attribute tag = op->getAttr(name))
+      groupTags.push_back(b.getNamedAttr(name, tag));
+}
 
 Operation *OpEmitter::tag(Operation *op) {
   if (phase)
     op->setAttr(mtf::MtfDialect::kPhaseAttrName, phase);
-  if (instance)
-    op->setAttr(mtf::MtfDialect::kInstanceAttrName, instance);
+  for (NamedAttribute tag : groupTags)
+    op->setAttr(tag.getName(), tag.getValue());
   return op;
 }
 

@@ -23,7 +23,8 @@ public:
   /// Builds at the end of `block` with phase `phase` ("backward", "update").
   OpEmitter(mlir::Block &block, llvm::StringRef phase);
   /// Builds before `op`, at its location, and gives every op it makes the
-  /// phase and repeat instance `op` has (if any).
+  /// phase and recomputation group tags (repeat instance, checkpoint) `op`
+  /// has (if any).
   explicit OpEmitter(mlir::Operation *op);
 
   /// The location of the ops built from now on.
@@ -32,7 +33,7 @@ public:
   mlir::OpBuilder &builder() { return b; }
   mlir::MLIRContext *context() { return b.getContext(); }
 
-  /// Tags `op` with the phase (and instance) and returns it.
+  /// Tags `op` with the phase (and group tags) and returns it.
   mlir::Operation *tag(mlir::Operation *op);
 
   /// A scalar constant of element type `elementType`.
@@ -70,7 +71,7 @@ private:
 
   mlir::OpBuilder b;
   mlir::StringAttr phase;
-  mlir::Attribute instance;
+  llvm::SmallVector<mlir::NamedAttribute, 2> groupTags;
   mlir::Location loc_;
 };
 

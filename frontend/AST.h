@@ -55,7 +55,16 @@ enum class Builtin {
 /// which the parser bounds so that walking a tree recursively is safe.
 class Expr {
 public:
-  enum class Kind { Number, Name, Negate, Binary, Builtin, Call, Repeat };
+  enum class Kind {
+    Number,
+    Name,
+    Negate,
+    Binary,
+    Builtin,
+    Call,
+    Repeat,
+    Checkpoint
+  };
 
   virtual ~Expr() = default;
   Kind getKind() const { return kind; }
@@ -172,6 +181,20 @@ public:
   int64_t count;
   Ident callee;
   std::vector<ExprPtr> args;
+};
+
+/// `checkpoint(expr)`: the ops of `expr` keep no activations for the backward
+/// pass; mtf-remat recomputes them there (docs/training.md).
+class CheckpointExpr : public Expr {
+public:
+  CheckpointExpr(Loc loc, ExprPtr inner)
+      : Expr(Kind::Checkpoint, loc, inner->getDepth() + 1),
+        inner(std::move(inner)) {}
+  static bool classof(const Expr *e) {
+    return e->getKind() == Kind::Checkpoint;
+  }
+
+  ExprPtr inner;
 };
 
 //===----------------------------------------------------------------------===//

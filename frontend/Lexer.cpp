@@ -210,6 +210,7 @@ Token Lexer::lexIdentifier(size_t begin) {
                    .Case("def", TokenKind::KwDef)
                    .Case("return", TokenKind::KwReturn)
                    .Case("repeat", TokenKind::KwRepeat)
+                   .Case("checkpoint", TokenKind::KwCheckpoint)
                    .Default(TokenKind::Identifier);
   return token;
 }

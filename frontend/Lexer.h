@@ -37,6 +37,7 @@ enum class TokenKind {
   KwDef,
   KwReturn,
   KwRepeat,
+  KwCheckpoint,
   // Punctuation.
   LParen,
   RParen,

@@ -167,6 +167,8 @@ private:
   llvm::FailureOr<mlir::Value> genCall(const CallExpr &call, Scope &scope);
   llvm::FailureOr<mlir::Value> genRepeat(const RepeatExpr &repeat,
                                          Scope &scope);
+  llvm::FailureOr<Operand> genCheckpoint(const CheckpointExpr &checkpoint,
+                                         Scope &scope);
   llvm::FailureOr<mlir::Value> genEinsum(const BuiltinExpr &call,
                                          llvm::ArrayRef<mlir::Value> operands);
   llvm::FailureOr<mlir::Value> genReduce(const BuiltinExpr &call,
@@ -234,6 +236,9 @@ private:
   const ImportOptions &options;
   /// Repeats being expanded (their instances are on the call stack).
   unsigned activeRepeats = 0;
+  /// `checkpoint(...)` expressions emitted so far; the next one's ops are
+  /// tagged checkpoint_<nextCheckpoint>.
+  unsigned nextCheckpoint = 0;
   uint64_t operationCount = 0;
   /// Current recursion depth of genExpr, across function bodies.
   unsigned expansionDepth = 0;

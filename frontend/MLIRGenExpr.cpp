@@ -151,6 +151,8 @@ FailureOr<MLIRGen::Operand> MLIRGen::genExpr(const Expr &expr, Scope &scope) {
     result.value = *value;
     return result;
   }
+  case Expr::Kind::Checkpoint:
+    return genCheckpoint(llvm::cast<CheckpointExpr>(expr), scope);
   }
   llvm_unreachable("unknown expression kind");
 }
@@ -270,6 +272,24 @@ FailureOr<mlir::Value> MLIRGen::genCall(const CallExpr &call, Scope &scope) {
   }
   return instantiate(*lookupFunction(call.callee, scope), args,
                      call.callee.loc);
+}
+
+FailureOr<MLIRGen::Operand>
+MLIRGen::genCheckpoint(const CheckpointExpr &checkpoint, Scope &scope) {
+  mlir::Block *block = builder.getInsertionBlock();
+  mlir::Operation *last = block->empty() ? nullptr : &block->back();
+  FailureOr<Operand> result = genExpr(*checkpoint.inner, scope);
+  if (failed(result))
+    return failure();
+  // Every op the expression emitted, function instances and repeats inside
+  // it included, forms one recomputation group (mtf-remat); an enclosing
+  // checkpoint retags them into its own.
+  mlir::StringAttr name =
+      stringAttr(("checkpoint_" + llvm::Twine(nextCheckpoint++)).str());
+  for (mlir::Operation *op = last ? last->getNextNode() : &block->front(); op;
+       op = op->getNextNode())
+    op->setAttr(mlir::mtf::MtfDialect::kCheckpointAttrName, name);
+  return result;
 }
 
 FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,

@@ -240,6 +240,8 @@ LogicalResult MLIRGen::checkExpr(const Expr &expr, const Scope &scope) {
     const auto &repeat = llvm::cast<RepeatExpr>(expr);
     return checkCall(repeat.callee, repeat.args, scope);
   }
+  case Expr::Kind::Checkpoint:
+    return checkExpr(*llvm::cast<CheckpointExpr>(expr).inner, scope);
   }
   llvm_unreachable("unknown expression kind");
 }

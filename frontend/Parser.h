@@ -84,6 +84,7 @@ private:
   ExprPtr parsePrimary();
   ExprPtr parseCall(Ident callee);
   ExprPtr parseRepeat();
+  ExprPtr parseCheckpoint();
   ExprPtr parseBuiltinCall(const BuiltinInfo &info, Ident callee);
   /// Parses the arguments of a user function (all tensors) and the depth of
   /// the call expression they make.

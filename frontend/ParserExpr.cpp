@@ -150,6 +150,8 @@ ExprPtr Parser::parsePrimary() {
   }
   case TokenKind::KwRepeat:
     return parseRepeat();
+  case TokenKind::KwCheckpoint:
+    return parseCheckpoint();
   default:
     unexpected("an expression");
     return nullptr;
@@ -347,4 +349,24 @@ ExprPtr Parser::parseRepeat() {
   if (failed(checkDepth(*repeat)))
     return nullptr;
   return repeat;
+}
+
+ExprPtr Parser::parseCheckpoint() {
+  Loc loc = tok.loc;
+  consume();
+  if (!tok.is(TokenKind::LParen)) {
+    unexpected("'(' after 'checkpoint'");
+    return nullptr;
+  }
+  Loc opener = tok.loc;
+  consume();
+  ExprPtr inner = parseExpr();
+  if (!inner || failed(expectClosing(TokenKind::RParen,
+                                     "')' after the checkpointed expression",
+                                     opener, "(")))
+    return nullptr;
+  auto checkpoint = std::make_unique<CheckpointExpr>(loc, std::move(inner));
+  if (failed(checkDepth(*checkpoint)))
+    return nullptr;
+  return checkpoint;
 }

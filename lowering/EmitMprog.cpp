@@ -115,8 +115,9 @@ MemoryUse useOf(Operation &op) {
     return MemoryUse::Activations;
   if (phase.getValue() == "update")
     return MemoryUse::Update;
-  return op.hasAttr(mtf::MtfDialect::kInstanceAttrName) ? MemoryUse::Recomputed
-                                                        : MemoryUse::Backward;
+  bool grouped = llvm::any_of(mtf::MtfDialect::kGroupAttrNames,
+                              [&](StringRef name) { return op.hasAttr(name); });
+  return grouped ? MemoryUse::Recomputed : MemoryUse::Backward;
 }
 
 std::string dtypeOf(Type type) {

@@ -356,18 +356,20 @@ void Fuser::build(Group &group) {
   if (group.phase != "forward")
     fused->setAttr(mtf::MtfDialect::kPhaseAttrName,
                    builder.getStringAttr(group.phase));
-  // A group of one repeat instance's ops keeps the instance (what the
-  // memory plan calls recomputed activations in the backward pass).
-  StringAttr instance;
-  bool oneInstance = true;
-  for (Operation *op : group.members) {
-    auto tag =
-        op->getAttrOfType<StringAttr>(mtf::MtfDialect::kInstanceAttrName);
-    oneInstance &= tag && (!instance || tag == instance);
-    instance = tag ? tag : instance;
+  // A group of one repeat instance's (or checkpoint's) ops keeps the tag
+  // (what the memory plan calls recomputed activations in the backward
+  // pass).
+  for (StringRef name : mtf::MtfDialect::kGroupAttrNames) {
+    StringAttr shared;
+    bool one = true;
+    for (Operation *op : group.members) {
+      auto tag = op->getAttrOfType<StringAttr>(name);
+      one &= tag && (!shared || tag == shared);
+      shared = tag ? tag : shared;
+    }
+    if (one && shared)
+      fused->setAttr(name, shared);
   }
-  if (oneInstance && instance)
-    fused->setAttr(mtf::MtfDialect::kInstanceAttrName, instance);
   Block *body = new Block();
   fused.getBody().push_back(body);
   IRMapping mapping;

@@ -46,7 +46,6 @@ namespace meshc {
 namespace {
 
 enum class EmitKind { Default, Import, Mtf, Spmd, Mprog };
-enum class RematKind { None, Repeat };
 enum class PrecisionKind { F32, BF16 };
 
 /// meshc's own options; MLIR's printing/pass-manager options come on top.
@@ -104,15 +103,20 @@ struct Options {
       cl::desc("with --layout auto: the most memory a device may plan "
                "(e.g. 80GiB)"),
       cl::value_desc("size"), cl::cat(category)};
-  cl::opt<RematKind> remat{
+  cl::opt<Remat> remat{
       "remat",
       cl::desc("activation recomputation when training (docs/training.md)"),
-      cl::init(RematKind::None),
-      cl::values(clEnumValN(RematKind::None, "none",
-                            "keep every activation for the backward pass"),
-                 clEnumValN(RematKind::Repeat, "repeat",
-                            "each repeat instance keeps only its inputs and "
-                            "is recomputed in the backward pass")),
+      cl::init(Remat::Marked),
+      cl::values(
+          clEnumValN(Remat::None, "none",
+                     "keep every activation for the backward pass, also "
+                     "those of checkpoint(...)"),
+          clEnumValN(Remat::Marked, "marked",
+                     "recompute what the model's checkpoint(...) "
+                     "expressions compute (the default)"),
+          clEnumValN(Remat::Repeat, "repeat",
+                     "also each repeat instance: it keeps only its inputs "
+                     "and is recomputed in the backward pass")),
       cl::cat(category)};
   cl::opt<PrecisionKind> precision{
       "precision",
@@ -446,13 +450,17 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   }
   if (!options.reference.empty() && failed(writeReference(options, *module)))
     return failure();
-  if (options.remat == RematKind::Repeat) {
-    if (!trains) {
-      llvm::errs() << "meshc: error: --remat=repeat recomputes activations "
-                      "for the backward pass, but the model does not train\n";
-      return failure();
-    }
-    pm.nest<mtf::ProgramOp>().addPass(createMtfRemat());
+  if (options.remat == Remat::Repeat && !trains) {
+    llvm::errs() << "meshc: error: --remat=repeat recomputes activations "
+                    "for the backward pass, but the model does not train\n";
+    return failure();
+  }
+  // A checkpoint(...) in a model that does not train has nothing to be
+  // recomputed for: it keeps nothing anyway.
+  if (trains && needsRemat(*module, options.remat)) {
+    MtfRematOptions rematOptions;
+    rematOptions.repeat = options.remat == Remat::Repeat;
+    pm.nest<mtf::ProgramOp>().addPass(createMtfRemat(rematOptions));
     if (failed(pm.run(*module)))
       return failure();
     pm.clear();
@@ -477,8 +485,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
         if (copy &&
             (needsAutodiff(options, *copy) ||
              options.precision == PrecisionKind::BF16) &&
-            failed(differentiate(*copy, options.outputGrads,
-                                 options.remat == RematKind::Repeat,
+            failed(differentiate(*copy, options.outputGrads, options.remat,
                                  options.precision == PrecisionKind::BF16)))
           return OwningOpRef<ModuleOp>();
         return copy;

@@ -27,7 +27,19 @@ LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
   return pm.run(module);
 }
 
-LogicalResult differentiate(ModuleOp module, bool outputGrads, bool remat,
+bool needsRemat(ModuleOp module, Remat remat) {
+  if (remat != Remat::Marked)
+    return remat == Remat::Repeat;
+  return module
+      ->walk([](Operation *op) {
+        return op->hasAttr(mtf::MtfDialect::kCheckpointAttrName)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+LogicalResult differentiate(ModuleOp module, bool outputGrads, Remat remat,
                             bool bf16) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (bf16)
@@ -35,8 +47,11 @@ LogicalResult differentiate(ModuleOp module, bool outputGrads, bool remat,
   MtfAutodiffOptions options;
   options.outputGrads = outputGrads;
   pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(options));
-  if (remat)
-    pm.nest<mtf::ProgramOp>().addPass(createMtfRemat());
+  if (needsRemat(module, remat)) {
+    MtfRematOptions rematOptions;
+    rematOptions.repeat = remat == Remat::Repeat;
+    pm.nest<mtf::ProgramOp>().addPass(createMtfRemat(rematOptions));
+  }
   return pm.run(module);
 }
 

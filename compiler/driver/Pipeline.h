@@ -43,14 +43,31 @@ mlir::LogicalResult layoutAndPartition(mlir::ModuleOp module,
                                        const layout::LayoutRules &rules,
                                        const PartitionOptions &options = {});
 
+/// Which forward activations mtf-remat recomputes in the backward pass
+/// (meshc --remat, docs/training.md).
+enum class Remat {
+  /// None: every activation is kept, `checkpoint(...)` included.
+  None,
+  /// Those of the model's `checkpoint(...)` expressions.
+  Marked,
+  /// Those too and every instance of an outermost `repeat`.
+  Repeat,
+};
+
+/// Whether mtf-remat has anything to do in `module` under `remat`: with
+/// `Marked`, only when some op carries a checkpoint tag (so the pass, and
+/// its IR dump, appear only where the model asked for them).
+bool needsRemat(mlir::ModuleOp module, Remat remat);
+
 /// Runs mtf-autodiff on every program of `module` that trains (a no-op for
 /// the others): the backward pass and the optimizer update become ordinary
 /// ops, before any layout. With `bf16`, mtf-precision first gives the
 /// forward program bf16 activations (meshc --precision=bf16). With
-/// `outputGrads`, every gradient is an output; with `remat`, mtf-remat then
-/// recomputes each repeat instance's activations in the backward pass.
+/// `outputGrads`, every gradient is an output; mtf-remat then recomputes
+/// what `remat` says in the backward pass.
 mlir::LogicalResult differentiate(mlir::ModuleOp module,
-                                  bool outputGrads = false, bool remat = false,
+                                  bool outputGrads = false,
+                                  Remat remat = Remat::Marked,
                                   bool bf16 = false);
 
 /// Outputs in the format of `meshrun --dump-outputs`:

@@ -76,19 +76,23 @@ def MtfAutodiff : Pass<"mtf-autodiff", "::mlir::mtf::ProgramOp"> {
 }
 
 def MtfRemat : Pass<"mtf-remat", "::mlir::mtf::ProgramOp"> {
-  let summary = "recomputes each repeat instance's activations in the backward pass";
+  let summary = "recomputes checkpointed activations in the backward pass";
   let description = [{
-    Activation recomputation per `repeat` instance (per-layer activation
-    checkpointing). After mtf-autodiff, a forward value computed inside an
-    instance (ops tagged `mtf.instance` by the frontend) and read by the
-    backward pass or the update is recomputed there: the instance's forward
-    ops that lead to such values are cloned, tagged `mtf.phase = "backward"`,
-    just before the first backward op that reads one of them, and the
-    backward reads the clones. The instance then keeps only what it reads
-    from outside (its input, the parameters) until the backward pass; its
-    own activations die with the forward pass. Parameters, inputs and ops
-    with effects are never cloned. The clones compute the same ops on the
-    same values, so training is bit-identical with and without it.
+    Activation recomputation per group of forward ops: each
+    `checkpoint(...)` expression of the model (ops tagged `mtf.checkpoint`
+    by the frontend) and, with `repeat=true`, each instance of an outermost
+    `repeat` (ops tagged `mtf.instance`: per-layer activation
+    checkpointing). An op with both tags belongs to its instance when
+    instances are groups, else to its checkpoint. After mtf-autodiff, a
+    forward value computed inside a group and read by the backward pass or
+    the update is recomputed there: the group's forward ops that lead to
+    such values are cloned, tagged `mtf.phase = "backward"`, just before
+    the first backward op that reads one of them, and the backward reads the
+    clones. The group then keeps only what it reads from outside (its
+    input, the parameters) until the backward pass; its own activations die
+    with the forward pass. Parameters, inputs and ops with effects are never
+    cloned. The clones compute the same ops on the same values, so training
+    is bit-identical with and without it.
 
     Before (one instance, `y = gelu(x)` read back by the backward pass):
     ```mlir
@@ -104,6 +108,11 @@ def MtfRemat : Pass<"mtf-remat", "::mlir::mtf::ProgramOp"> {
     %dy = mtf.gelu_grad %y2 {mtf.phase = "backward"} : ...
     ```
   }];
+  let options = [
+    Option<"repeat", "repeat", "bool", /*default=*/"true",
+           "recompute every repeat instance too (--remat=repeat), not only "
+           "the checkpointed expressions (--remat=marked)">,
+  ];
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }
 

@@ -78,17 +78,17 @@ struct MtfPrecisionPass
     mtf::ProgramOp program = getOperation();
     Type low = BFloat16Type::get(&getContext());
     Type full = Float32Type::get(&getContext());
-    StringAttr instanceName =
-        StringAttr::get(&getContext(), mtf::MtfDialect::kInstanceAttrName);
-
-    // One conversion of a value to a type per repeat instance (null: outside
-    // any instance).
-    llvm::DenseMap<std::tuple<Value, Type, Attribute>, Value> converted;
+    // One conversion of a value to a type per recomputation group: repeat
+    // instance and checkpoint (null: outside any).
+    llvm::DenseMap<std::tuple<Value, Type, Attribute, Attribute>, Value>
+        converted;
     auto convert = [&](Operation *user, Value value, Type element) -> Value {
       if (elementOf(value) == element)
         return value;
-      Attribute instance = user->getAttr(instanceName);
-      Value &done = converted[{value, element, instance}];
+      Attribute instance = user->getAttr(mtf::MtfDialect::kInstanceAttrName);
+      Attribute checkpoint =
+          user->getAttr(mtf::MtfDialect::kCheckpointAttrName);
+      Value &done = converted[{value, element, instance, checkpoint}];
       if (done)
         return done;
       OpBuilder builder(user);
@@ -101,7 +101,9 @@ struct MtfPrecisionPass
       else
         made = mtf::CastOp::create(builder, user->getLoc(), type, value);
       if (instance)
-        made->setAttr(instanceName, instance);
+        made->setAttr(mtf::MtfDialect::kInstanceAttrName, instance);
+      if (checkpoint)
+        made->setAttr(mtf::MtfDialect::kCheckpointAttrName, checkpoint);
       return done = made->getResult(0);
     };
     auto convertOperands = [&](Operation *op, Type element) {

@@ -1,11 +1,12 @@
 //===- Remat.cpp - mtf-remat ----------------------------------------------===//
 //
-// Per-instance activation recomputation (Passes.td: MtfRemat). Each instance
-// of a `repeat` is a group of forward ops (the frontend's mtf.instance); the
-// values of a group that the backward pass or the update reads are computed
-// again right before the first of those reads, from what the group reads
-// from outside, so the group's own activations need not live through the
-// forward pass's end.
+// Activation recomputation per group (Passes.td: MtfRemat). Each
+// `checkpoint(...)` expression, and with `repeat` each instance of a `repeat`,
+// is a group of forward ops (the frontend's mtf.checkpoint, mtf.instance);
+// the values of a group that the backward pass or the update reads are
+// computed again right before the first of those reads, from what the group
+// reads from outside, so the group's own activations need not live through
+// the forward pass's end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +32,7 @@ bool afterForward(Operation *op) {
   return op->hasAttr(mtf::MtfDialect::kPhaseAttrName);
 }
 
-/// Whether `op` may be computed a second time: a forward op of an instance
+/// Whether `op` may be computed a second time: a forward op of a group
 /// whose results depend on its operands alone.
 bool recomputable(Operation *op) {
   return op->getNumResults() > 0 && op->getNumRegions() == 0 &&
@@ -46,16 +47,22 @@ struct MtfRematPass : public meshc::impl::MtfRematBase<MtfRematPass> {
     mtf::ProgramOp program = getOperation();
     Block &block = program.getBodyBlock();
 
-    // The recomputable ops of each instance, in program order.
-    llvm::MapVector<StringAttr, SmallVector<Operation *>> instances;
-    for (Operation &op : block)
-      if (auto instance =
-              op.getAttrOfType<StringAttr>(mtf::MtfDialect::kInstanceAttrName))
-        if (recomputable(&op))
-          instances[instance].push_back(&op);
+    // The recomputable ops of each group, in program order. The frontend's
+    // instance names (<function>_<k>) and checkpoint names (checkpoint_<k>,
+    // a keyword no function may take) never meet, so one map holds both.
+    llvm::MapVector<StringAttr, SmallVector<Operation *>> groups;
+    for (Operation &op : block) {
+      auto group =
+          op.getAttrOfType<StringAttr>(mtf::MtfDialect::kInstanceAttrName);
+      if (!repeat || !group)
+        group =
+            op.getAttrOfType<StringAttr>(mtf::MtfDialect::kCheckpointAttrName);
+      if (group && recomputable(&op))
+        groups[group].push_back(&op);
+    }
 
     StringAttr backward = StringAttr::get(&getContext(), "backward");
-    for (auto &[instance, ops] : instances) {
+    for (auto &[group, ops] : groups) {
       llvm::SmallPtrSet<Operation *, 32> inGroup(ops.begin(), ops.end());
       // The group's values read after the forward pass, and the first op
       // that reads one. A value a forward op outside the group reads (the

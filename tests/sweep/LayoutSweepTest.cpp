@@ -273,8 +273,8 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
   bool trains = !program.getBodyBlock().getOps<mtf::TrainOp>().empty();
   for (auto train : program.getBodyBlock().getOps<mtf::TrainOp>())
     wellConditioned(train);
-  ASSERT_TRUE(
-      succeeded(meshc::differentiate(*module, trains, false, param.bf16)))
+  ASSERT_TRUE(succeeded(
+      meshc::differentiate(*module, trains, meshc::Remat::None, param.bf16)))
       << diagnostics;
   program = *module->getOps<mtf::ProgramOp>().begin();
   // The same model with each repeat instance recomputed in the backward pass.
@@ -286,8 +286,8 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
     exposeNamedTensors(other);
     for (auto train : other.getBodyBlock().getOps<mtf::TrainOp>())
       wellConditioned(train);
-    ASSERT_TRUE(succeeded(meshc::differentiate(*recomputed, trains,
-                                               /*remat=*/true, param.bf16)))
+    ASSERT_TRUE(succeeded(meshc::differentiate(
+        *recomputed, trains, meshc::Remat::Repeat, param.bf16)))
         << diagnostics;
   }
 
