@@ -1,0 +1,67 @@
+//===- AxisWeights.h - Device weights along mesh axes -----------*- C++ -*-===//
+//
+// Heterogeneous meshes, after HetSeq: each device along a mesh axis may carry
+// a weight (its relative speed or memory), and a dimension split over that
+// axis is then cut into blocks in proportion to the weights instead of
+// evenly. The text form names each weighted axis and one weight per device
+// along it, "b=1,1,2;m=1,3" (items separated by ';' or whitespace, weights by
+// ','). splitByWeights is the one rounding rule: largest remainder.
+//
+// This is the layout library's part of uneven splits (issue 15); the
+// compiler does not take weights yet (docs/layouts.md#device-weights).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_RUNTIME_CORE_LAYOUT_AXISWEIGHTS_H
+#define MESHC_RUNTIME_CORE_LAYOUT_AXISWEIGHTS_H
+
+#include "runtime/core/layout/Error.h"
+#include "runtime/core/layout/Mesh.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace meshc::layout {
+
+/// The weights of the devices along each axis of one mesh.
+class AxisWeights {
+public:
+  /// Every axis of `mesh` even (all weights 1).
+  static AxisWeights even(const Mesh &mesh);
+
+  /// Parses "b=1,1,2;m=1,3" against `mesh`: each item names a mesh axis once
+  /// and gives one positive finite weight per device along it; axes not
+  /// named stay even. Errors carry the 1-based column of the offending word.
+  static Result<AxisWeights> parse(std::string_view text, const Mesh &mesh);
+
+  /// The weights of axis `axis` by coordinate (all 1 where it is even).
+  const std::vector<double> &of(size_t axis) const;
+  /// Whether every weight of axis `axis` is the same.
+  bool isEven(size_t axis) const;
+  /// Whether every axis is even.
+  bool isEven() const;
+
+  /// The text form of the uneven axes ("b=1,1,2;m=1,3"; "" when even), which
+  /// parse() reads back.
+  std::string str(const Mesh &mesh) const;
+
+private:
+  std::vector<std::vector<double>> perAxis;
+};
+
+/// The sizes of the blocks `size` elements are cut into, one per weight, in
+/// proportion to `weights` (each positive and finite), by the largest
+/// remainder method: block i first gets floor(size * w_i / sum w), and the
+/// elements left over go one each to the blocks with the largest fractional
+/// parts, ties to the lower index. Equal weights give the most even split
+/// (the first size % n blocks one larger). The sizes always sum to `size`;
+/// a block may be empty when `size` is smaller than the number of blocks or
+/// its weight is small.
+std::vector<int64_t> splitByWeights(int64_t size,
+                                    const std::vector<double> &weights);
+
+} // namespace meshc::layout
+
+#endif // MESHC_RUNTIME_CORE_LAYOUT_AXISWEIGHTS_H
