@@ -379,8 +379,13 @@ std::optional<Program> tryParseProgram(std::string_view text,
                                        std::string &error) {
   try {
     return parseProgram(text, fileName);
-  } catch (const RuntimeError &e) {
+  } catch (const std::exception &e) {
+    // RuntimeError, and anything a library throws past the loader's checks:
+    // the caller may be built without exceptions.
     error = e.what();
+    return std::nullopt;
+  } catch (...) {
+    error = "the loader failed with an unknown exception";
     return std::nullopt;
   }
 }

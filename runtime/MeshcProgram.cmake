@@ -19,6 +19,7 @@ target_compile_features(MeshcProgram PUBLIC cxx_std_17)
 target_compile_options(MeshcProgram PRIVATE -Werror=switch -fexceptions)
 target_include_directories(MeshcProgram PUBLIC
   $<BUILD_INTERFACE:${meshc_program_dir}/..>)
+set_target_properties(MeshcProgram PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_link_libraries(MeshcProgram
   PUBLIC MeshcCore
   PRIVATE $<BUILD_INTERFACE:nlohmann_json::nlohmann_json>)

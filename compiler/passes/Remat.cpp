@@ -47,18 +47,19 @@ struct MtfRematPass : public meshc::impl::MtfRematBase<MtfRematPass> {
     mtf::ProgramOp program = getOperation();
     Block &block = program.getBodyBlock();
 
-    // The recomputable ops of each group, in program order. The frontend's
-    // instance names (<function>_<k>) and checkpoint names (checkpoint_<k>,
-    // a keyword no function may take) never meet, so one map holds both.
-    llvm::MapVector<StringAttr, SmallVector<Operation *>> groups;
+    // The recomputable ops of each group, in program order, keyed by the
+    // tag's name and value (hand-written IR may reuse a value across tags).
+    llvm::MapVector<std::pair<StringRef, StringAttr>, SmallVector<Operation *>>
+        groups;
     for (Operation &op : block) {
-      auto group =
-          op.getAttrOfType<StringAttr>(mtf::MtfDialect::kInstanceAttrName);
-      if (!repeat || !group)
-        group =
-            op.getAttrOfType<StringAttr>(mtf::MtfDialect::kCheckpointAttrName);
+      StringRef kind = mtf::MtfDialect::kInstanceAttrName;
+      auto group = op.getAttrOfType<StringAttr>(kind);
+      if (!repeat || !group) {
+        kind = mtf::MtfDialect::kCheckpointAttrName;
+        group = op.getAttrOfType<StringAttr>(kind);
+      }
       if (group && recomputable(&op))
-        groups[group].push_back(&op);
+        groups[{kind, group}].push_back(&op);
     }
 
     StringAttr backward = StringAttr::get(&getContext(), "backward");

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
@@ -110,6 +111,11 @@ Result<AxisWeights> AxisWeights::parse(std::string_view text,
         break;
       start = comma + 1;
     }
+    for (size_t i = 0; i < words.size(); ++i)
+      if (words[i].text.empty())
+        return Error{"the weight of device " + std::to_string(i) +
+                         " along mesh axis " + quoteName(name) + " is missing",
+                     kWeightHint, 0, words[i].column};
     int64_t devices = mesh.axisSize(*axis);
     if (int64_t(words.size()) != devices)
       return Error{"mesh axis " + quoteName(name) + " has " +
@@ -122,22 +128,24 @@ Result<AxisWeights> AxisWeights::parse(std::string_view text,
     std::vector<double> &axisWeights = weights.perAxis[*axis];
     for (size_t i = 0; i < words.size(); ++i) {
       const Word &word = words[i];
-      if (word.text.empty())
-        return Error{"weight " + std::to_string(i + 1) + " of mesh axis " +
-                         quoteName(name) + " is missing",
-                     kWeightHint, 0, word.column};
+      std::string device = "the weight of device " + std::to_string(i) +
+                           " along mesh axis " + quoteName(name);
+      // strtod in the C locale (meshc never sets another).
       std::string copy(word.text);
       char *rest = nullptr;
+      errno = 0;
       double value = std::strtod(copy.c_str(), &rest);
-      if (rest != copy.c_str() + copy.size() || !std::isfinite(value) ||
+      if (rest != copy.c_str() + copy.size() || std::isnan(value) ||
+          (std::isinf(value) && errno != ERANGE) ||
           std::isspace(static_cast<unsigned char>(copy.front())))
-        return Error{"weight " + quoteName(word.text) + " of mesh axis " +
-                         quoteName(name) + " is not a number",
+        return Error{device + " is not a number, got " + quoteName(word.text),
+                     kWeightHint, 0, word.column};
+      if (errno == ERANGE)
+        return Error{device + " is out of range, got " + quoteName(word.text),
                      kWeightHint, 0, word.column};
       if (value <= 0)
-        return Error{"weight " + std::string(word.text) + " of mesh axis " +
-                         quoteName(name) + " (device " + std::to_string(i) +
-                         " along it) must be positive",
+        return Error{device + " must be positive, got " +
+                         std::string(word.text),
                      kWeightHint, 0, word.column};
       axisWeights[i] = value;
     }
@@ -181,6 +189,8 @@ std::string AxisWeights::str(const Mesh &mesh) const {
 std::vector<int64_t> splitByWeights(int64_t size,
                                     const std::vector<double> &weights) {
   assert(size >= 0 && !weights.empty() && "blocks of a non-negative size");
+  if (weights.empty())
+    return {};
   long double total = 0;
   for (double w : weights) {
     assert(w > 0 && std::isfinite(w) && "weights are positive and finite");
@@ -192,8 +202,9 @@ std::vector<int64_t> splitByWeights(int64_t size,
   int64_t assigned = 0;
   for (size_t i = 0; i < n; ++i) {
     long double quota = (long double)size * weights[i] / total;
-    long double whole = std::floor(quota);
-    sizes[i] = std::min<int64_t>(int64_t(whole), size);
+    long double whole =
+        std::clamp(std::floor(quota), (long double)0, (long double)size);
+    sizes[i] = int64_t(whole);
     fraction[i] = quota - whole;
     assigned += sizes[i];
   }
@@ -204,11 +215,13 @@ std::vector<int64_t> splitByWeights(int64_t size,
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return fraction[a] > fraction[b];
   });
-  for (size_t k = n; assigned > size && k-- > 0;)
+  for (size_t k = n; assigned > size; k = k == 0 ? n : k) {
+    --k;
     if (sizes[order[k]] > 0) {
       --sizes[order[k]];
       --assigned;
     }
+  }
   for (size_t k = 0; assigned < size; k = (k + 1) % n) {
     ++sizes[order[k]];
     ++assigned;

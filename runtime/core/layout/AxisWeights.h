@@ -43,8 +43,9 @@ public:
   /// Whether every axis is even.
   bool isEven() const;
 
-  /// The text form of the uneven axes ("b=1,1,2;m=1,3"; "" when even), which
-  /// parse() reads back.
+  /// The text form of the uneven axes ("b=1,1,2;m=1,3"), which parse() reads
+  /// back; "" when every axis is even (which parse() refuses as empty: a
+  /// flag given must weigh something).
   std::string str(const Mesh &mesh) const;
 
 private:
@@ -58,7 +59,10 @@ private:
 /// parts, ties to the lower index. Equal weights give the most even split
 /// (the first size % n blocks one larger). The sizes always sum to `size`;
 /// a block may be empty when `size` is smaller than the number of blocks or
-/// its weight is small.
+/// its weight is small. The quotas are computed in long double, whose width
+/// differs between platforms, so near-ties may round differently elsewhere:
+/// the compiler is to compute the sizes once and write them into the
+/// program, never the runtime again.
 std::vector<int64_t> splitByWeights(int64_t size,
                                     const std::vector<double> &weights);
 

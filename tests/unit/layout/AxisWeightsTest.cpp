@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <numeric>
 
 using namespace meshc::layout;
@@ -56,6 +57,9 @@ TEST(AxisWeightsParse, EqualWeightsAreEven) {
   EXPECT_TRUE(weights->isEven());
   EXPECT_EQ(weights->str(m), "");
   EXPECT_TRUE(AxisWeights::even(m).isEven());
+  // An even text form is empty, which parse() refuses: a flag given must
+  // weigh something.
+  EXPECT_FALSE(AxisWeights::parse(weights->str(m), m).ok());
 }
 
 TEST(AxisWeightsParse, Errors) {
@@ -87,30 +91,49 @@ TEST(AxisWeightsParse, Errors) {
   EXPECT_LAYOUT_ERROR(AxisWeights::parse("m=4", m),
                       "mesh axis 'm' has 2 devices, but 1 weight was given",
                       "give one weight per device along 'm'", 0, 3);
-  // Zero, negative, non-numeric, missing, non-finite.
+  // Zero, negative, non-numeric, missing, non-finite, out of range.
   EXPECT_LAYOUT_ERROR(
       AxisWeights::parse("b=1,0,2", m),
-      "weight 0 of mesh axis 'b' (device 1 along it) must be positive",
+      "the weight of device 1 along mesh axis 'b' must be positive, got 0",
       kWeightHint, 0, 5);
   EXPECT_LAYOUT_ERROR(
       AxisWeights::parse("b=1,1,-2", m),
-      "weight -2 of mesh axis 'b' (device 2 along it) must be positive",
+      "the weight of device 2 along mesh axis 'b' must be positive, got -2",
       kWeightHint, 0, 7);
-  EXPECT_LAYOUT_ERROR(AxisWeights::parse("b=1,fast,2", m),
-                      "weight 'fast' of mesh axis 'b' is not a number",
+  EXPECT_LAYOUT_ERROR(
+      AxisWeights::parse("b=1,fast,2", m),
+      "the weight of device 1 along mesh axis 'b' is not a number, got 'fast'",
+      kWeightHint, 0, 5);
+  EXPECT_LAYOUT_ERROR(
+      AxisWeights::parse("b=1,2x,2", m),
+      "the weight of device 1 along mesh axis 'b' is not a number, got '2x'",
+      kWeightHint, 0, 5);
+  EXPECT_LAYOUT_ERROR(
+      AxisWeights::parse("b=1,inf,2", m),
+      "the weight of device 1 along mesh axis 'b' is not a number, got 'inf'",
+      kWeightHint, 0, 5);
+  EXPECT_LAYOUT_ERROR(
+      AxisWeights::parse("b=1,nan,2", m),
+      "the weight of device 1 along mesh axis 'b' is not a number, got 'nan'",
+      kWeightHint, 0, 5);
+  EXPECT_LAYOUT_ERROR(AxisWeights::parse("b=1,1e400,2", m),
+                      "the weight of device 1 along mesh axis 'b' is out of "
+                      "range, got '1e400'",
                       kWeightHint, 0, 5);
-  EXPECT_LAYOUT_ERROR(AxisWeights::parse("b=1,2x,2", m),
-                      "weight '2x' of mesh axis 'b' is not a number",
+  EXPECT_LAYOUT_ERROR(AxisWeights::parse("b=1,1e-400,2", m),
+                      "the weight of device 1 along mesh axis 'b' is out of "
+                      "range, got '1e-400'",
                       kWeightHint, 0, 5);
+  // A missing weight is reported before the count.
   EXPECT_LAYOUT_ERROR(AxisWeights::parse("b=1,,2", m),
-                      "weight 2 of mesh axis 'b' is missing", kWeightHint, 0,
-                      5);
-  EXPECT_LAYOUT_ERROR(AxisWeights::parse("b=1,inf,2", m),
-                      "weight 'inf' of mesh axis 'b' is not a number",
+                      "the weight of device 1 along mesh axis 'b' is missing",
                       kWeightHint, 0, 5);
-  EXPECT_LAYOUT_ERROR(AxisWeights::parse("b=1,nan,2", m),
-                      "weight 'nan' of mesh axis 'b' is not a number",
-                      kWeightHint, 0, 5);
+  EXPECT_LAYOUT_ERROR(AxisWeights::parse("b=", m),
+                      "the weight of device 0 along mesh axis 'b' is missing",
+                      kWeightHint, 0, 3);
+  EXPECT_LAYOUT_ERROR(AxisWeights::parse("b=1,1,2,", m),
+                      "the weight of device 3 along mesh axis 'b' is missing",
+                      kWeightHint, 0, 9);
 }
 
 TEST(SplitByWeights, ProportionalWhenExact) {
@@ -146,7 +169,10 @@ TEST(SplitByWeights, AlwaysSumsToTheSize) {
                                             {3, 1e9, 7},
                                             {1, 1, 1, 1, 1, 1, 1}};
   for (const std::vector<double> &weights : cases)
-    for (int64_t size : {0, 1, 2, 3, 7, 64, 1000, 4096, 1 << 30}) {
+    for (int64_t size :
+         {int64_t(0), int64_t(1), int64_t(2), int64_t(3), int64_t(7),
+          int64_t(64), int64_t(1000), int64_t(4096), int64_t(1) << 30,
+          int64_t(1) << 53, std::numeric_limits<int64_t>::max()}) {
       std::vector<int64_t> sizes = splitByWeights(size, weights);
       ASSERT_EQ(sizes.size(), weights.size());
       EXPECT_EQ(std::accumulate(sizes.begin(), sizes.end(), int64_t(0)), size);
