@@ -9,6 +9,21 @@ namespace mtf {
 
 GradientSink::~GradientSink() = default;
 
+DictionaryAttr groupTagsOf(Operation *op) {
+  SmallVector<NamedAttribute, 2> tags;
+  for (StringRef name : MtfDialect::kGroupAttrNames)
+    if (Attribute tag = op->getAttr(name))
+      tags.push_back(
+          NamedAttribute(StringAttr::get(op->getContext(), name), tag));
+  return DictionaryAttr::get(op->getContext(), tags);
+}
+
+void setGroupTags(Operation *op, DictionaryAttr tags) {
+  if (tags)
+    for (NamedAttribute tag : tags)
+      op->setAttr(tag.getName(), tag.getValue());
+}
+
 OpEmitter::OpEmitter(Block &block, StringRef phase)
     : b(OpBuilder::atBlockEnd(&block)), phase(b.getStringAttr(phase)),
       loc_(b.getUnknownLoc()) {}
@@ -16,17 +31,12 @@ OpEmitter::OpEmitter(Block &block, StringRef phase)
 OpEmitter::OpEmitter(Operation *op)
     : b(op),
       phase(op->getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName)),
-      loc_(op->getLoc()) {
-  for (StringRef name : mtf::MtfDialect::kGroupAttrNames)
-    if (Attribute tag = op->getAttr(name))
-      groupTags.push_back(b.getNamedAttr(name, tag));
-}
+      groupTags(groupTagsOf(op)), loc_(op->getLoc()) {}
 
 Operation *OpEmitter::tag(Operation *op) {
   if (phase)
     op->setAttr(mtf::MtfDialect::kPhaseAttrName, phase);
-  for (NamedAttribute tag : groupTags)
-    op->setAttr(tag.getName(), tag.getValue());
+  setGroupTags(op, groupTags);
   return op;
 }
 

@@ -71,9 +71,16 @@ private:
 
   mlir::OpBuilder b;
   mlir::StringAttr phase;
-  llvm::SmallVector<mlir::NamedAttribute, 2> groupTags;
+  mlir::DictionaryAttr groupTags;
   mlir::Location loc_;
 };
+
+/// The recomputation group tags `op` carries (MtfDialect::kGroupAttrNames:
+/// repeat instance, checkpoint) as one uniqued dictionary, so ops of one
+/// group compare equal; empty outside any group.
+mlir::DictionaryAttr groupTagsOf(mlir::Operation *op);
+/// Gives `op` the tags of groupTagsOf().
+void setGroupTags(mlir::Operation *op, mlir::DictionaryAttr tags);
 
 inline mlir::mtf::TensorType tensorType(mlir::Value value) {
   return llvm::cast<mlir::mtf::TensorType>(value.getType());

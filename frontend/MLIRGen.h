@@ -221,6 +221,16 @@ private:
   mlir::StringAttr stringAttr(llvm::StringRef text) const {
     return mlir::StringAttr::get(context, text);
   }
+  /// The last op emitted so far (null when none): ops are only ever appended,
+  /// so what follows it later is what was emitted since.
+  mlir::Operation *lastEmitted() const {
+    mlir::Block *block = builder.getInsertionBlock();
+    return block->empty() ? nullptr : &block->back();
+  }
+  /// Sets the attribute `name` to the string `value` on every op emitted
+  /// after `last` (a lastEmitted()): the recomputation group tags.
+  void tagEmittedSince(mlir::Operation *last, llvm::StringRef name,
+                       llvm::StringRef value);
 
   const DiagnosticEmitter &diagnostics;
   mlir::MLIRContext *context;

@@ -276,20 +276,27 @@ FailureOr<mlir::Value> MLIRGen::genCall(const CallExpr &call, Scope &scope) {
 
 FailureOr<MLIRGen::Operand>
 MLIRGen::genCheckpoint(const CheckpointExpr &checkpoint, Scope &scope) {
-  mlir::Block *block = builder.getInsertionBlock();
-  mlir::Operation *last = block->empty() ? nullptr : &block->back();
+  mlir::Operation *last = lastEmitted();
   FailureOr<Operand> result = genExpr(*checkpoint.inner, scope);
   if (failed(result))
     return failure();
   // Every op the expression emitted, function instances and repeats inside
   // it included, forms one recomputation group (mtf-remat); an enclosing
   // checkpoint retags them into its own.
-  mlir::StringAttr name =
-      stringAttr(("checkpoint_" + llvm::Twine(nextCheckpoint++)).str());
+  tagEmittedSince(last, mlir::mtf::MtfDialect::kCheckpointAttrName,
+                  ("checkpoint_" + llvm::Twine(nextCheckpoint++)).str());
+  return result;
+}
+
+void MLIRGen::tagEmittedSince(mlir::Operation *last, llvm::StringRef name,
+                              llvm::StringRef value) {
+  mlir::Block *block = builder.getInsertionBlock();
+  if (block->empty())
+    return;
+  mlir::StringAttr tag = stringAttr(value);
   for (mlir::Operation *op = last ? last->getNextNode() : &block->front(); op;
        op = op->getNextNode())
-    op->setAttr(mlir::mtf::MtfDialect::kCheckpointAttrName, name);
-  return result;
+    op->setAttr(name, tag);
 }
 
 FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
@@ -320,22 +327,18 @@ FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
   ++activeRepeats;
   auto leave = llvm::make_scope_exit([&] { --activeRepeats; });
   for (int64_t i = 0; i < count; ++i) {
-    mlir::Block *block = builder.getInsertionBlock();
-    mlir::Operation *last = block->empty() ? nullptr : &block->back();
+    mlir::Operation *last = lastEmitted();
     FailureOr<mlir::Value> next =
         instantiate(function, args, repeat.callee.loc);
     if (failed(next))
       return failure();
     // The ops of an outermost repeat's instance carry its name (mtf-remat
     // recomputes per instance).
-    if (activeRepeats == 1) {
-      mlir::StringAttr name = stringAttr(
+    if (activeRepeats == 1)
+      tagEmittedSince(
+          last, mlir::mtf::MtfDialect::kInstanceAttrName,
           (repeat.callee.name + "_" + llvm::Twine(function.nextInstance - 1))
               .str());
-      for (mlir::Operation *op = last ? last->getNextNode() : &block->front();
-           op; op = op->getNextNode())
-        op->setAttr(mlir::mtf::MtfDialect::kInstanceAttrName, name);
-    }
     if (next->getType() != args.front().getType()) {
       Error diag = error(repeat.callee.loc);
       diag << "'repeat' needs '" << repeat.callee.name

@@ -457,10 +457,9 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   }
   // A checkpoint(...) in a model that does not train has nothing to be
   // recomputed for: it keeps nothing anyway.
-  if (trains && needsRemat(*module, options.remat)) {
-    MtfRematOptions rematOptions;
-    rematOptions.repeat = options.remat == Remat::Repeat;
-    pm.nest<mtf::ProgramOp>().addPass(createMtfRemat(rematOptions));
+  if (trains)
+    addRemat(pm, *module, options.remat);
+  if (pm.size()) {
     if (failed(pm.run(*module)))
       return failure();
     pm.clear();

@@ -39,6 +39,14 @@ bool needsRemat(ModuleOp module, Remat remat) {
       .wasInterrupted();
 }
 
+void addRemat(OpPassManager &pm, ModuleOp module, Remat remat) {
+  if (!needsRemat(module, remat))
+    return;
+  MtfRematOptions options;
+  options.repeat = remat == Remat::Repeat;
+  pm.nest<mtf::ProgramOp>().addPass(createMtfRemat(options));
+}
+
 LogicalResult differentiate(ModuleOp module, bool outputGrads, Remat remat,
                             bool bf16) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
@@ -47,11 +55,7 @@ LogicalResult differentiate(ModuleOp module, bool outputGrads, Remat remat,
   MtfAutodiffOptions options;
   options.outputGrads = outputGrads;
   pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(options));
-  if (needsRemat(module, remat)) {
-    MtfRematOptions rematOptions;
-    rematOptions.repeat = remat == Remat::Repeat;
-    pm.nest<mtf::ProgramOp>().addPass(createMtfRemat(rematOptions));
-  }
+  addRemat(pm, module, remat);
   return pm.run(module);
 }
 

@@ -16,6 +16,7 @@
 #include "runtime/core/layout/Mesh.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/JSON.h"
 
 #include <map>
@@ -58,6 +59,9 @@ enum class Remat {
 /// `Marked`, only when some op carries a checkpoint tag (so the pass, and
 /// its IR dump, appear only where the model asked for them).
 bool needsRemat(mlir::ModuleOp module, Remat remat);
+
+/// Adds mtf-remat for `remat` to `pm` (on every program) when needsRemat.
+void addRemat(mlir::OpPassManager &pm, mlir::ModuleOp module, Remat remat);
 
 /// Runs mtf-autodiff on every program of `module` that trains (a no-op for
 /// the others): the backward pass and the optimizer update become ordinary

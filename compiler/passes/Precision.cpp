@@ -10,6 +10,7 @@
 
 #include "compiler/passes/Passes.h"
 #include "dialect/MtfDialect.h"
+#include "dialect/OpEmitter.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -78,17 +79,14 @@ struct MtfPrecisionPass
     mtf::ProgramOp program = getOperation();
     Type low = BFloat16Type::get(&getContext());
     Type full = Float32Type::get(&getContext());
-    // One conversion of a value to a type per recomputation group: repeat
-    // instance and checkpoint (null: outside any).
-    llvm::DenseMap<std::tuple<Value, Type, Attribute, Attribute>, Value>
-        converted;
+    // One conversion of a value to a type per recomputation group (repeat
+    // instance, checkpoint), tagged like the group.
+    llvm::DenseMap<std::tuple<Value, Type, Attribute>, Value> converted;
     auto convert = [&](Operation *user, Value value, Type element) -> Value {
       if (elementOf(value) == element)
         return value;
-      Attribute instance = user->getAttr(mtf::MtfDialect::kInstanceAttrName);
-      Attribute checkpoint =
-          user->getAttr(mtf::MtfDialect::kCheckpointAttrName);
-      Value &done = converted[{value, element, instance, checkpoint}];
+      DictionaryAttr group = mtf::groupTagsOf(user);
+      Value &done = converted[{value, element, group}];
       if (done)
         return done;
       OpBuilder builder(user);
@@ -100,10 +98,7 @@ struct MtfPrecisionPass
                                        constant.getValueAttr());
       else
         made = mtf::CastOp::create(builder, user->getLoc(), type, value);
-      if (instance)
-        made->setAttr(mtf::MtfDialect::kInstanceAttrName, instance);
-      if (checkpoint)
-        made->setAttr(mtf::MtfDialect::kCheckpointAttrName, checkpoint);
+      mtf::setGroupTags(made, group);
       return done = made->getResult(0);
     };
     auto convertOperands = [&](Operation *op, Type element) {

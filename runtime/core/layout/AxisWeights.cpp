@@ -10,11 +10,9 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cerrno>
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <numeric>
-#include <sstream>
 
 namespace meshc::layout {
 
@@ -38,18 +36,10 @@ bool isItemSeparator(char c) {
 
 /// "1", "2.5": the shortest text that reads back as `weight`.
 std::string formatWeight(double weight) {
-  std::ostringstream out;
-  out.precision(17);
-  out << weight;
-  std::string text = out.str();
-  for (int digits = 1; digits < 17; ++digits) {
-    std::ostringstream shorter;
-    shorter.precision(digits);
-    shorter << weight;
-    if (std::strtod(shorter.str().c_str(), nullptr) == weight)
-      return shorter.str();
-  }
-  return text;
+  char buffer[32];
+  std::to_chars_result done =
+      std::to_chars(buffer, buffer + sizeof(buffer), weight);
+  return std::string(buffer, done.ptr);
 }
 
 } // namespace
@@ -130,18 +120,16 @@ Result<AxisWeights> AxisWeights::parse(std::string_view text,
       const Word &word = words[i];
       std::string device = "the weight of device " + std::to_string(i) +
                            " along mesh axis " + quoteName(name);
-      // strtod in the C locale (meshc never sets another).
-      std::string copy(word.text);
-      char *rest = nullptr;
-      errno = 0;
-      double value = std::strtod(copy.c_str(), &rest);
-      if (rest != copy.c_str() + copy.size() || std::isnan(value) ||
-          (std::isinf(value) && errno != ERANGE) ||
-          std::isspace(static_cast<unsigned char>(copy.front())))
-        return Error{device + " is not a number, got " + quoteName(word.text),
-                     kWeightHint, 0, word.column};
-      if (errno == ERANGE)
+      // from_chars: no locale, no leading whitespace or '+'.
+      double value = 0;
+      const char *first = word.text.data();
+      const char *last = first + word.text.size();
+      std::from_chars_result read = std::from_chars(first, last, value);
+      if (read.ec == std::errc::result_out_of_range && read.ptr == last)
         return Error{device + " is out of range, got " + quoteName(word.text),
+                     kWeightHint, 0, word.column};
+      if (read.ec != std::errc() || read.ptr != last || !std::isfinite(value))
+        return Error{device + " is not a number, got " + quoteName(word.text),
                      kWeightHint, 0, word.column};
       if (value <= 0)
         return Error{device + " must be positive, got " +
