@@ -162,6 +162,11 @@ bool AxisWeights::isEven() const {
   return true;
 }
 
+bool AxisWeights::allowsIndivisible(const std::vector<size_t> &axes) const {
+  return indivisible || std::any_of(axes.begin(), axes.end(),
+                                    [&](size_t axis) { return !isEven(axis); });
+}
+
 std::string AxisWeights::str(const Mesh &mesh) const {
   std::string out;
   for (size_t axis = 0; axis < perAxis.size(); ++axis) {
@@ -215,6 +220,21 @@ std::vector<int64_t> splitByWeights(int64_t size,
     ++assigned;
   }
   return sizes;
+}
+
+std::vector<int64_t> cutBlocks(int64_t size, const std::vector<size_t> &axes,
+                               const Mesh &mesh, const AxisWeights &weights) {
+  std::vector<int64_t> blocks{size};
+  for (size_t axis : axes) {
+    assert(axis < mesh.rank() && "mesh axis out of range");
+    std::vector<int64_t> next;
+    next.reserve(blocks.size() * size_t(mesh.axisSize(axis)));
+    for (int64_t block : blocks)
+      for (int64_t part : splitByWeights(block, weights.of(axis)))
+        next.push_back(part);
+    blocks = std::move(next);
+  }
+  return blocks;
 }
 
 } // namespace meshc::layout

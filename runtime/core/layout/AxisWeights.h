@@ -7,8 +7,9 @@
 // along it, "b=1,1,2;m=1,3" (items separated by ';' or whitespace, weights by
 // ','). splitByWeights is the one rounding rule: largest remainder.
 //
-// This is the layout library's part of uneven splits (issue 15); the
-// compiler does not take weights yet (docs/layouts.md#device-weights).
+// --uneven (allowIndivisible) lets even axes cut a dimension they do not
+// divide into the most even blocks. TensorLayout's block functions take the
+// weights; docs/layouts.md#device-weights says how far meshc takes them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +44,17 @@ public:
   /// Whether every axis is even.
   bool isEven() const;
 
+  /// Lets a dimension split over even axes have a size they do not divide
+  /// (--uneven): it is cut into the most even blocks.
+  void allowIndivisible() { indivisible = true; }
+  /// Whether a dimension split over mesh axes `axes` may have a size they do
+  /// not divide: under allowIndivisible(), or when one of them is weighted
+  /// (then every axis of the split cuts by largest remainder).
+  bool allowsIndivisible(const std::vector<size_t> &axes) const;
+  /// Whether the blocks are those of an even mesh: no axis weighted and
+  /// indivisible sizes refused.
+  bool isPlain() const { return !indivisible && isEven(); }
+
   /// The text form of the uneven axes ("b=1,1,2;m=1,3"), which parse() reads
   /// back; "" when every axis is even (which parse() refuses as empty: a
   /// flag given must weigh something).
@@ -50,6 +62,7 @@ public:
 
 private:
   std::vector<std::vector<double>> perAxis;
+  bool indivisible = false;
 };
 
 /// The sizes of the blocks `size` elements are cut into, one per weight, in
@@ -65,6 +78,16 @@ private:
 /// program, never the runtime again.
 std::vector<int64_t> splitByWeights(int64_t size,
                                     const std::vector<double> &weights);
+
+/// The blocks a dimension of `size` elements split over mesh axes `axes`
+/// (major to minor) is cut into, by shard index (the first axis most
+/// significant): the size is cut by the first axis's weights, then each of
+/// those blocks by the second's, and so on. Consecutive shard indices are
+/// consecutive blocks, so a block's offset is the sum of the blocks before
+/// it. With even weights and sizes the axes divide, every block is
+/// size / (product of the axis sizes).
+std::vector<int64_t> cutBlocks(int64_t size, const std::vector<size_t> &axes,
+                               const Mesh &mesh, const AxisWeights &weights);
 
 } // namespace meshc::layout
 

@@ -9,6 +9,7 @@
 #include "runtime/core/layout/Names.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace meshc::layout {
 
@@ -31,13 +32,14 @@ TensorLayout TensorLayout::replicated(size_t rank) {
 Result<TensorLayout> TensorLayout::compute(std::string_view tensorName,
                                            const std::vector<Dim> &dims,
                                            const LayoutRules &rules,
-                                           const Mesh &mesh) {
+                                           const Mesh &mesh,
+                                           const AxisWeights *weights) {
   std::vector<std::vector<std::string>> axes;
   for (const Dim &dim : dims) {
     const std::vector<std::string> *ruleAxes = rules.axesFor(dim.name);
     axes.push_back(ruleAxes ? *ruleAxes : std::vector<std::string>());
   }
-  return fromAxes(tensorName, dims, axes, mesh);
+  return fromAxes(tensorName, dims, axes, mesh, weights);
 }
 
 /// "1 entry", "2 entries".
@@ -56,9 +58,11 @@ static std::string divisibilityHint(const std::string &dim, int64_t size,
          " (e.g. " + examples + ")";
 }
 
-Result<TensorLayout> TensorLayout::fromAxes(
-    std::string_view tensorName, const std::vector<Dim> &dims,
-    const std::vector<std::vector<std::string>> &axes, const Mesh &mesh) {
+Result<TensorLayout>
+TensorLayout::fromAxes(std::string_view tensorName,
+                       const std::vector<Dim> &dims,
+                       const std::vector<std::vector<std::string>> &axes,
+                       const Mesh &mesh, const AxisWeights *weights) {
   std::string tensor = "tensor " + quoteName(tensorName);
   if (axes.size() != dims.size())
     return Error{"layout of " + tensor + " has " +
@@ -107,7 +111,8 @@ Result<TensorLayout> TensorLayout::fromAxes(
       sizes +=
           (sizes.empty() ? "" : " x ") + std::to_string(mesh.axisSize(*axis));
     }
-    if (dim.size % shards == 0)
+    if (dim.size % shards == 0 ||
+        (weights && weights->allowsIndivisible(splits[d])))
       continue;
     std::string divisor =
         axes[d].size() == 1
@@ -167,6 +172,66 @@ int64_t TensorLayout::numElementsPerDevice(const std::vector<Dim> &dims,
   for (int64_t size : sliceShape(dims, mesh))
     elements *= size;
   return elements;
+}
+
+std::vector<int64_t>
+TensorLayout::blockSizes(size_t dim, int64_t size, const Mesh &mesh,
+                         const AxisWeights &weights) const {
+  return cutBlocks(size, axesOf(dim), mesh, weights);
+}
+
+std::vector<int64_t> TensorLayout::blockShape(const std::vector<Dim> &dims,
+                                              const Mesh &mesh,
+                                              const AxisWeights &weights,
+                                              int64_t deviceId) const {
+  assert(dims.size() == splits.size() && "layout built for other dims");
+  std::vector<int64_t> coords = mesh.coordinates(deviceId);
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < dims.size(); ++d)
+    shape.push_back(blockSizes(d, dims[d].size, mesh,
+                               weights)[size_t(shardIndex(d, mesh, coords))]);
+  return shape;
+}
+
+std::vector<int64_t> TensorLayout::blockOffset(const std::vector<Dim> &dims,
+                                               const Mesh &mesh,
+                                               const AxisWeights &weights,
+                                               int64_t deviceId) const {
+  assert(dims.size() == splits.size() && "layout built for other dims");
+  std::vector<int64_t> coords = mesh.coordinates(deviceId);
+  std::vector<int64_t> offset;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    std::vector<int64_t> blocks = blockSizes(d, dims[d].size, mesh, weights);
+    int64_t shard = shardIndex(d, mesh, coords);
+    offset.push_back(
+        std::accumulate(blocks.begin(), blocks.begin() + shard, int64_t(0)));
+  }
+  return offset;
+}
+
+std::vector<int64_t>
+TensorLayout::maxBlockShape(const std::vector<Dim> &dims, const Mesh &mesh,
+                            const AxisWeights &weights) const {
+  assert(dims.size() == splits.size() && "layout built for other dims");
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    std::vector<int64_t> blocks = blockSizes(d, dims[d].size, mesh, weights);
+    shape.push_back(*std::max_element(blocks.begin(), blocks.end()));
+  }
+  return shape;
+}
+
+bool TensorLayout::hasEqualBlocks(const std::vector<Dim> &dims,
+                                  const Mesh &mesh,
+                                  const AxisWeights &weights) const {
+  assert(dims.size() == splits.size() && "layout built for other dims");
+  for (size_t d = 0; d < dims.size(); ++d) {
+    std::vector<int64_t> blocks = blockSizes(d, dims[d].size, mesh, weights);
+    if (std::any_of(blocks.begin(), blocks.end(),
+                    [&](int64_t block) { return block != blocks.front(); }))
+      return false;
+  }
+  return true;
 }
 
 std::vector<size_t> TensorLayout::replicatedAxes(const Mesh &mesh) const {

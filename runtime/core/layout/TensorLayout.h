@@ -5,13 +5,16 @@
 // none of its dimensions uses. From it follow each device's block of the
 // tensor: the slice shape (the same on every device) and the element offset
 // of the block, where the shard index of a dimension split over axes
-// [a1, a2] is coord[a1] * size(a2) + coord[a2].
+// [a1, a2] is coord[a1] * size(a2) + coord[a2]. On a mesh with device weights
+// (AxisWeights) the blocks differ between devices: blockShape and
+// blockOffset give each device's.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MESHC_RUNTIME_CORE_LAYOUT_TENSORLAYOUT_H
 #define MESHC_RUNTIME_CORE_LAYOUT_TENSORLAYOUT_H
 
+#include "runtime/core/layout/AxisWeights.h"
 #include "runtime/core/layout/Error.h"
 #include "runtime/core/layout/LayoutRules.h"
 #include "runtime/core/layout/Mesh.h"
@@ -44,18 +47,21 @@ public:
   /// dimension with a rule is split over the rule's axes, the others are not
   /// split. Fails, naming `tensorName`, when a rule's axis is not in `mesh`,
   /// one mesh axis would split two dimensions of the tensor, or a dimension
-  /// size is not divisible by the number of its shards.
+  /// size is not divisible by the number of its shards (unless `weights`
+  /// allow it: AxisWeights::allowsIndivisible).
   static Result<TensorLayout> compute(std::string_view tensorName,
                                       const std::vector<Dim> &dims,
                                       const LayoutRules &rules,
-                                      const Mesh &mesh);
+                                      const Mesh &mesh,
+                                      const AxisWeights *weights = nullptr);
 
   /// Builds a layout from explicit mesh axis names per dimension (one entry
   /// per dim, empty = not split), with the same checks as compute() plus:
   /// an axis listed twice for one dimension, and the wrong number of entries.
   static Result<TensorLayout>
   fromAxes(std::string_view tensorName, const std::vector<Dim> &dims,
-           const std::vector<std::vector<std::string>> &axes, const Mesh &mesh);
+           const std::vector<std::vector<std::string>> &axes, const Mesh &mesh,
+           const AxisWeights *weights = nullptr);
 
   /// A layout from mesh axis indices per dimension, without checks: for
   /// layouts derived from checked ones (e.g. the steps of a reshard plan).
@@ -82,6 +88,27 @@ public:
   /// The number of elements of every device's block.
   int64_t numElementsPerDevice(const std::vector<Dim> &dims,
                                const Mesh &mesh) const;
+
+  /// The sizes of the blocks dimension `dim` of `size` elements is cut into
+  /// under `weights`, by shard index (cutBlocks).
+  std::vector<int64_t> blockSizes(size_t dim, int64_t size, const Mesh &mesh,
+                                  const AxisWeights &weights) const;
+  /// The shape of device `deviceId`'s block under `weights`.
+  std::vector<int64_t> blockShape(const std::vector<Dim> &dims,
+                                  const Mesh &mesh, const AxisWeights &weights,
+                                  int64_t deviceId) const;
+  /// The element offsets of device `deviceId`'s block under `weights`.
+  std::vector<int64_t> blockOffset(const std::vector<Dim> &dims,
+                                   const Mesh &mesh, const AxisWeights &weights,
+                                   int64_t deviceId) const;
+  /// The largest block along each dimension under `weights`: what a device
+  /// program sized for every device holds.
+  std::vector<int64_t> maxBlockShape(const std::vector<Dim> &dims,
+                                     const Mesh &mesh,
+                                     const AxisWeights &weights) const;
+  /// Whether every device's block has the same shape under `weights`.
+  bool hasEqualBlocks(const std::vector<Dim> &dims, const Mesh &mesh,
+                      const AxisWeights &weights) const;
 
   /// The mesh axes no dimension is split over, in mesh order: the tensor is
   /// replicated over them.

@@ -297,4 +297,156 @@ TEST(ShardOverReplicatedAxes, SkipsDimsTheAxesDoNotDivide) {
   EXPECT_EQ(shardOverReplicatedAxes(scalar, {}, m), scalar);
 }
 
+//===----------------------------------------------------------------------===//
+// Unequal blocks: device weights and --uneven
+//===----------------------------------------------------------------------===//
+
+AxisWeights weights(std::string_view text, const Mesh &m) {
+  Result<AxisWeights> parsed = AxisWeights::parse(text, m);
+  EXPECT_TRUE(parsed.ok()) << text;
+  return parsed.ok() ? *parsed : AxisWeights::even(m);
+}
+
+TensorLayout weightedOk(const std::vector<Dim> &dims, std::string_view layout,
+                        const Mesh &m, const AxisWeights &w) {
+  Result<TensorLayout> computed =
+      TensorLayout::compute("t", dims, rules(layout), m, &w);
+  EXPECT_TRUE(computed.ok()) << layout << ": " << computed.error().message;
+  return computed.ok() ? *computed : TensorLayout::replicated(dims.size());
+}
+
+/// Checks that the devices' blocks under `w` cover every element exactly
+/// replicaCount() times, each block inside the tensor, and that the largest
+/// block is the largest of the devices'.
+void expectExactWeightedTiling(const std::vector<Dim> &dims,
+                               std::string_view layoutText, const Mesh &m,
+                               const AxisWeights &w) {
+  SCOPED_TRACE(std::string(layoutText) + " on " + m.str() + " with " +
+               w.str(m));
+  TensorLayout layout = weightedOk(dims, layoutText, m, w);
+  int64_t total = 1;
+  for (const Dim &dim : dims)
+    total *= dim.size;
+  std::vector<int> coverage(static_cast<size_t>(total), 0);
+  Shape largest(dims.size(), 0);
+  for (int64_t device = 0; device < m.numDevices(); ++device) {
+    Shape shape = layout.blockShape(dims, m, w, device);
+    Shape offset = layout.blockOffset(dims, m, w, device);
+    for (size_t d = 0; d < dims.size(); ++d)
+      largest[d] = std::max(largest[d], shape[d]);
+    std::function<void(size_t, int64_t)> visit = [&](size_t d, int64_t flat) {
+      if (d == dims.size()) {
+        ++coverage[static_cast<size_t>(flat)];
+        return;
+      }
+      ASSERT_LE(offset[d] + shape[d], dims[d].size);
+      for (int64_t i = 0; i < shape[d]; ++i)
+        visit(d + 1, flat * dims[d].size + offset[d] + i);
+    };
+    visit(0, 0);
+  }
+  int64_t replicas = layout.replicaCount(m);
+  for (size_t i = 0; i < coverage.size(); ++i)
+    ASSERT_EQ(coverage[i], replicas) << "element " << i;
+  EXPECT_EQ(layout.maxBlockShape(dims, m, w), largest);
+}
+
+TEST(TensorLayoutBlocks, WeightsCutInProportion) {
+  Mesh m = mesh("b:3");
+  AxisWeights w = weights("b=1,1,2", m);
+  std::vector<Dim> dims = {{"batch", 64}, {"io", 8}};
+  TensorLayout layout = weightedOk(dims, "batch:b", m, w);
+  EXPECT_EQ(layout.blockSizes(0, 64, m, w), (Shape{16, 16, 32}));
+  EXPECT_EQ(layout.blockShape(dims, m, w, 2), (Shape{32, 8}));
+  EXPECT_EQ(layout.blockOffset(dims, m, w, 0), (Shape{0, 0}));
+  EXPECT_EQ(layout.blockOffset(dims, m, w, 1), (Shape{16, 0}));
+  EXPECT_EQ(layout.blockOffset(dims, m, w, 2), (Shape{32, 0}));
+  EXPECT_EQ(layout.maxBlockShape(dims, m, w), (Shape{32, 8}));
+  EXPECT_FALSE(layout.hasEqualBlocks(dims, m, w));
+  // A weighted axis cuts any size: 10 by 1,1,2 is 3, 2, 5.
+  TensorLayout ten = weightedOk({{"batch", 10}}, "batch:b", m, w);
+  EXPECT_EQ(ten.blockSizes(0, 10, m, w), (Shape{3, 2, 5}));
+}
+
+TEST(TensorLayoutBlocks, EvenWeightsAreTheEvenSlices) {
+  Mesh m = mesh("b:2;m:4");
+  AxisWeights even = AxisWeights::even(m);
+  std::vector<Dim> dims = {{"batch", 8}, {"d", 16}, {"h", 4}};
+  for (const char *text : {"", "batch:b", "batch:b;d:m", "batch:m+b"}) {
+    SCOPED_TRACE(text);
+    TensorLayout layout = weightedOk(dims, text, m, even);
+    EXPECT_TRUE(layout.hasEqualBlocks(dims, m, even));
+    EXPECT_EQ(layout.maxBlockShape(dims, m, even), layout.sliceShape(dims, m));
+    for (int64_t device = 0; device < m.numDevices(); ++device) {
+      EXPECT_EQ(layout.blockShape(dims, m, even, device),
+                layout.sliceShape(dims, m));
+      EXPECT_EQ(layout.blockOffset(dims, m, even, device),
+                layout.sliceOffset(dims, m, device));
+    }
+  }
+}
+
+TEST(TensorLayoutBlocks, NestedSplitCutsByEachAxisInTurn) {
+  Mesh m = mesh("b:3;m:2");
+  AxisWeights w = weights("b=1,2,3", m);
+  std::vector<Dim> dims = {{"batch", 12}};
+  // b cuts 12 into 2, 4, 6; m then halves each.
+  TensorLayout bm = weightedOk(dims, "batch:b+m", m, w);
+  EXPECT_EQ(bm.blockSizes(0, 12, m, w), (Shape{1, 1, 2, 2, 3, 3}));
+  // m first: 6, 6; then b cuts each 1:2:3.
+  TensorLayout mb = weightedOk(dims, "batch:m+b", m, w);
+  EXPECT_EQ(mb.blockSizes(0, 12, m, w), (Shape{1, 2, 3, 1, 2, 3}));
+  // Device 5 is (b=2, m=1): shard 5 of b+m, shard 1*3+2 = 5 of m+b.
+  EXPECT_EQ(bm.blockOffset(dims, m, w, 5), (Shape{9}));
+  EXPECT_EQ(mb.blockOffset(dims, m, w, 5), (Shape{9}));
+  // Device 1 is (b=0, m=1): shard 3 of m+b, after 1 + 2 + 3; device 2 is
+  // (b=1, m=0): shard 1.
+  EXPECT_EQ(mb.blockOffset(dims, m, w, 1), (Shape{6}));
+  EXPECT_EQ(mb.blockOffset(dims, m, w, 2), (Shape{1}));
+}
+
+TEST(TensorLayoutBlocks, UnevenTakesTheMostEvenSizes) {
+  Mesh m = mesh("b:7");
+  AxisWeights uneven = AxisWeights::even(m);
+  uneven.allowIndivisible();
+  EXPECT_FALSE(uneven.isPlain());
+  TensorLayout layout = weightedOk({{"batch", 64}}, "batch:b", m, uneven);
+  EXPECT_EQ(layout.blockSizes(0, 64, m, uneven), (Shape{10, 9, 9, 9, 9, 9, 9}));
+  // Fewer elements than devices: the last blocks are empty.
+  TensorLayout few = weightedOk({{"batch", 3}}, "batch:b", m, uneven);
+  EXPECT_EQ(few.blockSizes(0, 3, m, uneven), (Shape{1, 1, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(few.blockOffset({{"batch", 3}}, m, uneven, 6), (Shape{3}));
+}
+
+TEST(TensorLayoutBlocks, ExactTilingUnderWeights) {
+  Mesh m = mesh("b:3;m:2");
+  std::vector<Dim> dims = {{"batch", 13}, {"d", 7}, {"h", 6}};
+  AxisWeights w = weights("b=1,2,3;m=2,1", m);
+  AxisWeights bOnly = weights("b=1,2,3", m);
+  bOnly.allowIndivisible();
+  for (const AxisWeights *each : {&w, &bOnly})
+    for (const char *layout :
+         {"", "batch:b", "batch:b;d:m", "batch:m+b", "d:b+m", "h:b;d:m"})
+      expectExactWeightedTiling(dims, layout, m, *each);
+}
+
+TEST(TensorLayoutBlocks, WeightsAllowIndivisibleSizesOnlyWhereTheyCut) {
+  Mesh m = mesh("b:3;m:2");
+  AxisWeights w = weights("b=1,1,2", m);
+  EXPECT_TRUE(w.allowsIndivisible({0}));
+  EXPECT_TRUE(w.allowsIndivisible({1, 0}));
+  EXPECT_FALSE(w.allowsIndivisible({1}));
+  EXPECT_FALSE(w.isPlain());
+  EXPECT_TRUE(AxisWeights::even(m).isPlain());
+  // 'm' is even and does not divide 7: still an error.
+  EXPECT_LAYOUT_ERROR(
+      TensorLayout::compute("x", {{"d", 7}}, rules("d:m"), m, &w),
+      "tensor 'x' dimension 'd' (size 7) is not divisible by mesh axis 'm' "
+      "(size 2)",
+      "leave 'd' unsplit or make its size a multiple of 2 (e.g. 6 or 8)", 0, 0);
+  // Over 'b+m' the weighted 'b' makes the split uneven anyway.
+  EXPECT_TRUE(
+      TensorLayout::compute("x", {{"d", 7}}, rules("d:b+m"), m, &w).ok());
+}
+
 } // namespace
