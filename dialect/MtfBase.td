@@ -51,6 +51,14 @@ def Mtf_Dialect : Dialect {
         kInstanceAttrName, kCheckpointAttrName};
     /// On a program that trains: {optimizer, hyperparams, loss}.
     static constexpr ::llvm::StringLiteral kTrainingAttrName = "mtf.training";
+    /// On a program laid out on a mesh with device weights: their text
+    /// ("b=1,1,2", layout::AxisWeights); a dimension split over a weighted
+    /// axis is cut in proportion (docs/layouts.md#device-weights).
+    static constexpr ::llvm::StringLiteral kAxisWeightsAttrName =
+        "mtf.axis_weights";
+    /// On a program laid out with --uneven (a unit attribute): even axes may
+    /// cut a dimension they do not divide into the most even blocks.
+    static constexpr ::llvm::StringLiteral kUnevenAttrName = "mtf.uneven";
   private:
     void registerTypes();
     void registerAttributes();

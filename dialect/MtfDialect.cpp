@@ -54,6 +54,19 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a string, got " << attr.getValue();
     return success();
   }
+  if (attr.getName() == kAxisWeightsAttrName ||
+      attr.getName() == kUnevenAttrName) {
+    bool typed = attr.getName() == kUnevenAttrName
+                     ? llvm::isa<UnitAttr>(attr.getValue())
+                     : llvm::isa<StringAttr>(attr.getValue());
+    if (!llvm::isa<ProgramOp>(op) || !typed)
+      return op->emitError()
+             << "'" << attr.getName().getValue() << "' must be a "
+             << (attr.getName() == kUnevenAttrName ? "unit attribute"
+                                                   : "string")
+             << " on an mtf.program";
+    return success();
+  }
   if (attr.getName() != kLayoutAttrName)
     return op->emitError() << "unknown mtf attribute '"
                            << attr.getName().getValue() << "'";
@@ -73,11 +86,20 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
       program && !program.getLocal() ? program.getMeshAttr() : MeshAttr();
   return verifyLayout([&] { return op->emitError(); },
                       llvm::cast<TensorType>(op->getResult(0).getType()),
-                      layout, mesh);
+                      layout, mesh, allowsUnequalBlocks(op));
+}
+
+bool allowsUnequalBlocks(Operation *op) {
+  auto program = llvm::dyn_cast<ProgramOp>(op);
+  if (!program)
+    program = op->getParentOfType<ProgramOp>();
+  return program && (program->hasAttr(MtfDialect::kAxisWeightsAttrName) ||
+                     program->hasAttr(MtfDialect::kUnevenAttrName));
 }
 
 LogicalResult verifyLayout(function_ref<InFlightDiagnostic()> emitError,
-                           TensorType type, LayoutAttr layout, MeshAttr mesh) {
+                           TensorType type, LayoutAttr layout, MeshAttr mesh,
+                           bool unequalBlocks) {
   for (const DimSplit &split : layout.getSplits()) {
     std::optional<unsigned> index = type.getDimIndex(split.dim.getValue());
     if (!index)
@@ -95,7 +117,7 @@ LogicalResult verifyLayout(function_ref<InFlightDiagnostic()> emitError,
       shards *= mesh.getAxes()[*axisIndex].size;
     }
     int64_t size = type.getDims()[*index].size;
-    if (size % shards != 0)
+    if (size % shards != 0 && !unequalBlocks)
       return emitError() << "dimension '" << split.dim.getValue() << "' (size "
                          << size << ") is not divisible by its " << shards
                          << " shards";

@@ -105,9 +105,14 @@ class UnaryElementwise
 namespace mlir {
 namespace mtf {
 /// Checks that `layout` splits only dimensions of `type` and, when `mesh` is
-/// given, only over axes of `mesh` into equal shards.
+/// given, only over axes of `mesh`, into equal shards unless
+/// `unequalBlocks` (allowsUnequalBlocks).
 LogicalResult verifyLayout(function_ref<InFlightDiagnostic()> emitError,
-                           TensorType type, LayoutAttr layout, MeshAttr mesh);
+                           TensorType type, LayoutAttr layout, MeshAttr mesh,
+                           bool unequalBlocks = false);
+/// Whether the program `op` is in (or is) was laid out with device weights
+/// or --uneven, so that its splits may cut sizes their axes do not divide.
+bool allowsUnequalBlocks(Operation *op);
 /// Whether `op` may stand in an mtf.fused body: an f32 elementwise op (a
 /// UnaryElementwise op, add, sub, mul, div, max, min), a constant or a
 /// reduction (reduce_sum, reduce_mean, reduce_max).

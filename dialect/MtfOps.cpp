@@ -224,8 +224,8 @@ LogicalResult RenameOp::verify() {
 LogicalResult ConstrainOp::verify() {
   auto program = (*this)->getParentOfType<ProgramOp>();
   return verifyLayout([&] { return emitOpError(); }, tensorOf(getInput()),
-                      getLayout(),
-                      program ? program.getMeshAttr() : MeshAttr());
+                      getLayout(), program ? program.getMeshAttr() : MeshAttr(),
+                      allowsUnequalBlocks(*this));
 }
 
 /// Checks that a named and a ranked tensor type describe the same data.

@@ -87,6 +87,17 @@ struct Options {
       cl::cat(category)};
   cl::opt<std::string> spec{"spec", cl::desc("JSON file with mesh and layout"),
                             cl::value_desc("file"), cl::cat(category)};
+  cl::opt<std::string> axisWeights{
+      "axis-weights",
+      cl::desc("device weights per mesh axis, e.g. \"b=1,1,2\": a dimension "
+               "split over a weighted axis is cut in proportion (overrides "
+               "the spec file's; docs/layouts.md#device-weights)"),
+      cl::value_desc("weights"), cl::cat(category)};
+  cl::opt<bool> uneven{
+      "uneven",
+      cl::desc("let mesh axes split dimensions they do not divide, into the "
+               "most even blocks (docs/layouts.md#device-weights)"),
+      cl::cat(category)};
   cl::opt<bool> explain{"explain",
                         cl::desc("print every tensor's layout, per-device "
                                  "slice and bytes, and per-device memory"),
@@ -223,12 +234,54 @@ bool autoLayoutFlag(const Options &options) {
          StringRef(options.layout).trim() == "auto";
 }
 
-/// The mesh and layout rules from --spec, then --mesh/--layout on top;
-/// `search` says whether the layout is "auto" (the search chooses the rules).
-/// Returns false after reporting an error.
+/// The device weights from --axis-weights, else the spec's, checked against
+/// the final `mesh`, and --uneven or the spec's "uneven". Returns false after
+/// reporting an error.
+bool resolveWeights(const Options &options, const layout::Spec *spec,
+                    const layout::Mesh &mesh, layout::AxisWeights &weights) {
+  weights = layout::AxisWeights::even(mesh);
+  bool fromFlag = options.axisWeights.getNumOccurrences();
+  if ((fromFlag || options.uneven) && !spec &&
+      !options.mesh.getNumOccurrences()) {
+    llvm::errs() << "meshc: error: "
+                 << (fromFlag ? "--axis-weights" : "--uneven")
+                 << " weighs the devices of the mesh given with it\nhint: "
+                    "give --mesh or --spec too, e.g. --mesh \"b:3\"\n";
+    return false;
+  }
+  std::string text = fromFlag ? options.axisWeights
+                     : spec   ? spec->axisWeights
+                              : std::string();
+  if (fromFlag || !text.empty()) {
+    layout::Result<layout::AxisWeights> parsed =
+        layout::AxisWeights::parse(text, mesh);
+    if (!parsed.ok() && fromFlag)
+      return reportFlagError(parsed.error(), "--axis-weights", text), false;
+    if (!parsed.ok()) {
+      // The spec's weights fit the spec's mesh, so --mesh replaced it.
+      llvm::errs() << "meshc: error: the spec's \"axis_weights\" \"" << text
+                   << "\" do not fit the mesh " << mesh.str() << ": "
+                   << parsed.error().message
+                   << "\nhint: give --axis-weights for this mesh ("
+                   << parsed.error().hint << ")\n";
+      return false;
+    }
+    weights = *parsed;
+  }
+  if (options.uneven || (spec && spec->uneven))
+    weights.allowIndivisible();
+  return true;
+}
+
+/// The mesh and layout rules from --spec, then --mesh/--layout on top, and
+/// the device weights (resolveWeights); `search` says whether the layout is
+/// "auto" (the search chooses the rules). Returns false after reporting an
+/// error.
 bool resolveLayout(const Options &options, layout::Mesh &mesh,
-                   layout::LayoutRules &rules, bool &search) {
+                   layout::LayoutRules &rules, layout::AxisWeights &weights,
+                   bool &search) {
   search = false;
+  std::optional<layout::Spec> specFile;
   if (!options.spec.empty()) {
     layout::Result<layout::Spec> spec = layout::loadSpecFile(options.spec);
     if (!spec.ok()) {
@@ -238,6 +291,7 @@ bool resolveLayout(const Options &options, layout::Mesh &mesh,
     mesh = spec->mesh;
     rules = spec->rules;
     search = spec->autoLayout;
+    specFile = *spec;
   }
   if (options.mesh.getNumOccurrences()) {
     layout::Result<layout::Mesh> parsed = layout::Mesh::parse(options.mesh);
@@ -256,6 +310,8 @@ bool resolveLayout(const Options &options, layout::Mesh &mesh,
     rules = *parsed;
     search = false;
   }
+  if (!resolveWeights(options, specFile ? &*specFile : nullptr, mesh, weights))
+    return false;
   return checkRules(options, rules.checkAgainstMesh(mesh));
 }
 
@@ -332,9 +388,16 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
                       MLIRContext &context) {
   layout::Mesh mesh;
   layout::LayoutRules rules;
+  layout::AxisWeights weights;
   bool search = false;
-  if (!resolveLayout(options, mesh, rules, search))
+  if (!resolveLayout(options, mesh, rules, weights, search))
     return failure();
+  if (search && !weights.isPlain()) {
+    llvm::errs() << "meshc: error: --layout auto does not search layouts "
+                    "with device weights or --uneven yet\nhint: give the "
+                    "layout, e.g. --layout \"batch:b\"\n";
+    return failure();
+  }
   cost::MachineProfile machine;
   if (options.machine.getNumOccurrences() && !options.explain && !search) {
     llvm::errs() << "meshc: error: --machine is for --explain's predicted "
@@ -509,10 +572,21 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
     layoutOptions.layout = rules.str();
     layoutOptions.shardOptimizer = options.shardOptimizer;
+    layoutOptions.axisWeights = weights.str(mesh);
+    layoutOptions.uneven = weights.allowsIndivisible();
     pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));
   }
   if (failed(pm.run(*module)))
     return failure();
+  // Unequal blocks are not partitioned yet: --explain describes them
+  // without the partitioned program; -o and --emit=spmd get the
+  // partitioner's error.
+  bool unequal = llvm::any_of(module->getOps<mtf::ProgramOp>(),
+                              [](mtf::ProgramOp program) {
+                                return firstUnequalBlocks(program) != nullptr;
+                              });
+  if (unequal && emit != EmitKind::Spmd && emit != EmitKind::Mprog)
+    partition = false;
 
   if (!options.showLayout.empty())
     for (auto program : module->getOps<mtf::ProgramOp>())

@@ -227,10 +227,22 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
                     const cost::MachineProfile &machine,
                     llvm::raw_ostream &os) {
   layout::Mesh mesh = toMesh(program.getMeshAttr());
+  layout::AxisWeights weights = axisWeightsOf(program, mesh);
+  bool unequal = firstUnequalBlocks(program) != nullptr;
   os << "program @" << program.getSymName() << " on mesh "
      << (mesh.rank() ? mesh.str() : std::string("(single device)")) << " ("
      << mesh.numDevices() << " device" << (mesh.numDevices() == 1 ? "" : "s")
-     << ")\n\n";
+     << ")\n";
+  if (!weights.isEven())
+    os << "device weights " << weights.str(mesh) << "\n";
+  if (weights.allowsIndivisible())
+    os << "uneven: mesh axes cut sizes they do not divide into the most "
+          "even blocks\n";
+  if (unequal)
+    os << "unequal blocks: a split dimension lists its blocks by shard, "
+          "separated by '|'; bytes are the largest block's, and the memory "
+          "below adds them up (no device holds more)\n";
+  os << "\n";
 
   std::vector<Row> rows;
   int64_t paramBytes = 0, slotBytes = 0, inputBytes = 0, activationBytes = 0;
@@ -254,7 +266,7 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
       continue;
     std::string name = tensorName(&op);
     layout::Result<layout::TensorLayout> tensorLayout =
-        fromLayoutAttr(name, type, attr, mesh);
+        fromLayoutAttr(name, type, attr, mesh, &weights);
     if (!tensorLayout.ok())
       continue;
     std::vector<layout::Dim> dims = toDims(type);
@@ -263,13 +275,10 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
     row.kind = kindOf(&op);
     row.type = typeString(type);
     row.layout = tensorLayout->str(dims, mesh);
-    std::vector<int64_t> slice = tensorLayout->sliceShape(dims, mesh);
-    row.slice = "[";
-    for (size_t i = 0; i < slice.size(); ++i)
-      row.slice += (i ? ", " : "") + std::to_string(slice[i]);
-    row.slice += "]";
-    row.bytes =
-        tensorLayout->numElementsPerDevice(dims, mesh) * type.getElementBytes();
+    row.slice = describeBlocks(type, *tensorLayout, mesh, weights);
+    row.bytes = type.getElementBytes();
+    for (int64_t size : tensorLayout->maxBlockShape(dims, mesh, weights))
+      row.bytes *= size;
     if (row.kind == "param") {
       paramBytes += row.bytes;
       paramCount += type.getNumElements();
@@ -301,6 +310,9 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
        << plan->buffers << " buffers, " << formatBytes(plan->unplannedBytes)
        << " without reuse, at most " << formatBytes(plan->peakLiveBytes)
        << " live at once)\n";
+  if (unequal)
+    os << "  planned arena not available: meshc does not partition unequal "
+          "blocks yet (docs/layouts.md#device-weights)\n";
   if (plan) {
     os << "  at the peak:";
     const char *separator = " ";

@@ -53,10 +53,11 @@ LogicalResult showLayout(mtf::ProgramOp program, StringRef name,
 
   auto type = llvm::cast<mtf::TensorType>(found->getResult(0).getType());
   layout::Mesh mesh = toMesh(program.getMeshAttr());
+  layout::AxisWeights weights = axisWeightsOf(program, mesh);
   auto attr =
       found->getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
   layout::Result<layout::TensorLayout> tensorLayout =
-      attr ? fromLayoutAttr(name, type, attr, mesh)
+      attr ? fromLayoutAttr(name, type, attr, mesh, &weights)
            : layout::Result<layout::TensorLayout>(
                  layout::TensorLayout::replicated(type.getRank()));
   if (!tensorLayout.ok())
@@ -64,19 +65,25 @@ LogicalResult showLayout(mtf::ProgramOp program, StringRef name,
   std::vector<layout::Dim> dims = toDims(type);
   os << name << ": " << type << " as " << tensorLayout->str(dims, mesh)
      << " on mesh " << (mesh.rank() ? mesh.str() : std::string("(single)"))
-     << " (" << mesh.numDevices() << " devices)\n";
-
-  // Devices by block.
-  std::map<std::vector<int64_t>, std::vector<int64_t>> holders;
-  std::vector<int64_t> shape = tensorLayout->sliceShape(dims, mesh);
-  for (int64_t device = 0; device < mesh.numDevices(); ++device)
-    holders[tensorLayout->sliceOffset(dims, mesh, device)].push_back(device);
+     << " (" << mesh.numDevices() << " devices)";
+  if (!weights.isPlain())
+    os << (weights.isEven() ? "" : " with weights " + weights.str(mesh))
+       << (weights.allowsIndivisible() ? ", uneven" : "");
+  os << "\n";
 
   if (type.getRank() == 0 || type.getRank() > 2) {
-    for (auto &[offset, devices] : holders) {
+    // Devices by block: its offset and shape.
+    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>,
+             std::vector<int64_t>>
+        holders;
+    for (int64_t device = 0; device < mesh.numDevices(); ++device)
+      holders[{tensorLayout->blockOffset(dims, mesh, weights, device),
+               tensorLayout->blockShape(dims, mesh, weights, device)}]
+          .push_back(device);
+    for (auto &[block, devices] : holders) {
       os << "  [";
-      for (size_t d = 0; d < offset.size(); ++d)
-        os << (d ? ", " : "") << range(offset[d], shape[d]);
+      for (size_t d = 0; d < block.first.size(); ++d)
+        os << (d ? ", " : "") << range(block.first[d], block.second[d]);
       os << "] on device" << (devices.size() == 1 ? " " : "s ")
          << deviceList(devices) << "\n";
     }
@@ -84,27 +91,41 @@ LogicalResult showLayout(mtf::ProgramOp program, StringRef name,
   }
 
   // A grid: rows are blocks of the first dim (one row for rank 1), columns
-  // blocks of the last.
+  // blocks of the last, each labelled with its element range.
   size_t last = type.getRank() - 1;
-  int64_t rows = type.getRank() == 2 ? dims[0].size / shape[0] : 1;
-  int64_t cols = dims[last].size / shape[last];
+  auto ranges = [&](size_t dim) {
+    std::vector<std::string> labels;
+    int64_t offset = 0;
+    for (int64_t size :
+         tensorLayout->blockSizes(dim, dims[dim].size, mesh, weights)) {
+      labels.push_back(range(offset, size));
+      offset += size;
+    }
+    return labels;
+  };
+  std::vector<std::string> rowLabels =
+      type.getRank() == 2 ? ranges(0) : std::vector<std::string>{""};
+  std::vector<std::string> colLabels = ranges(last);
+  int64_t rows = int64_t(rowLabels.size());
+  int64_t cols = int64_t(colLabels.size());
   std::vector<std::vector<std::string>> cells(rows,
                                               std::vector<std::string>(cols));
-  for (auto &[offset, devices] : holders) {
-    int64_t row = type.getRank() == 2 ? offset[0] / shape[0] : 0;
-    cells[row][offset[last] / shape[last]] = deviceList(devices);
+  for (int64_t device = 0; device < mesh.numDevices(); ++device) {
+    std::vector<int64_t> coords = mesh.coordinates(device);
+    int64_t row =
+        type.getRank() == 2 ? tensorLayout->shardIndex(0, mesh, coords) : 0;
+    std::string &cell =
+        cells[row][tensorLayout->shardIndex(last, mesh, coords)];
+    cell += (cell.empty() ? "" : ",") + std::to_string(device);
   }
   std::string rowLabelHeader =
       type.getRank() == 2 ? dims[0].name.c_str() : std::string();
   size_t labelWidth = rowLabelHeader.size();
-  std::vector<std::string> rowLabels(rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    rowLabels[r] = type.getRank() == 2 ? range(r * shape[0], shape[0]) : "";
-    labelWidth = std::max(labelWidth, rowLabels[r].size());
-  }
+  for (const std::string &label : rowLabels)
+    labelWidth = std::max(labelWidth, label.size());
   size_t width = 0;
-  for (int64_t c = 0; c < cols; ++c)
-    width = std::max(width, range(c * shape[last], shape[last]).size());
+  for (const std::string &label : colLabels)
+    width = std::max(width, label.size());
   for (auto &row : cells)
     for (auto &cell : row)
       width = std::max(width, cell.size());
@@ -117,8 +138,8 @@ LogicalResult showLayout(mtf::ProgramOp program, StringRef name,
   };
   os.indent(labelWidth + 2) << " " << dims[last].name << "\n";
   os.indent(labelWidth + 2) << " ";
-  for (int64_t c = 0; c < cols; ++c) {
-    center(range(c * shape[last], shape[last]));
+  for (const std::string &label : colLabels) {
+    center(label);
     os << " ";
   }
   os << "\n";

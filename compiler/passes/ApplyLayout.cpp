@@ -42,6 +42,23 @@ struct MtfApplyLayoutPass
     }
     if (failed(checkRules(program, *rules, *mesh)))
       return signalPassFailure();
+    meshc::layout::AxisWeights weights =
+        meshc::layout::AxisWeights::even(*mesh);
+    if (!axisWeights.empty()) {
+      meshc::layout::Result<meshc::layout::AxisWeights> parsed =
+          meshc::layout::AxisWeights::parse(axisWeights, *mesh);
+      if (!parsed.ok()) {
+        meshc::emitLayoutError(
+            program.getLoc(),
+            withFlag(parsed.error(), "axis-weights", axisWeights));
+        return signalPassFailure();
+      }
+      weights = *parsed;
+    } else if (mesh == meshc::toMesh(program.getMeshAttr())) {
+      weights = meshc::axisWeightsOf(program, *mesh);
+    }
+    if (uneven)
+      weights.allowIndivisible();
 
     MLIRContext *context = &getContext();
     for (Operation &op : program.getBodyBlock()) {
@@ -53,10 +70,10 @@ struct MtfApplyLayoutPass
       std::string name = meshc::tensorName(&op);
       meshc::layout::Result<meshc::layout::TensorLayout> tensorLayout = [&]() {
         if (auto constrain = llvm::dyn_cast<mtf::ConstrainOp>(op))
-          return meshc::fromLayoutAttr(name, type, constrain.getLayout(),
-                                       *mesh);
+          return meshc::fromLayoutAttr(name, type, constrain.getLayout(), *mesh,
+                                       &weights);
         return meshc::layout::TensorLayout::compute(name, meshc::toDims(type),
-                                                    *rules, *mesh);
+                                                    *rules, *mesh, &weights);
       }();
       if (!tensorLayout.ok()) {
         meshc::emitLayoutError(op.getLoc(), tensorLayout.error());
@@ -65,11 +82,12 @@ struct MtfApplyLayoutPass
       meshc::layout::TensorLayout chosen = *tensorLayout;
       if (shardOptimizer && holdsOptimizerState(op))
         chosen = meshc::layout::shardOverReplicatedAxes(
-            chosen, meshc::toDims(type), *mesh);
+            chosen, meshc::toDims(type), *mesh, &weights);
       op.setAttr(mtf::MtfDialect::kLayoutAttrName,
                  meshc::toLayoutAttr(type, chosen, *mesh));
     }
     program.setMeshAttr(meshc::toMeshAttr(context, *mesh));
+    meshc::setAxisWeights(program, weights, *mesh);
   }
 
 private:

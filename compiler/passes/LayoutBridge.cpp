@@ -58,15 +58,83 @@ mtf::LayoutAttr toLayoutAttr(mtf::TensorType type,
   return mtf::LayoutAttr::get(context, splits);
 }
 
-layout::Result<layout::TensorLayout> fromLayoutAttr(StringRef tensorName,
-                                                    mtf::TensorType type,
-                                                    mtf::LayoutAttr attr,
-                                                    const layout::Mesh &mesh) {
+layout::Result<layout::TensorLayout>
+fromLayoutAttr(StringRef tensorName, mtf::TensorType type, mtf::LayoutAttr attr,
+               const layout::Mesh &mesh, const layout::AxisWeights *weights) {
   std::vector<std::vector<std::string>> axes(type.getRank());
   for (auto [index, dim] : llvm::enumerate(type.getDims()))
     for (StringAttr axis : attr.getAxesFor(dim.name.getValue()))
       axes[index].push_back(axis.getValue().str());
-  return layout::TensorLayout::fromAxes(tensorName, toDims(type), axes, mesh);
+  return layout::TensorLayout::fromAxes(tensorName, toDims(type), axes, mesh,
+                                        weights);
+}
+
+layout::AxisWeights axisWeightsOf(mtf::ProgramOp program,
+                                  const layout::Mesh &mesh) {
+  layout::AxisWeights weights = layout::AxisWeights::even(mesh);
+  if (auto text = program->getAttrOfType<StringAttr>(
+          mtf::MtfDialect::kAxisWeightsAttrName)) {
+    // mtf-apply-layout wrote it for this mesh; in IR written by hand that
+    // does not parse, the weights stay even, and mtf-partition refuses the
+    // splits they then fail to divide.
+    layout::Result<layout::AxisWeights> parsed =
+        layout::AxisWeights::parse(text.getValue().str(), mesh);
+    if (parsed.ok())
+      weights = *parsed;
+  }
+  if (program->hasAttr(mtf::MtfDialect::kUnevenAttrName))
+    weights.allowIndivisible();
+  return weights;
+}
+
+void setAxisWeights(mtf::ProgramOp program, const layout::AxisWeights &weights,
+                    const layout::Mesh &mesh) {
+  program->removeAttr(mtf::MtfDialect::kAxisWeightsAttrName);
+  program->removeAttr(mtf::MtfDialect::kUnevenAttrName);
+  MLIRContext *context = program.getContext();
+  if (!weights.isEven())
+    program->setAttr(mtf::MtfDialect::kAxisWeightsAttrName,
+                     StringAttr::get(context, weights.str(mesh)));
+  if (weights.allowsIndivisible())
+    program->setAttr(mtf::MtfDialect::kUnevenAttrName, UnitAttr::get(context));
+}
+
+Operation *firstUnequalBlocks(mtf::ProgramOp program) {
+  layout::Mesh mesh = toMesh(program.getMeshAttr());
+  layout::AxisWeights weights = axisWeightsOf(program, mesh);
+  if (weights.isPlain())
+    return nullptr;
+  for (Operation &op : program.getBodyBlock()) {
+    auto attr =
+        op.getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
+    if (!attr || op.getNumResults() != 1)
+      continue;
+    auto type = llvm::dyn_cast<mtf::TensorType>(op.getResult(0).getType());
+    if (!type)
+      continue;
+    layout::Result<layout::TensorLayout> tensorLayout =
+        fromLayoutAttr("", type, attr, mesh, &weights);
+    if (tensorLayout.ok() &&
+        !tensorLayout->hasEqualBlocks(toDims(type), mesh, weights))
+      return &op;
+  }
+  return nullptr;
+}
+
+std::string describeBlocks(mtf::TensorType type,
+                           const layout::TensorLayout &tensorLayout,
+                           const layout::Mesh &mesh,
+                           const layout::AxisWeights &weights) {
+  std::string text = "[";
+  for (auto [index, dim] : llvm::enumerate(type.getDims())) {
+    std::vector<int64_t> blocks =
+        tensorLayout.blockSizes(index, dim.size, mesh, weights);
+    bool equal = llvm::all_equal(blocks);
+    text += index ? ", " : "";
+    for (size_t i = 0; i < (equal ? 1 : blocks.size()); ++i)
+      text += (i ? "|" : "") + std::to_string(blocks[i]);
+  }
+  return text + "]";
 }
 
 std::string tensorName(Operation *op) {

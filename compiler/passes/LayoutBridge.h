@@ -31,11 +31,28 @@ mlir::mtf::LayoutAttr toLayoutAttr(mlir::mtf::TensorType type,
                                    const layout::TensorLayout &tensorLayout,
                                    const layout::Mesh &mesh);
 /// The layout `attr` gives a tensor of type `type` on `mesh`; checked like
-/// any user layout.
-layout::Result<layout::TensorLayout> fromLayoutAttr(llvm::StringRef tensorName,
-                                                    mlir::mtf::TensorType type,
-                                                    mlir::mtf::LayoutAttr attr,
-                                                    const layout::Mesh &mesh);
+/// any user layout (sizes may be indivisible where `weights` allow).
+layout::Result<layout::TensorLayout>
+fromLayoutAttr(llvm::StringRef tensorName, mlir::mtf::TensorType type,
+               mlir::mtf::LayoutAttr attr, const layout::Mesh &mesh,
+               const layout::AxisWeights *weights = nullptr);
+/// The device weights of `program` on `mesh` (its mtf.axis_weights and
+/// mtf.uneven): even, indivisible sizes refused, when it has neither.
+layout::AxisWeights axisWeightsOf(mlir::mtf::ProgramOp program,
+                                  const layout::Mesh &mesh);
+/// Records `weights` on `program` (no attribute for plain weights).
+void setAxisWeights(mlir::mtf::ProgramOp program,
+                    const layout::AxisWeights &weights,
+                    const layout::Mesh &mesh);
+/// The first op of laid-out global `program` whose tensor's blocks differ
+/// between devices under the program's weights; null when all are equal.
+mlir::Operation *firstUnequalBlocks(mlir::mtf::ProgramOp program);
+/// "16|16|32": the blocks of each dimension of `type` under `tensorLayout`,
+/// by shard index, "[16|16|32, 64]"; one size where the blocks are equal.
+std::string describeBlocks(mlir::mtf::TensorType type,
+                           const layout::TensorLayout &tensorLayout,
+                           const layout::Mesh &mesh,
+                           const layout::AxisWeights &weights);
 /// A readable name for the tensor `op` produces: the input/parameter name,
 /// the variable it was bound to (NameLoc), or the op name.
 std::string tensorName(mlir::Operation *op);

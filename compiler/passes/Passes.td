@@ -20,6 +20,10 @@ def MtfApplyLayout : Pass<"mtf-apply-layout", "::mlir::mtf::ProgramOp"> {
     every device keeps and updates one shard of the optimizer state, the
     partitioner reduce-scatters the gradients into it and all-gathers the
     updated parameters (ZeRO-1, GSPMD's weight-update sharding). `mtf.constrain` results take the layout the constraint names.
+    With `axis-weights` (or `uneven`), a dimension split over a weighted
+    axis (or one its axes do not divide) is cut into unequal blocks
+    (`layout::cutBlocks`); the program records them as `mtf.axis_weights`
+    and `mtf.uneven`.
     The result is the `mtf.layout` attribute on every op that produces a
     tensor, and the mesh on the program. Invalid layouts (unknown axis or
     dimension, one axis splitting two dimensions of a tensor, sizes that do
@@ -51,6 +55,13 @@ def MtfApplyLayout : Pass<"mtf-apply-layout", "::mlir::mtf::ProgramOp"> {
     Option<"shardOptimizer", "shard-optimizer", "bool", /*default=*/"false",
            "also split optimizer slots and update ops over the mesh axes "
            "their tensor is replicated on (ZeRO-1)">,
+    Option<"axisWeights", "axis-weights", "std::string", /*default=*/"\"\"",
+           "device weights per mesh axis (b=1,1,2): dimensions split over a "
+           "weighted axis are cut in proportion; empty: keep the program's "
+           "when the mesh is kept, else even">,
+    Option<"uneven", "uneven", "bool", /*default=*/"false",
+           "let even mesh axes cut dimensions they do not divide into the "
+           "most even blocks">,
   ];
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }

@@ -47,6 +47,8 @@ public:
   /// Lets a dimension split over even axes have a size they do not divide
   /// (--uneven): it is cut into the most even blocks.
   void allowIndivisible() { indivisible = true; }
+  /// Whether allowIndivisible() was called.
+  bool allowsIndivisible() const { return indivisible; }
   /// Whether a dimension split over mesh axes `axes` may have a size they do
   /// not divide: under allowIndivisible(), or when one of them is weighted
   /// (then every axis of the split cuts by largest remainder).

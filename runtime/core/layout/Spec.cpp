@@ -83,12 +83,13 @@ Result<Spec> SpecReader::read(const Json &root) {
     return fail("the spec must be a JSON object, got " + describe(root),
                 kSpecExample, locations.valueLoc(""));
 
-  static const std::vector<std::string> known = {"mesh", "layout", "options"};
+  static const std::vector<std::string> known = {
+      "mesh", "layout", "axis_weights", "uneven", "options"};
   for (const auto &[key, value] : root.items()) {
     if (std::find(known.begin(), known.end(), key) != known.end())
       continue;
-    std::string hint = "the known keys are \"mesh\", \"layout\" and "
-                       "\"options\"";
+    std::string hint = "the known keys are \"mesh\", \"layout\", "
+                       "\"axis_weights\", \"uneven\" and \"options\"";
     if (std::optional<std::string> close = closestName(key, known))
       hint = "did you mean \"" + *close + "\"? " + hint;
     return fail("unknown key \"" + key + "\" in the spec", hint,
@@ -123,6 +124,29 @@ Result<Spec> SpecReader::read(const Json &root) {
       return error;
     }
     spec.rules = *rules;
+  }
+
+  auto weightsEntry = root.find("axis_weights");
+  if (weightsEntry != root.end()) {
+    std::string path = jsonMemberPath("", "axis_weights");
+    if (!weightsEntry->is_string())
+      return fail(path + ": expected a string such as \"b=1,1,2\", got " +
+                      describe(*weightsEntry),
+                  "", locations.valueLoc(path));
+    std::string text = weightsEntry->get<std::string>();
+    Result<AxisWeights> weights = AxisWeights::parse(text, spec.mesh);
+    if (!weights)
+      return failInString(path, weights.error());
+    spec.axisWeights = text;
+  }
+  auto unevenEntry = root.find("uneven");
+  if (unevenEntry != root.end()) {
+    std::string path = jsonMemberPath("", "uneven");
+    if (!unevenEntry->is_boolean())
+      return fail(path + ": expected true or false, got " +
+                      describe(*unevenEntry),
+                  "", locations.valueLoc(path));
+    spec.uneven = unevenEntry->get<bool>();
   }
 
   auto optionsEntry = root.find("options");

@@ -275,11 +275,12 @@ std::string TensorLayout::str(const std::vector<Dim> &dims,
 
 TensorLayout shardOverReplicatedAxes(const TensorLayout &layout,
                                      const std::vector<Dim> &dims,
-                                     const Mesh &mesh) {
+                                     const Mesh &mesh,
+                                     const AxisWeights *weights) {
   std::vector<size_t> free;
   int64_t freeSize = 1;
   for (size_t axis : layout.replicatedAxes(mesh))
-    if (mesh.axisSize(axis) > 1) {
+    if (mesh.axisSize(axis) > 1 && (!weights || weights->isEven(axis))) {
       free.push_back(axis);
       freeSize *= mesh.axisSize(axis);
     }

@@ -140,10 +140,12 @@ private:
 /// its current split; `layout` itself when no axis replicates it or no
 /// dimension divides. The shard of optimizer state each device keeps under
 /// --shard-optimizer (ZeRO-1): choosing by name gives every tensor of one
-/// parameter's update the same split.
+/// parameter's update the same split. Axes `weights` weigh unevenly are
+/// left out: the state stays whole along them.
 TensorLayout shardOverReplicatedAxes(const TensorLayout &layout,
                                      const std::vector<Dim> &dims,
-                                     const Mesh &mesh);
+                                     const Mesh &mesh,
+                                     const AxisWeights *weights = nullptr);
 
 } // namespace meshc::layout
 

@@ -128,7 +128,8 @@ TEST(SpecErrors, TopLevel) {
 }
 
 TEST(SpecErrors, UnknownKey) {
-  std::string known = "the known keys are \"mesh\", \"layout\" and \"options\"";
+  std::string known = "the known keys are \"mesh\", \"layout\", "
+                      "\"axis_weights\", \"uneven\" and \"options\"";
   EXPECT_LAYOUT_ERROR(parse("{\"mesh\": \"b:2\",\n \"layuot\": \"batch:b\"}"),
                       "unknown key \"layuot\" in the spec",
                       "did you mean \"layout\"? " + known, 2, 2);
@@ -250,6 +251,39 @@ TEST(SpecErrors, LayoutAgainstMesh) {
                       "\"layout\": dimension 'd_ff' is split over mesh axis "
                       "'mm', which is not in the mesh (axes: 'b', 'm')",
                       "did you mean 'm'?", 1, 52);
+}
+
+TEST(Spec, AxisWeightsAndUneven) {
+  Spec spec = parseOk(
+      R"({"mesh": "b:3;m:2", "axis_weights": "b=1,1,2", "uneven": true})");
+  EXPECT_EQ(spec.axisWeights, "b=1,1,2");
+  EXPECT_TRUE(spec.uneven);
+  Spec plain = parseOk(R"({"mesh": "b:3"})");
+  EXPECT_EQ(plain.axisWeights, "");
+  EXPECT_FALSE(plain.uneven);
+}
+
+TEST(SpecErrors, AxisWeightsAndUneven) {
+  std::string hint = "weights are positive numbers, one per device along the "
+                     "axis, e.g. 'b=1,1,2' or 'b=1,1.5'";
+  // The weights' own errors, at their column inside the string.
+  EXPECT_LAYOUT_ERROR(
+      parse(R"({"mesh": "b:3", "axis_weights": "b=1,0,2"})"),
+      "\"axis_weights\": the weight of device 1 along mesh axis 'b' must be "
+      "positive, got 0",
+      hint, 1, 38);
+  EXPECT_LAYOUT_ERROR(
+      parse(R"({"mesh": "b:3", "axis_weights": "b=1,2"})"),
+      "\"axis_weights\": mesh axis 'b' has 3 devices, but 2 weights were "
+      "given",
+      "give one weight per device along 'b'", 1, 36);
+  EXPECT_LAYOUT_ERROR(parse(R"({"mesh": "b:3", "axis_weights": [1, 1, 2]})"),
+                      "\"axis_weights\": expected a string such as "
+                      "\"b=1,1,2\", got an array",
+                      "", 1, 33);
+  EXPECT_LAYOUT_ERROR(parse(R"({"mesh": "b:3", "uneven": "yes"})"),
+                      "\"uneven\": expected true or false, got \"yes\"", "", 1,
+                      27);
 }
 
 TEST(SpecErrors, Options) {

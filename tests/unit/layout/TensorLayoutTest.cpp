@@ -144,35 +144,46 @@ TEST(TensorLayout, FromAxesMatchesCompute) {
   EXPECT_EQ(explicitAxes->str(dims, m), "[a:z+x, b:y, c]");
 }
 
-/// Checks that the devices' blocks cover every element of the tensor exactly
-/// replicaCount() times, and that blocks are whole slices inside the tensor.
-void expectExactTiling(const std::vector<Dim> &dims,
-                       std::string_view layoutText, const Mesh &m) {
-  SCOPED_TRACE(std::string(layoutText) + " on " + m.str());
-  TensorLayout layout = computeOk(dims, layoutText, m);
-  Shape slice = layout.sliceShape(dims, m);
+/// Checks that the blocks `blockOf(device)` (offset, shape) cover every
+/// element of the tensor exactly `replicas` times, each inside the tensor.
+void expectBlocksTile(
+    const std::vector<Dim> &dims, const Mesh &m, int64_t replicas,
+    const std::function<std::pair<Shape, Shape>(int64_t)> &blockOf) {
   int64_t total = 1;
   for (const Dim &dim : dims)
     total *= dim.size;
   std::vector<int> coverage(static_cast<size_t>(total), 0);
   for (int64_t device = 0; device < m.numDevices(); ++device) {
-    Shape offset = layout.sliceOffset(dims, m, device);
-    Shape index(dims.size(), 0);
+    auto [offset, shape] = blockOf(device);
     // Visit every element of the block in row-major order.
     std::function<void(size_t, int64_t)> visit = [&](size_t d, int64_t flat) {
       if (d == dims.size()) {
         ++coverage[static_cast<size_t>(flat)];
         return;
       }
-      ASSERT_LE(offset[d] + slice[d], dims[d].size);
-      for (int64_t i = 0; i < slice[d]; ++i)
+      ASSERT_LE(offset[d] + shape[d], dims[d].size);
+      for (int64_t i = 0; i < shape[d]; ++i)
         visit(d + 1, flat * dims[d].size + offset[d] + i);
     };
     visit(0, 0);
   }
-  int64_t replicas = layout.replicaCount(m);
   for (size_t i = 0; i < coverage.size(); ++i)
     ASSERT_EQ(coverage[i], replicas) << "element " << i;
+}
+
+/// The even slices tile the tensor replicaCount() times.
+void expectExactTiling(const std::vector<Dim> &dims,
+                       std::string_view layoutText, const Mesh &m) {
+  SCOPED_TRACE(std::string(layoutText) + " on " + m.str());
+  TensorLayout layout = computeOk(dims, layoutText, m);
+  Shape slice = layout.sliceShape(dims, m);
+  int64_t replicas = layout.replicaCount(m);
+  expectBlocksTile(dims, m, replicas, [&](int64_t device) {
+    return std::make_pair(layout.sliceOffset(dims, m, device), slice);
+  });
+  int64_t total = 1;
+  for (const Dim &dim : dims)
+    total *= dim.size;
   EXPECT_EQ(layout.numElementsPerDevice(dims, m) * m.numDevices(),
             total * replicas);
 }
@@ -324,30 +335,13 @@ void expectExactWeightedTiling(const std::vector<Dim> &dims,
   SCOPED_TRACE(std::string(layoutText) + " on " + m.str() + " with " +
                w.str(m));
   TensorLayout layout = weightedOk(dims, layoutText, m, w);
-  int64_t total = 1;
-  for (const Dim &dim : dims)
-    total *= dim.size;
-  std::vector<int> coverage(static_cast<size_t>(total), 0);
   Shape largest(dims.size(), 0);
-  for (int64_t device = 0; device < m.numDevices(); ++device) {
+  expectBlocksTile(dims, m, layout.replicaCount(m), [&](int64_t device) {
     Shape shape = layout.blockShape(dims, m, w, device);
-    Shape offset = layout.blockOffset(dims, m, w, device);
     for (size_t d = 0; d < dims.size(); ++d)
       largest[d] = std::max(largest[d], shape[d]);
-    std::function<void(size_t, int64_t)> visit = [&](size_t d, int64_t flat) {
-      if (d == dims.size()) {
-        ++coverage[static_cast<size_t>(flat)];
-        return;
-      }
-      ASSERT_LE(offset[d] + shape[d], dims[d].size);
-      for (int64_t i = 0; i < shape[d]; ++i)
-        visit(d + 1, flat * dims[d].size + offset[d] + i);
-    };
-    visit(0, 0);
-  }
-  int64_t replicas = layout.replicaCount(m);
-  for (size_t i = 0; i < coverage.size(); ++i)
-    ASSERT_EQ(coverage[i], replicas) << "element " << i;
+    return std::make_pair(layout.blockOffset(dims, m, w, device), shape);
+  });
   EXPECT_EQ(layout.maxBlockShape(dims, m, w), largest);
 }
 
