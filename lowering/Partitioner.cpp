@@ -61,8 +61,9 @@ void Partitioner::PhaseListener::notifyOperationInserted(
 
 mtf::ProgramOp Partitioner::run() {
   // Layouts are checked again with the program's weights, so that IR whose
-  // mtf.axis_weights do not allow a split is refused, not replicated.
-  layout::AxisWeights allowed = axisWeightsOf(global, mesh);
+  // mtf.axis_weights do not allow a split is refused, not replicated; and
+  // unequal blocks are refused for now.
+  layout::AxisWeights weights = axisWeightsOf(global, mesh);
   for (Operation &op : global.getBodyBlock()) {
     auto attr =
         op.getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
@@ -72,28 +73,22 @@ mtf::ProgramOp Partitioner::run() {
     if (!attr || !type)
       continue;
     layout::Result<Layout> checked =
-        fromLayoutAttr(tensorName(&op), type, attr, mesh, &allowed);
+        fromLayoutAttr(tensorName(&op), type, attr, mesh, &weights);
     if (!checked.ok()) {
       emitLayoutError(op.getLoc(), checked.error());
       return {};
     }
-  }
-  if (Operation *op = firstUnequalBlocks(global)) {
-    auto type = llvm::cast<mtf::TensorType>(op->getResult(0).getType());
-    layout::AxisWeights weights = axisWeightsOf(global, mesh);
-    auto attr =
-        op->getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
-    // firstUnequalBlocks found the attribute valid under these weights.
-    Layout layout = *fromLayoutAttr("", type, attr, mesh, &weights);
-    emitLayoutError(op->getLoc(),
-                    {"tensor '" + tensorName(op) + "' " +
-                         layout.str(toDims(type), mesh) +
-                         " is cut into unequal blocks " +
-                         describeBlocks(type, layout, mesh, weights) +
-                         ", and meshc does not partition unequal blocks yet",
-                     "meshc --explain and --show-layout show the blocks "
-                     "(docs/layouts.md#device-weights)"});
-    return {};
+    if (!checked->hasEqualBlocks(toDims(type), mesh, weights)) {
+      emitLayoutError(op.getLoc(),
+                      {"tensor '" + tensorName(&op) + "' " +
+                           checked->str(toDims(type), mesh) +
+                           " is cut into unequal blocks " +
+                           describeBlocks(type, *checked, mesh, weights) +
+                           ", and meshc does not partition unequal blocks yet",
+                       "meshc --explain and --show-layout show the blocks "
+                       "(docs/layouts.md#device-weights)"});
+      return {};
+    }
   }
   auto local =
       mtf::ProgramOp::create(builder, global.getLoc(), global.getSymName());

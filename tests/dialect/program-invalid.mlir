@@ -79,3 +79,30 @@ mtf.program @p mesh <b=2, m=3> {
   // expected-error @+1 {{dimension 'batch' (size 8) is not divisible by its 6 shards}}
   %x = mtf.input "x" {mtf.layout = #mtf.layout<batch: b+m>} : !mtf.tensor<[batch=8], f32>
 }
+
+// -----
+
+// The weights' attributes belong on a program, with their types.
+// expected-error @+1 {{'mtf.axis_weights' must be a string on an mtf.program}}
+mtf.program @p mesh <b=3> attributes {mtf.axis_weights = 3 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{'mtf.uneven' must be a unit attribute on an mtf.program}}
+mtf.program @p mesh <b=3> attributes {mtf.uneven = "yes"} {
+}
+
+// -----
+
+mtf.program @p mesh <b=3> {
+  // expected-error @+1 {{'mtf.uneven' must be a unit attribute on an mtf.program}}
+  %x = mtf.input "x" {mtf.uneven} : !mtf.tensor<[batch=8], f32>
+}
+
+// -----
+
+// With mtf.uneven, a split need not divide (the layout library cuts it).
+mtf.program @p mesh <b=3> attributes {mtf.uneven} {
+  %x = mtf.input "x" {mtf.layout = #mtf.layout<batch: b>} : !mtf.tensor<[batch=8], f32>
+}
