@@ -59,6 +59,13 @@ def Mtf_Dialect : Dialect {
     /// On a program laid out with --uneven (a unit attribute): even axes may
     /// cut a dimension they do not divide into the most even blocks.
     static constexpr ::llvm::StringLiteral kUnevenAttrName = "mtf.uneven";
+    /// In a local program of a mesh with device weights, on an op whose
+    /// result is cut into unequal blocks: per such dimension, the mesh axes
+    /// it is split over and every block's size by shard index,
+    /// {batch = {axes = ["b"], sizes = array<i64: 16, 16, 32>}}. The result
+    /// type holds the largest block; each device runs on its own
+    /// (docs/layouts.md#device-weights).
+    static constexpr ::llvm::StringLiteral kBlocksAttrName = "mtf.blocks";
   private:
     void registerTypes();
     void registerAttributes();

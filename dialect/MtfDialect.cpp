@@ -1,7 +1,8 @@
 //===- MtfDialect.cpp - the mtf dialect -----------------------------------===//
 //
-// Dialect registration and the verifier of the discardable `mtf.layout`
-// attribute that `mtf-apply-layout` attaches to every tensor-producing op.
+// Dialect registration and the verifiers of the discardable attributes:
+// `mtf.layout`, which `mtf-apply-layout` attaches to every tensor-producing
+// op, `mtf.blocks` (mtf-partition, under device weights) and the others.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,56 @@ void mlir::mtf::MtfDialect::initialize() {
 
 namespace mlir {
 namespace mtf {
+
+/// mtf.blocks: {dim = {axes = [mesh axes], sizes = array<i64: ...>}}, one
+/// size per shard of the axes, the largest the dim's size in a named result.
+static LogicalResult verifyBlocksAttr(Operation *op, Attribute value) {
+  auto fail = [&]() {
+    return op->emitError() << "'" << MtfDialect::kBlocksAttrName << "' ";
+  };
+  auto dims = llvm::dyn_cast<DictionaryAttr>(value);
+  if (!dims || op->getNumResults() != 1)
+    return fail() << "must be a dictionary on an op with one result";
+  auto program = op->getParentOfType<ProgramOp>();
+  MeshAttr mesh = program ? program.getMeshAttr() : MeshAttr();
+  auto named = llvm::dyn_cast<TensorType>(op->getResult(0).getType());
+  for (NamedAttribute entry : dims) {
+    StringRef dim = entry.getName().getValue();
+    auto split = llvm::dyn_cast<DictionaryAttr>(entry.getValue());
+    auto axes = split ? split.getAs<ArrayAttr>("axes") : ArrayAttr();
+    auto sizes =
+        split ? split.getAs<DenseI64ArrayAttr>("sizes") : DenseI64ArrayAttr();
+    if (!axes || !sizes || split.size() != 2 || axes.empty())
+      return fail() << "entry '" << dim
+                    << "' must be {axes = [mesh axes], sizes = array<i64>}";
+    int64_t shards = 1;
+    for (auto [position, axis] : llvm::enumerate(axes)) {
+      if (llvm::is_contained(axes.getValue().take_front(position), axis))
+        return fail() << "entry '" << dim << "' lists mesh axis " << axis
+                      << " twice";
+      auto name = llvm::dyn_cast<StringAttr>(axis);
+      std::optional<unsigned> index =
+          name && mesh ? mesh.getAxisIndex(name.getValue()) : std::nullopt;
+      if (!index)
+        return fail() << "entry '" << dim << "' names " << axis
+                      << ", which is not an axis of the program's mesh";
+      shards *= mesh.getAxes()[*index].size;
+    }
+    if (static_cast<int64_t>(sizes.size()) != shards ||
+        llvm::any_of(sizes.asArrayRef(), [](int64_t s) { return s < 0; }))
+      return fail() << "entry '" << dim << "' needs " << shards
+                    << " sizes of at least 0, one per shard, got " << sizes;
+    if (!named)
+      continue;
+    std::optional<unsigned> position = named.getDimIndex(dim);
+    int64_t largest = *llvm::max_element(sizes.asArrayRef());
+    if (!position || named.getDims()[*position].size != largest)
+      return fail() << "entry '" << dim << "' does not match the result type "
+                    << named << ", which must hold the largest block ("
+                    << largest << ")";
+  }
+  return success();
+}
 
 LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
@@ -67,6 +118,8 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
              << " on an mtf.program";
     return success();
   }
+  if (attr.getName() == kBlocksAttrName)
+    return verifyBlocksAttr(op, attr.getValue());
   if (attr.getName() != kLayoutAttrName)
     return op->emitError() << "unknown mtf attribute '"
                            << attr.getName().getValue() << "'";

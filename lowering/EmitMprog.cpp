@@ -43,6 +43,8 @@ struct BufferInfo {
   int64_t id = 0;
   std::string dtype;
   std::vector<int64_t> shape;
+  /// The value that first defines it: its dims' blocks are the buffer's.
+  Value first;
   int64_t bytes = 0;
   int64_t offset = 0;
   int64_t firstDef = 0, lastUse = 0;
@@ -66,6 +68,12 @@ private:
   LogicalResult emitStep(Operation &op, json::Array &steps);
   json::Object operand(Value value);
   json::Object sizesOf(std::initializer_list<Value> values);
+  /// The size of dim `dim` (local size `size`) of `value` on each device:
+  /// `size`, or {"axes": [...], "blocks": [...]} when the dim is cut into
+  /// unequal blocks (mtf.blocks), which the loader resolves per device.
+  json::Value extent(Value value, StringRef dim, int64_t size);
+  /// The shape of a buffer, each size as extent() gives it.
+  json::Array bufferShape(const BufferInfo &info);
   json::Array axisNames(ArrayRef<int16_t> axes);
   json::Object tensorEntry(StringRef role, StringRef name, Value value);
   /// The global entry ({name, size, axes}) of dim `dim` of local `value`,
@@ -216,6 +224,7 @@ LogicalResult MprogEmitter::assignBuffers() {
         info->id = buffers.size() - 1;
         info->dtype = dtypeOf(elementOf(result.getType()));
         info->shape = shapeOf(result.getType());
+        info->first = result;
         int64_t elements = 1;
         for (int64_t size : info->shape)
           elements *= size;
@@ -358,9 +367,46 @@ json::Object MprogEmitter::sizesOf(std::initializer_list<Value> values) {
     std::vector<std::string> names = dimNames(value);
     std::vector<int64_t> shape = shapeOf(value.getType());
     for (auto [name, size] : llvm::zip(names, shape))
-      sizes[name] = size;
+      sizes[name] = extent(value, name, size);
   }
   return sizes;
+}
+
+/// The op whose mtf.blocks describe `value`: its defining op, the body op
+/// that makes a fused result, the input a fused body's argument stands for.
+static Operation *blocksSource(Value value) {
+  if (auto arg = llvm::dyn_cast<BlockArgument>(value)) {
+    auto fused = llvm::dyn_cast<mtf::FusedOp>(arg.getOwner()->getParentOp());
+    return fused ? blocksSource(fused.getInputs()[arg.getArgNumber()])
+                 : nullptr;
+  }
+  Operation *def = value.getDefiningOp();
+  if (auto fused = llvm::dyn_cast<mtf::FusedOp>(def))
+    return blocksSource(fused.getBodyBlock().getTerminator()->getOperand(
+        llvm::cast<OpResult>(value).getResultNumber()));
+  return def;
+}
+
+json::Value MprogEmitter::extent(Value value, StringRef dim, int64_t size) {
+  std::optional<DimBlocks> blocks = blocksOf(blocksSource(value), dim);
+  if (!blocks)
+    return size;
+  json::Array axes, sizes;
+  for (const std::string &axis : blocks->axes)
+    axes.push_back(axis);
+  for (int64_t block : blocks->sizes)
+    sizes.push_back(block);
+  return json::Object{{"axes", std::move(axes)}, {"blocks", std::move(sizes)}};
+}
+
+json::Array MprogEmitter::bufferShape(const BufferInfo &info) {
+  json::Array shape;
+  std::vector<std::string> names = dimNames(info.first);
+  for (auto [index, size] : llvm::enumerate(info.shape))
+    shape.push_back(index < names.size()
+                        ? extent(info.first, names[index], size)
+                        : json::Value(size));
+  return shape;
 }
 
 json::Array MprogEmitter::axisNames(ArrayRef<int16_t> axes) {
@@ -401,9 +447,23 @@ json::Object MprogEmitter::tensorEntry(StringRef role, StringRef name,
         axes.push_back(axis.getValue());
         shards *= mesh.axisSize(*mesh.axisIndex(axis.getValue().str()));
       }
-    dims.push_back(json::Object{{"name", dim.name.getValue()},
-                                {"size", dim.size * shards},
-                                {"axes", std::move(axes)}});
+    json::Object entry{{"name", dim.name.getValue()},
+                       {"size", dim.size * shards},
+                       {"axes", std::move(axes)}};
+    // Unequal blocks: the global size is their sum, and the loader takes
+    // each device's block and offset from the list.
+    if (std::optional<DimBlocks> blocks =
+            blocksOf(blocksSource(value), dim.name.getValue())) {
+      json::Array sizes;
+      int64_t total = 0;
+      for (int64_t block : blocks->sizes) {
+        sizes.push_back(block);
+        total += block;
+      }
+      entry["size"] = total;
+      entry["blocks"] = std::move(sizes);
+    }
+    dims.push_back(std::move(entry));
   }
   return json::Object{{"role", role},
                       {"name", name},
@@ -843,12 +903,9 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
 
   json::Array bufferList;
   for (const BufferInfo &info : buffers) {
-    json::Array shape;
-    for (int64_t size : info.shape)
-      shape.push_back(size);
     bufferList.push_back(json::Object{{"id", info.id},
                                       {"dtype", info.dtype},
-                                      {"shape", std::move(shape)},
+                                      {"shape", bufferShape(info)},
                                       {"offset", info.offset},
                                       {"bytes", info.bytes}});
   }

@@ -34,8 +34,8 @@ static Operation *cloneLocal(OpBuilder &builder, Operation &op,
 }
 
 Partitioner::Partitioner(mtf::ProgramOp global, FlatSymbolRefAttr grid)
-    : global(global), mesh(toMesh(global.getMeshAttr())), grid(grid),
-      builder(global) {}
+    : global(global), mesh(toMesh(global.getMeshAttr())),
+      weights(axisWeightsOf(global, mesh)), grid(grid), builder(global) {}
 
 std::vector<size_t> dataParallelAxes(mtf::ProgramOp program,
                                      const layout::Mesh &mesh) {
@@ -61,9 +61,7 @@ void Partitioner::PhaseListener::notifyOperationInserted(
 
 mtf::ProgramOp Partitioner::run() {
   // Layouts are checked again with the program's weights, so that IR whose
-  // mtf.axis_weights do not allow a split is refused, not replicated; and
-  // unequal blocks are refused for now.
-  layout::AxisWeights weights = axisWeightsOf(global, mesh);
+  // mtf.axis_weights do not allow a split is refused, not replicated.
   for (Operation &op : global.getBodyBlock()) {
     auto attr =
         op.getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
@@ -78,22 +76,12 @@ mtf::ProgramOp Partitioner::run() {
       emitLayoutError(op.getLoc(), checked.error());
       return {};
     }
-    if (!checked->hasEqualBlocks(toDims(type), mesh, weights)) {
-      emitLayoutError(op.getLoc(),
-                      {"tensor '" + tensorName(&op) + "' " +
-                           checked->str(toDims(type), mesh) +
-                           " is cut into unequal blocks " +
-                           describeBlocks(type, *checked, mesh, weights) +
-                           ", and meshc does not partition unequal blocks yet",
-                       "meshc --explain and --show-layout show the blocks "
-                       "(docs/layouts.md#device-weights)"});
-      return {};
-    }
   }
   auto local =
       mtf::ProgramOp::create(builder, global.getLoc(), global.getSymName());
   local.setMeshAttr(global.getMeshAttr());
   local.setLocal(true);
+  setAxisWeights(local, weights, mesh);
   if (Attribute training = global->getAttr(mtf::MtfDialect::kTrainingAttrName))
     local->setAttr(mtf::MtfDialect::kTrainingAttrName, training);
   dataAxes = dataParallelAxes(global, mesh);
@@ -104,7 +92,12 @@ mtf::ProgramOp Partitioner::run() {
   for (Operation &op : global.getBodyBlock()) {
     phaseListener.phase =
         op.getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName);
-    if (failed(partition(op))) {
+    LogicalResult done = partition(op);
+    if (succeeded(done) && refusal) {
+      emitLayoutError(refusal->first, refusal->second);
+      done = failure();
+    }
+    if (failed(done)) {
       local.erase();
       return {};
     }
@@ -195,8 +188,7 @@ LogicalResult Partitioner::partitionDims(Operation &op,
   }
   Layout compute = layoutFor(resultType, target);
   Operation *clone = cloneLocal(builder, op, mapping);
-  clone->getResult(0).setType(localType(resultType, compute));
-  Value result = clone->getResult(0);
+  Value result = setLocalType(clone->getResult(0), resultType, compute);
   if (!gathered.empty())
     result = reshard(result, resultType, compute, layout, op.getLoc(),
                      "the " + op.getName().stripDialect().str() +
@@ -229,7 +221,7 @@ LogicalResult Partitioner::addPartialSums(Operation &op, const Layout &layout,
   }
   auto resultType = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
   Operation *clone = cloneLocal(builder, op, mapping);
-  clone->getResult(0).setType(localType(resultType, layout));
+  setLocalType(clone->getResult(0), resultType, layout);
   define(op.getResult(0), clone->getResult(0), layout, /*partial=*/true);
   std::string why = lhs->second.why == rhs->second.why
                         ? lhs->second.why
@@ -374,12 +366,12 @@ Partitioner::partitionContraction(Operation &op,
   bool reduced = !claimedBy.empty();
   Value local;
   if (isMean && reduced) {
-    local = mtf::ReduceSumOp::create(builder, op.getLoc(), partialType,
-                                     mapping.lookup(op.getOperand(0)));
+    local = track(mtf::ReduceSumOp::create(builder, op.getLoc(), partialType,
+                                           mapping.lookup(op.getOperand(0))),
+                  resultType, partialLayout);
   } else {
     Operation *clone = cloneLocal(builder, op, mapping);
-    clone->getResult(0).setType(partialType);
-    local = clone->getResult(0);
+    local = setLocalType(clone->getResult(0), resultType, partialLayout);
   }
 
   // Sum the partial results.
@@ -426,7 +418,7 @@ Partitioner::partitionContraction(Operation &op,
     for (const mtf::NamedDim &dim : inputType.getDims())
       if (!resultType.hasDim(dim.name.getValue()))
         count *= dim.size;
-    local = scaleLocal(local, localType(resultType, current),
+    local = scaleLocal(local, resultType, current,
                        1.0 / static_cast<double>(count), op.getLoc());
   }
   define(op.getResult(0), local, current);
@@ -454,7 +446,7 @@ LogicalResult Partitioner::partitionRename(Operation &op,
   IRMapping mapping;
   mapping.map(operand, input);
   Operation *clone = cloneLocal(builder, op, mapping);
-  clone->getResult(0).setType(localType(type, renamed));
+  setLocalType(clone->getResult(0), type, renamed);
   Layout outLayout = resultLayout(&op);
   Value result =
       reshard(clone->getResult(0), type, renamed, outLayout, op.getLoc(),
@@ -476,6 +468,20 @@ LogicalResult Partitioner::partitionAssign(Operation &op,
   mapping.map(value, operandAs(value, target, &op));
   builder.clone(op, mapping);
   return success();
+}
+
+/// Whether some input's first (example) dim is cut into unequal blocks.
+bool Partitioner::hasUnequalExamples() {
+  for (auto input : global.getBodyBlock().getOps<mtf::InputOp>()) {
+    auto type = llvm::cast<mtf::TensorType>(input.getType());
+    if (type.getRank() == 0)
+      continue;
+    std::vector<int64_t> blocks = resultLayout(input).blockSizes(
+        0, type.getDims()[0].size, mesh, weights);
+    if (!llvm::all_equal(blocks))
+      return true;
+  }
+  return false;
 }
 
 /// Local SGD: partial sums over the data-parallel axes stay per replica,
@@ -501,9 +507,16 @@ LogicalResult Partitioner::partitionLocalGrad(Operation &op) {
     local = reduceOver(local, type, layout, model, std::nullopt, false,
                        op.getLoc(), sums.why);
   if (!data.empty()) {
+    if (!refusal && hasUnequalExamples())
+      refusal = {op.getLoc(),
+                 {"local SGD (sync_every) scales each replica's gradient to "
+                  "its own examples, and meshc does not do that for unequal "
+                  "blocks of the examples yet",
+                  "train with synchronous updates, or without device "
+                  "weights (docs/layouts.md#device-weights)"}};
     int64_t replicas = layout::groupSize(data, mesh);
-    local = scaleLocal(local, localType(type, layout),
-                       static_cast<double>(replicas), op.getLoc());
+    local = scaleLocal(local, type, layout, static_cast<double>(replicas),
+                       op.getLoc());
   }
   define(op.getResult(0), local, layout);
   return success();
@@ -581,8 +594,11 @@ Value Partitioner::reshard(Value value, mtf::TensorType type,
   std::vector<layout::ReshardStep> steps = layout::planReshard(from, to);
   if (steps.empty())
     return value;
-  Value tensor = mtf::ToTensorOp::create(
-      builder, loc, rankedOf(localType(type, from)), value);
+  Value tensor =
+      track(mtf::ToTensorOp::create(builder, loc,
+                                    rankedOf(localType(type, from)), value),
+            type, from);
+  Layout before = from;
   for (const layout::ReshardStep &step : steps) {
     RankedTensorType stepType = rankedOf(localType(type, step.after));
     Operation *collective = nullptr;
@@ -605,9 +621,17 @@ Value Partitioner::reshard(Value value, mtf::TensorType type,
     }
     collective->setAttr(mtf::MtfDialect::kReasonAttrName,
                         builder.getStringAttr(why));
-    tensor = collective->getResult(0);
+    refuseUnequalMove(type, step.dim, before, step.after,
+                      collective->getName().stripDialect(), loc);
+    if (step.kind == layout::ReshardKind::AllToAll)
+      refuseUnequalMove(type, step.concatDim, before, step.after,
+                        collective->getName().stripDialect(), loc);
+    tensor = track(collective->getResult(0), type, step.after);
+    before = step.after;
   }
-  return mtf::FromTensorOp::create(builder, loc, localType(type, to), tensor);
+  return track(
+      mtf::FromTensorOp::create(builder, loc, localType(type, to), tensor),
+      type, to);
 }
 
 Value Partitioner::reduceOver(Value value, mtf::TensorType type,
@@ -619,17 +643,25 @@ Value Partitioner::reduceOver(Value value, mtf::TensorType type,
   if (!scatterDim)
     std::sort(axes.begin(), axes.end());
   mtf::TensorType before = localType(type, layout);
-  Value tensor = mtf::ToTensorOp::create(builder, loc, rankedOf(before), value);
+  Value tensor =
+      track(mtf::ToTensorOp::create(builder, loc, rankedOf(before), value),
+            type, layout);
   auto kind = shard::ReductionKindAttr::get(builder.getContext(),
                                             isMax ? shard::ReductionKind::Max
                                                   : shard::ReductionKind::Sum);
   Operation *collective;
-  mtf::TensorType after = before;
+  Layout scattered = layout;
   if (scatterDim) {
-    SmallVector<mtf::NamedDim> dims(before.getDims());
-    dims[*scatterDim].size /= layout::groupSize(axes, mesh);
-    after = mtf::TensorType::get(builder.getContext(), dims,
-                                 before.getElementType());
+    std::vector<std::vector<size_t>> splits;
+    for (size_t d = 0; d < layout.rank(); ++d)
+      splits.push_back(layout.axesOf(d));
+    llvm::append_range(splits[*scatterDim], axes);
+    scattered = Layout::fromAxisIndices(std::move(splits));
+  }
+  mtf::TensorType after = localType(type, scattered);
+  if (scatterDim) {
+    refuseUnequalMove(type, *scatterDim, layout, scattered, "reduce_scatter",
+                      loc);
     collective = shard::ReduceScatterOp::create(
         builder, loc, rankedOf(after), grid, gridAxes(axes), tensor, kind,
         builder.getIndexAttr(*scatterDim));
@@ -639,15 +671,18 @@ Value Partitioner::reduceOver(Value value, mtf::TensorType type,
   }
   collective->setAttr(mtf::MtfDialect::kReasonAttrName,
                       builder.getStringAttr(why));
-  return mtf::FromTensorOp::create(builder, loc, after,
-                                   collective->getResult(0));
+  track(collective->getResult(0), type, scattered);
+  return track(
+      mtf::FromTensorOp::create(builder, loc, after, collective->getResult(0)),
+      type, scattered);
 }
 
 //===----------------------------------------------------------------------===//
 // Layout helpers
 //===----------------------------------------------------------------------===//
 
-Value Partitioner::scaleLocal(Value local, mtf::TensorType type, double factor,
+Value Partitioner::scaleLocal(Value local, mtf::TensorType type,
+                              const Layout &layout, double factor,
                               Location loc) {
   auto scalarType =
       mtf::TensorType::get(builder.getContext(), {}, type.getElementType());
@@ -656,7 +691,9 @@ Value Partitioner::scaleLocal(Value local, mtf::TensorType type, double factor,
   scale.getDefiningOp()->setAttr(
       mtf::MtfDialect::kLayoutAttrName,
       mtf::LayoutAttr::get(builder.getContext(), {}));
-  return mtf::MulOp::create(builder, loc, type, local, scale);
+  return track(
+      mtf::MulOp::create(builder, loc, localType(type, layout), local, scale),
+      type, layout);
 }
 
 void Partitioner::define(Value value, Value local, const Layout &layout,
@@ -677,17 +714,57 @@ Partitioner::Layout Partitioner::resultLayout(Operation *op) {
   if (!attr)
     return Layout::replicated(type.getRank());
   // The attribute was verified against this mesh.
-  layout::Result<Layout> result = fromLayoutAttr("", type, attr, mesh);
+  layout::Result<Layout> result =
+      fromLayoutAttr("", type, attr, mesh, &weights);
   return result.ok() ? *result : Layout::replicated(type.getRank());
 }
 
 mtf::TensorType Partitioner::localType(mtf::TensorType type,
                                        const Layout &layout) const {
-  std::vector<int64_t> shape = layout.sliceShape(toDims(type), mesh);
+  std::vector<int64_t> shape =
+      layout.maxBlockShape(toDims(type), mesh, weights);
   SmallVector<mtf::NamedDim> dims;
   for (auto [dim, size] : llvm::zip(type.getDims(), shape))
     dims.push_back({dim.name, size});
   return mtf::TensorType::get(type.getContext(), dims, type.getElementType());
+}
+
+Value Partitioner::setLocalType(Value local, mtf::TensorType type,
+                                const Layout &layout) {
+  local.setType(localType(type, layout));
+  return track(local, type, layout);
+}
+
+Value Partitioner::track(Value local, mtf::TensorType type,
+                         const Layout &layout) {
+  if (!weights.isPlain())
+    setBlocks(local.getDefiningOp(), type, layout, mesh, weights);
+  return local;
+}
+
+void Partitioner::refuseUnequalMove(mtf::TensorType type, size_t dim,
+                                    const Layout &from, const Layout &to,
+                                    StringRef collective, Location loc) {
+  if (weights.isPlain() || refusal)
+    return;
+  int64_t size = type.getDims()[dim].size;
+  for (const Layout *layout : {&from, &to}) {
+    std::vector<int64_t> blocks = layout->blockSizes(dim, size, mesh, weights);
+    if (llvm::all_equal(blocks))
+      continue;
+    std::string name = type.getDims()[dim].name.getValue().str();
+    refusal = {loc,
+               {"the " + collective.str() + " of " + describe(type, from) +
+                    " to " + describe(type, to) + " would move unequal " +
+                    "blocks of '" + name + "' " +
+                    describeBlocks(type, *layout, mesh, weights) +
+                    ", and meshc's collectives move equal blocks only so far",
+                "lay '" + name +
+                    "' out alike wherever it is cut unequally, "
+                    "or drop the weights; meshc --show-layout shows its blocks "
+                    "(docs/layouts.md#device-weights)"}};
+    return;
+  }
 }
 
 Partitioner::AxisMap Partitioner::axesByName(mtf::TensorType type,

@@ -58,6 +58,8 @@ private:
   mlir::LogicalResult partitionAssign(mlir::Operation &op,
                                       const mlir::mtf::PartitionRule &rule);
   mlir::LogicalResult partitionLocalGrad(mlir::Operation &op);
+  /// Whether some input's first (example) dim is cut into unequal blocks.
+  bool hasUnequalExamples();
   mlir::LogicalResult addPartialSums(mlir::Operation &op, const Layout &layout,
                                      const AxisMap &target);
   /// Emits the all-reduce of a pending partial sum (once), right after the
@@ -89,18 +91,36 @@ private:
                          std::optional<size_t> scatterDim, bool isMax,
                          mlir::Location loc, llvm::StringRef why);
 
-  /// `local` (a block of local type `type`) times a replicated constant.
+  /// `local` (a block of a tensor of global type `type` with `layout`) times
+  /// a replicated constant.
   mlir::Value scaleLocal(mlir::Value local, mlir::mtf::TensorType type,
-                         double factor, mlir::Location loc);
+                         const Layout &layout, double factor,
+                         mlir::Location loc);
   /// Records that global `value` is now `local` with `layout`; a `partial`
   /// local holds per-device partial sums (see `pending`).
   void define(mlir::Value value, mlir::Value local, const Layout &layout,
               bool partial = false);
   /// The layout `mtf-apply-layout` gave the result of `op`.
   Layout resultLayout(mlir::Operation *op);
-  /// The per-device type of a tensor of global type `type` with `layout`.
+  /// The per-device type of a tensor of global type `type` with `layout`:
+  /// its largest block, when device weights cut blocks unequally.
   mlir::mtf::TensorType localType(mlir::mtf::TensorType type,
                                   const Layout &layout) const;
+  /// Gives `local`, a block of a tensor of global type `type` with `layout`,
+  /// its local type and records which of its dims are cut into unequal
+  /// blocks (mtf.blocks); returns `local`. Every value the partitioner makes
+  /// passes through here or track().
+  mlir::Value setLocalType(mlir::Value local, mlir::mtf::TensorType type,
+                           const Layout &layout);
+  /// Records the unequal blocks of `local` (already of its local type).
+  mlir::Value track(mlir::Value local, mlir::mtf::TensorType type,
+                    const Layout &layout);
+  /// Refuses (once, for run() to report) a collective that would cut or
+  /// join dim `dim` of `type` where `from` or `to` cuts it into unequal
+  /// blocks: the runtime's collectives move equal blocks only, so far.
+  void refuseUnequalMove(mlir::mtf::TensorType type, size_t dim,
+                         const Layout &from, const Layout &to,
+                         llvm::StringRef collective, mlir::Location loc);
   AxisMap axesByName(mlir::mtf::TensorType type, const Layout &layout) const;
   Layout layoutFor(mlir::mtf::TensorType type, const AxisMap &axes) const;
   /// "[batch:b, hidden]".
@@ -111,6 +131,11 @@ private:
 
   mlir::mtf::ProgramOp global;
   layout::Mesh mesh;
+  /// The program's device weights (axisWeightsOf).
+  layout::AxisWeights weights;
+  /// The first thing the partitioner cannot do with unequal blocks, for
+  /// run() to report after the op that needed it.
+  std::optional<std::pair<mlir::Location, layout::Error>> refusal;
   mlir::FlatSymbolRefAttr grid;
   mlir::OpBuilder builder;
   /// Global value -> its local value and layout.

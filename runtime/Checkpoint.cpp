@@ -89,10 +89,12 @@ void writeShard(const Session &session, const Program &program,
   std::string data;
   for (size_t p = 0; p < params.size(); ++p) {
     const Tensor &tensor = *params[p];
-    if (!storesBlock(program, tensor, device))
+    // An empty block (more devices than elements under --uneven or device
+    // weights) holds nothing to store.
+    int64_t elements = product(tensor.blockShape(program.mesh, device));
+    if (!storesBlock(program, tensor, device) || elements == 0)
       continue;
-    block.resize(product(tensor.layout.sliceShape(tensor.dims, program.mesh)) *
-                 4);
+    block.resize(elements * 4);
     session.readBlock(tensor, local, block.data());
     ShardRecord &record = records[p];
     record.stored = 1;
@@ -120,15 +122,13 @@ CheckpointIndex makeIndex(const Session &session, const Program &program,
   for (size_t p = 0; p < params.size(); ++p) {
     const Tensor &tensor = *params[p];
     CheckpointTensor entry{tensor.name, tensor.dtype, tensor.dims, {}};
-    std::vector<int64_t> shape =
-        tensor.layout.sliceShape(tensor.dims, program.mesh);
     for (int64_t d = 0; d < session.numDevices(); ++d) {
       const ShardRecord &record = records[d * params.size() + p];
       if (record.stored)
-        entry.shards.push_back(
-            {d, shardName(d),
-             tensor.layout.sliceOffset(tensor.dims, program.mesh, d), shape,
-             record.byteOffset, record.bytes, record.crc32});
+        entry.shards.push_back({d, shardName(d),
+                                tensor.blockOffset(program.mesh, d),
+                                tensor.blockShape(program.mesh, d),
+                                record.byteOffset, record.bytes, record.crc32});
     }
     index.tensors.push_back(std::move(entry));
   }

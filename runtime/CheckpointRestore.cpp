@@ -155,10 +155,8 @@ std::vector<char> assembleBlock(const Program &program, const Tensor &tensor,
                                 const CheckpointTensor &stored,
                                 const std::vector<size_t> &shards,
                                 std::map<size_t, std::vector<char>> &cache) {
-  std::vector<int64_t> shape =
-      tensor.layout.sliceShape(tensor.dims, program.mesh);
-  std::vector<int64_t> offset =
-      tensor.layout.sliceOffset(tensor.dims, program.mesh, device);
+  std::vector<int64_t> shape = tensor.blockShape(program.mesh, device);
+  std::vector<int64_t> offset = tensor.blockOffset(program.mesh, device);
   std::vector<char> block(product(shape) * 4);
   int64_t covered = 0;
   for (size_t s : shards) {
@@ -213,13 +211,10 @@ void restoreCheckpoint(Session &session, const Program &program,
     // is one (local-SGD replicas differ).
     std::map<int64_t, size_t> own;
     if (index.mesh == program.mesh.str()) {
-      std::vector<int64_t> shape =
-          param.layout.sliceShape(param.dims, program.mesh);
       for (size_t s = 0; s < tensor.shards.size(); ++s) {
         const CheckpointShard &shard = tensor.shards[s];
-        if (shard.shape == shape &&
-            shard.offset == param.layout.sliceOffset(param.dims, program.mesh,
-                                                     shard.device))
+        if (shard.shape == param.blockShape(program.mesh, shard.device) &&
+            shard.offset == param.blockOffset(program.mesh, shard.device))
           own[shard.device] = s;
       }
     }

@@ -8,6 +8,7 @@
 #include "runtime/Loader.h"
 
 #include "runtime/Error.h"
+#include "runtime/PerDeviceSizes.h"
 #include "runtime/StepLoader.h"
 
 #include <algorithm>
@@ -165,16 +166,20 @@ Tensor parseTensor(const JsonNode &node, const Program &program,
                std::to_string(buffer.id) + " is " + dtypeName(buffer.dtype));
 
   JsonNode dimsNode = node.member("dims");
-  tensor.layout =
-      parseGlobalDims(dimsNode, tensor.name, program.mesh, tensor.dims);
+  tensor.layout = parseGlobalDims(dimsNode, tensor.name, program.mesh,
+                                  tensor.dims, tensor.blocks);
   int64_t blockBytes = checkedProduct(
-      dimsNode, tensor.layout.sliceShape(tensor.dims, program.mesh),
+      dimsNode,
+      programBlock(program, tensor.dims, tensor.layout, tensor.blocks),
       dtypeBytes(tensor.dtype));
-  if (blockBytes > buffer.bytes)
+  // The buffer's shape (this program's device's, under device weights) must
+  // hold the tensor's block: steps and input feeds agree on its size.
+  int64_t shapeBytes = buffer.elements * dtypeBytes(buffer.dtype);
+  if (blockBytes > shapeBytes)
     bufferNode.fail(
         roleText + " '" + tensor.name + "' needs " +
         std::to_string(blockBytes) + " bytes per device but buffer " +
-        std::to_string(buffer.id) + " has " + std::to_string(buffer.bytes));
+        std::to_string(buffer.id) + " holds " + std::to_string(shapeBytes));
 
   if (tensor.role == Role::Param) {
     if (tensor.dtype != DType::F32)
@@ -276,8 +281,8 @@ SyncSpec parseSync(const JsonNode &node, Program &program,
     reduce.index = program.steps.size() + sync.steps.size();
     reduce.phase = Phase::Update;
     reduce.out.buffer = buffer->second;
-    reduce.out.shape.sizes = {
-        param->layout.numElementsPerDevice(param->dims, program.mesh)};
+    reduce.out.shape.sizes = {product(
+        programBlock(program, param->dims, param->layout, param->blocks))};
     AllReduceAttrs sum;
     sum.group = group;
     sum.reduction = Reduction::Sum;
@@ -318,6 +323,42 @@ TrainingSpec parseTraining(const JsonNode &node, Program &program,
   return training;
 }
 
+/// The program `document` describes, its per-device sizes resolved (for
+/// device `device`, or the largest blocks when it is -1).
+Program readProgram(const json &document, const std::string &fileName,
+                    int64_t device) {
+  JsonNode root(document, "", fileName);
+  Program program;
+  program.fileName = fileName;
+  program.device = device;
+  program.name = root.member("program").string();
+  if (std::optional<JsonNode> source = root.optionalMember("source"))
+    program.source = source->string();
+  program.mesh = parseMesh(root.member("mesh"));
+  program.seed = static_cast<uint64_t>(root.member("seed").integerAtLeast(0));
+  program.arenaBytes = root.member("arena_bytes").integerAtLeast(0);
+
+  std::map<int64_t, size_t> bufferIndex;
+  for (const JsonNode &node : root.member("buffers").elements()) {
+    Buffer buffer = parseBuffer(node, program.arenaBytes);
+    if (!bufferIndex.emplace(buffer.id, program.buffers.size()).second)
+      node.member("id").fail("buffer " + std::to_string(buffer.id) +
+                             " is declared twice");
+    program.buffers.push_back(std::move(buffer));
+  }
+  for (const JsonNode &node : root.member("tensors").elements())
+    program.tensors.push_back(parseTensor(node, program, bufferIndex));
+  std::vector<JsonNode> steps = root.member("steps").elements();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    program.steps.push_back(parseStep(steps[i], i, program, bufferIndex));
+    program.scratchBytes =
+        std::max(program.scratchBytes, program.steps.back().scratchBytes);
+  }
+  if (std::optional<JsonNode> training = root.optionalMember("training"))
+    program.training = parseTraining(*training, program, bufferIndex);
+  return program;
+}
+
 } // namespace
 
 Program parseProgram(std::string_view text, const std::string &fileName) {
@@ -344,33 +385,29 @@ Program parseProgram(std::string_view text, const std::string &fileName) {
         "unsupported .mprog version " + std::to_string(version.integer()) +
         " (this runtime reads version " + std::to_string(kMprogVersion) + ")");
 
-  Program program;
-  program.fileName = fileName;
-  program.name = root.member("program").string();
-  if (std::optional<JsonNode> source = root.optionalMember("source"))
-    program.source = source->string();
-  program.mesh = parseMesh(root.member("mesh"));
-  program.seed = static_cast<uint64_t>(root.member("seed").integerAtLeast(0));
-  program.arenaBytes = root.member("arena_bytes").integerAtLeast(0);
-
-  std::map<int64_t, size_t> bufferIndex;
-  for (const JsonNode &node : root.member("buffers").elements()) {
-    Buffer buffer = parseBuffer(node, program.arenaBytes);
-    if (!bufferIndex.emplace(buffer.id, program.buffers.size()).second)
-      node.member("id").fail("buffer " + std::to_string(buffer.id) +
-                             " is declared twice");
-    program.buffers.push_back(std::move(buffer));
+  PerDeviceSizes sizes(document, parseMesh(root.member("mesh")), fileName);
+  if (!sizes.any())
+    return readProgram(document, fileName, -1);
+  // Unequal blocks: the largest for the whole mesh (the arena and every
+  // device's scratch are that big), then each device's own program.
+  Program program = readProgram(sizes.resolve(std::nullopt), fileName, -1);
+  std::map<std::vector<int64_t>, std::shared_ptr<const Program>> byBlocks;
+  for (int64_t d = 0; d < program.mesh.numDevices(); ++d) {
+    std::shared_ptr<const Program> &own = byBlocks[sizes.key(d)];
+    if (!own) {
+      try {
+        own = std::make_shared<const Program>(
+            readProgram(sizes.resolve(d), fileName, d));
+      } catch (const RuntimeError &error) {
+        throw RuntimeError(std::string(error.what()) +
+                           " (in the sizes of "
+                           "device " +
+                           std::to_string(d) + ")");
+      }
+      program.scratchBytes = std::max(program.scratchBytes, own->scratchBytes);
+    }
+    program.perDevice.push_back(own);
   }
-  for (const JsonNode &node : root.member("tensors").elements())
-    program.tensors.push_back(parseTensor(node, program, bufferIndex));
-  std::vector<JsonNode> steps = root.member("steps").elements();
-  for (size_t i = 0; i < steps.size(); ++i) {
-    program.steps.push_back(parseStep(steps[i], i, program, bufferIndex));
-    program.scratchBytes =
-        std::max(program.scratchBytes, program.steps.back().scratchBytes);
-  }
-  if (std::optional<JsonNode> training = root.optionalMember("training"))
-    program.training = parseTraining(*training, program, bufferIndex);
   return program;
 }
 

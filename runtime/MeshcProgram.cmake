@@ -10,6 +10,7 @@ add_library(MeshcProgram STATIC
   ${meshc_program_dir}/FusedStep.cpp
   ${meshc_program_dir}/JsonNode.cpp
   ${meshc_program_dir}/Loader.cpp
+  ${meshc_program_dir}/PerDeviceSizes.cpp
   ${meshc_program_dir}/Program.cpp
   ${meshc_program_dir}/StepLoader.cpp
 )

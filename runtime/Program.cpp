@@ -83,6 +83,20 @@ std::vector<int64_t> Tensor::globalShape() const {
   return shape;
 }
 
+std::vector<int64_t> Tensor::blockShape(const layout::Mesh &mesh,
+                                        int64_t deviceId) const {
+  return layout.blockShape(dims, mesh, blocks, deviceId);
+}
+
+std::vector<int64_t> Tensor::blockOffset(const layout::Mesh &mesh,
+                                         int64_t deviceId) const {
+  return layout.blockOffset(dims, mesh, blocks, deviceId);
+}
+
+std::vector<int64_t> Tensor::maxBlockShape(const layout::Mesh &mesh) const {
+  return layout.maxBlockShape(dims, mesh, blocks);
+}
+
 const char *phaseName(Phase phase) {
   switch (phase) {
   case Phase::Forward:
@@ -130,14 +144,19 @@ Program::blockOffsets(int64_t deviceId) const {
   for (const Step &step : steps)
     if (step.op() == OpKind::Dropout) {
       const DropoutAttrs &dropout = step.as<DropoutAttrs>();
-      offsets[step.index] =
-          dropout.layout.sliceOffset(dropout.dims, mesh, deviceId);
+      offsets[step.index] = dropout.layout.blockOffset(
+          dropout.dims, mesh, dropout.blocks, deviceId);
     } else if (step.op() == OpKind::OneHot) {
       const OneHotAttrs &hot = step.as<OneHotAttrs>();
-      offsets[step.index] =
-          hot.layout.sliceOffset({{hot.dim, hot.classes}}, mesh, deviceId);
+      offsets[step.index] = hot.layout.blockOffset({{hot.dim, hot.classes}},
+                                                   mesh, hot.blocks, deviceId);
     }
   return offsets;
+}
+
+const Step &Program::step(size_t index) const {
+  return index < steps.size() ? steps[index]
+                              : training->sync->steps[index - steps.size()];
 }
 
 int64_t product(const std::vector<int64_t> &shape) {

@@ -20,6 +20,7 @@
 #include "runtime/core/layout/TensorLayout.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -93,6 +94,9 @@ struct Tensor {
   std::vector<layout::Dim> dims;
   /// The split of each dim over mesh axes (as layout::TensorLayout does it).
   layout::TensorLayout layout = layout::TensorLayout::replicated(0);
+  /// Per dim, the unequal blocks the .mprog lists (device weights); empty
+  /// lists for dims cut into equal blocks.
+  layout::TensorLayout::BlockLists blocks;
   /// How a parameter is initialised.
   InitSpec init;
   /// For i32 inputs: synthetic values are uniform in [first, second).
@@ -100,6 +104,13 @@ struct Tensor {
 
   /// The global shape.
   std::vector<int64_t> globalShape() const;
+  /// The shape and the global offsets of device `deviceId`'s block.
+  std::vector<int64_t> blockShape(const layout::Mesh &mesh,
+                                  int64_t deviceId) const;
+  std::vector<int64_t> blockOffset(const layout::Mesh &mesh,
+                                   int64_t deviceId) const;
+  /// The largest block along each dim.
+  std::vector<int64_t> maxBlockShape(const layout::Mesh &mesh) const;
 };
 
 /// Which part of a training program a step belongs to: an eval run executes
@@ -212,6 +223,8 @@ struct OneHotAttrs {
   int64_t classes = 0;
   /// The split of [dim=classes] over the mesh (whole when not split).
   layout::TensorLayout layout = layout::TensorLayout::replicated(1);
+  /// The class dim's unequal blocks, when the .mprog lists them.
+  layout::TensorLayout::BlockLists blocks;
 };
 /// argmax: the dim of in searched.
 struct ArgmaxAttrs {
@@ -222,6 +235,8 @@ struct ArgmaxAttrs {
 struct DropoutAttrs {
   std::vector<layout::Dim> dims;
   layout::TensorLayout layout = layout::TensorLayout::replicated(0);
+  /// Per dim, the unequal blocks the .mprog lists (empty: equal blocks).
+  layout::TensorLayout::BlockLists blocks;
   std::string name;
   double rate = 0;
 };
@@ -378,6 +393,21 @@ struct Program {
   int64_t scratchBytes = 0;
   /// Present for training programs.
   std::optional<TrainingSpec> training;
+  /// The device whose block sizes this program's steps and buffers have,
+  /// or -1: each the largest of any device (what the arena is planned for).
+  int64_t device = -1;
+  /// When the .mprog gives some sizes per device (unequal blocks under
+  /// device weights, docs/mprog.md#per-device-sizes): the program device d
+  /// runs at index d, devices with the same blocks sharing one. Empty when
+  /// every device runs this program.
+  std::vector<std::shared_ptr<const Program>> perDevice;
+
+  /// The program device `deviceId` runs: its own, or this one.
+  const Program &on(int64_t deviceId) const {
+    return perDevice.empty() ? *this : *perDevice[size_t(deviceId)];
+  }
+  /// The step at `index`: steps[index], then training.sync's steps.
+  const Step &step(size_t index) const;
 
   /// The tensor of `role` called `name`, or null.
   const Tensor *findTensor(Role role, const std::string &name) const;

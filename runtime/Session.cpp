@@ -100,7 +100,7 @@ Session::Session(const Program &program, const SessionOptions &options)
       localIds.push_back(d);
   backend->setLocalDevices(static_cast<int64_t>(localIds.size()));
   for (int64_t d : localIds) {
-    devices.push_back(backend->createDevice(program, d));
+    devices.push_back(backend->createDevice(program.on(d), d));
     devices.back()->allocate(program.arenaBytes, program.scratchBytes);
   }
   Collectives &collectives =
@@ -181,9 +181,6 @@ Session::~Session() = default;
 
 void Session::initializeParam(const Tensor &tensor,
                               const std::string &initDir) {
-  std::vector<int64_t> blockShape =
-      tensor.layout.sliceShape(tensor.dims, program.mesh);
-  std::vector<float> block(product(blockShape));
   std::optional<NpyArray> values;
   if (!initDir.empty()) {
     std::string path =
@@ -201,8 +198,10 @@ void Session::initializeParam(const Tensor &tensor,
                          npyShapeStr(tensor.globalShape()));
   }
   for (size_t i = 0; i < localIds.size(); ++i) {
-    std::vector<int64_t> offset =
-        tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[i]);
+    std::vector<int64_t> blockShape =
+        tensor.blockShape(program.mesh, localIds[i]);
+    std::vector<int64_t> offset = tensor.blockOffset(program.mesh, localIds[i]);
+    std::vector<float> block(product(blockShape));
     if (values)
       copyBlock(values->shape, offset, blockShape, values->data.data(),
                 reinterpret_cast<char *>(block.data()), true);
@@ -220,12 +219,11 @@ Session::InputFeed Session::prepareInput(const Tensor &tensor,
   feed.tensor = &tensor;
   feed.file = file;
   std::vector<int64_t> globalShape = tensor.globalShape();
-  feed.blockShape = tensor.layout.sliceShape(tensor.dims, program.mesh);
-  for (int64_t id : localIds)
-    feed.blockOffsets.push_back(
-        tensor.layout.sliceOffset(tensor.dims, program.mesh, id));
-  feed.blocks.assign(localIds.size(),
-                     std::vector<char>(product(feed.blockShape) * 4));
+  for (int64_t id : localIds) {
+    feed.blockShapes.push_back(tensor.blockShape(program.mesh, id));
+    feed.blockOffsets.push_back(tensor.blockOffset(program.mesh, id));
+    feed.blocks.emplace_back(product(feed.blockShapes.back()) * 4);
+  }
   if (!file.empty()) {
     NpyArray array = readNpy(file);
     if (array.dtype != tensor.dtype)
@@ -247,13 +245,13 @@ Session::InputFeed Session::prepareInput(const Tensor &tensor,
       return feed;
     }
     for (size_t d = 0; d < localIds.size(); ++d)
-      copyBlock(globalShape, feed.blockOffsets[d], feed.blockShape,
+      copyBlock(globalShape, feed.blockOffsets[d], feed.blockShapes[d],
                 array.data.data(), feed.blocks[d].data(), true);
   } else if (tensor.dtype == DType::F32) {
     InitSpec standardNormal{InitSpec::Kind::Normal, 0.0, 1.0};
     for (size_t d = 0; d < localIds.size(); ++d)
       fillBlock(standardNormal, seedValue, tensor.name, globalShape,
-                feed.blockOffsets[d], feed.blockShape,
+                feed.blockOffsets[d], feed.blockShapes[d],
                 reinterpret_cast<float *>(feed.blocks[d].data()));
   } else {
     if (!tensor.range)
@@ -263,7 +261,7 @@ Session::InputFeed Session::prepareInput(const Tensor &tensor,
     for (size_t d = 0; d < localIds.size(); ++d)
       fillBlockInt(tensor.range->first, tensor.range->second, seedValue,
                    tensor.name, globalShape, feed.blockOffsets[d],
-                   feed.blockShape,
+                   feed.blockShapes[d],
                    reinterpret_cast<int32_t *>(feed.blocks[d].data()));
   }
   return feed;
@@ -319,8 +317,8 @@ template <typename RowOf>
 void Session::writeFeed(InputFeed &feed, RowOf rowOf) {
   for (size_t d = 0; d < localIds.size(); ++d) {
     if (feed.rows)
-      copyBatchBlock(*feed.rows, rowOf, feed.blockOffsets[d], feed.blockShape,
-                     feed.blocks[d].data());
+      copyBatchBlock(*feed.rows, rowOf, feed.blockOffsets[d],
+                     feed.blockShapes[d], feed.blocks[d].data());
     devices[d]->write(program.buffers[feed.tensor->buffer].offset,
                       feed.blocks[d].data(),
                       static_cast<int64_t>(feed.blocks[d].size()));
@@ -372,13 +370,16 @@ double Session::runSteps(const std::vector<const Step *> &steps,
   auto runDevice = [&](size_t d) {
     const Step *current = nullptr;
     int64_t id = localIds[d];
+    // Under device weights each device runs its own sizes of the steps.
+    const Program &own = program.on(id);
     // Traced steps follow each other: a step starts when the one before
     // it ended, so one clock read per step suffices.
     TraceRecorder::Clock::time_point stepStart;
     if (tracing)
       stepStart = TraceRecorder::Clock::now();
     try {
-      for (const Step *step : steps) {
+      for (const Step *shared : steps) {
+        const Step *step = &own == &program ? shared : &own.step(shared->index);
         current = step;
         std::optional<size_t> group = step->group();
         Communicator *comm = group ? communicators[*group][id].get() : nullptr;
@@ -450,13 +451,13 @@ int64_t Session::residentBytes(size_t local) const {
 void Session::readBlock(const Tensor &tensor, size_t local, void *dst) const {
   devices[local]->read(
       program.buffers[tensor.buffer].offset, dst,
-      product(tensor.layout.sliceShape(tensor.dims, program.mesh)) * 4);
+      product(tensor.blockShape(program.mesh, localIds[local])) * 4);
 }
 
 void Session::writeBlock(const Tensor &tensor, size_t local, const void *src) {
   devices[local]->write(
       program.buffers[tensor.buffer].offset, src,
-      product(tensor.layout.sliceShape(tensor.dims, program.mesh)) * 4);
+      product(tensor.blockShape(program.mesh, localIds[local])) * 4);
 }
 
 std::string Session::traceJson() const {
@@ -470,27 +471,29 @@ HostTensor Session::gather(const Tensor &tensor) const {
   for (const layout::Dim &dim : tensor.dims)
     host.dims.push_back(dim.name);
   host.data.resize(product(host.shape) * 4);
-  std::vector<int64_t> blockShape =
-      tensor.layout.sliceShape(tensor.dims, program.mesh);
-  std::vector<char> block(product(blockShape) * 4);
   if (processes) {
-    devices[0]->read(program.buffers[tensor.buffer].offset, block.data(),
-                     static_cast<int64_t>(block.size()));
+    // Every rank sends a block of the largest size (its own block first), so
+    // the gather moves equal counts.
+    std::vector<char> block(product(tensor.maxBlockShape(program.mesh)) * 4);
+    devices[0]->read(
+        program.buffers[tensor.buffer].offset, block.data(),
+        product(tensor.blockShape(program.mesh, processes->rank())) * 4);
     std::vector<char> all = processes->gatherToRoot(
         block.data(), static_cast<int64_t>(block.size()));
     if (processes->rank() == 0)
       for (int64_t d = 0; d < meshDevices; ++d)
-        copyBlock(host.shape,
-                  tensor.layout.sliceOffset(tensor.dims, program.mesh, d),
-                  blockShape, host.data.data(),
+        copyBlock(host.shape, tensor.blockOffset(program.mesh, d),
+                  tensor.blockShape(program.mesh, d), host.data.data(),
                   all.data() + d * static_cast<int64_t>(block.size()), false);
     return host;
   }
   for (size_t d = 0; d < localIds.size(); ++d) {
+    std::vector<int64_t> blockShape =
+        tensor.blockShape(program.mesh, localIds[d]);
+    std::vector<char> block(product(blockShape) * 4);
     devices[d]->read(program.buffers[tensor.buffer].offset, block.data(),
                      static_cast<int64_t>(block.size()));
-    copyBlock(host.shape,
-              tensor.layout.sliceOffset(tensor.dims, program.mesh, localIds[d]),
+    copyBlock(host.shape, tensor.blockOffset(program.mesh, localIds[d]),
               blockShape, host.data.data(), block.data(), false);
   }
   return host;

@@ -167,8 +167,9 @@ private:
     const Tensor *tensor = nullptr;
     /// The .npy file (empty: synthetic).
     std::string file;
-    std::vector<int64_t> blockShape;
-    /// Per local device: the block's offset in the global tensor.
+    /// Per local device: the block's shape (they differ under device
+    /// weights) and its offset in the global tensor.
+    std::vector<std::vector<int64_t>> blockShapes;
     std::vector<std::vector<int64_t>> blockOffsets;
     /// Per local device: the block (fixed, or the last batch's).
     std::vector<std::vector<char>> blocks;

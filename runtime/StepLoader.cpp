@@ -47,19 +47,67 @@ int64_t checkedProduct(const JsonNode &node,
 layout::TensorLayout parseGlobalDims(const JsonNode &node,
                                      const std::string &name,
                                      const layout::Mesh &mesh,
-                                     std::vector<layout::Dim> &dims) {
+                                     std::vector<layout::Dim> &dims,
+                                     layout::TensorLayout::BlockLists &blocks) {
   std::vector<std::vector<std::string>> axes;
+  std::vector<std::optional<JsonNode>> lists;
   dims.clear();
+  blocks.clear();
   for (const JsonNode &dim : node.elements()) {
     dims.push_back({dim.member("name").string(), dim.member("size").integer()});
     std::optional<JsonNode> dimAxes = dim.optionalMember("axes");
     axes.push_back(dimAxes ? dimAxes->strings() : std::vector<std::string>());
+    lists.push_back(dim.optionalMember("blocks"));
   }
+  // Listed blocks may cut a size their axes do not divide; the others may
+  // not (checked below, after the axes).
+  layout::AxisWeights listed = layout::AxisWeights::even(mesh);
+  listed.allowIndivisible();
   layout::Result<layout::TensorLayout> layout =
-      layout::TensorLayout::fromAxes(name, dims, axes, mesh);
+      layout::TensorLayout::fromAxes(name, dims, axes, mesh, &listed);
   if (!layout)
     node.fail(layout.error().message);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    int64_t shards = layout->shardCount(d, mesh);
+    blocks.emplace_back();
+    if (!lists[d]) {
+      if (dims[d].size % shards != 0)
+        node.fail(layout::TensorLayout::fromAxes(name, dims, axes, mesh)
+                      .error()
+                      .message);
+      continue;
+    }
+    blocks.back() = parseBlockList(*lists[d], dims[d], shards, name);
+  }
   return *layout;
+}
+
+std::vector<int64_t> parseBlockList(const JsonNode &node,
+                                    const layout::Dim &dim, int64_t shards,
+                                    const std::string &name) {
+  std::vector<int64_t> blocks;
+  int64_t total = 0;
+  for (const JsonNode &block : node.elements()) {
+    blocks.push_back(block.integerAtLeast(0));
+    if (__builtin_add_overflow(total, blocks.back(), &total))
+      block.fail("the blocks' sum overflows 64 bits");
+  }
+  if (static_cast<int64_t>(blocks.size()) != shards || total != dim.size)
+    node.fail("dim '" + dim.name + "' of " + name + " has " +
+              std::to_string(blocks.size()) + " blocks summing to " +
+              std::to_string(total) + "; its split needs " +
+              std::to_string(shards) + " summing to its size " +
+              std::to_string(dim.size));
+  return blocks;
+}
+
+std::vector<int64_t>
+programBlock(const Program &program, const std::vector<layout::Dim> &dims,
+             const layout::TensorLayout &layout,
+             const layout::TensorLayout::BlockLists &blocks) {
+  return program.device < 0
+             ? layout.maxBlockShape(dims, program.mesh, blocks)
+             : layout.blockShape(dims, program.mesh, blocks, program.device);
 }
 
 namespace {
@@ -648,14 +696,24 @@ void StepParser::parseAttrs(OneHotAttrs &attrs) {
     size.fail("one_hot classes " + std::to_string(attrs.classes) +
               " must be positive");
   std::optional<JsonNode> axes = classes->optionalMember("axes");
+  std::optional<JsonNode> list = classes->optionalMember("blocks");
+  layout::AxisWeights listed = layout::AxisWeights::even(program.mesh);
+  if (list)
+    listed.allowIndivisible();
   layout::Result<layout::TensorLayout> split = layout::TensorLayout::fromAxes(
       "one_hot", {{attrs.dim, attrs.classes}},
-      {axes ? axes->strings() : std::vector<std::string>()}, program.mesh);
+      {axes ? axes->strings() : std::vector<std::string>()}, program.mesh,
+      &listed);
   if (!split)
     classes->fail(split.error().message);
   attrs.layout = *split;
-  int64_t expected =
-      attrs.layout.sliceShape({{attrs.dim, attrs.classes}}, program.mesh)[0];
+  attrs.blocks.emplace_back();
+  if (list)
+    attrs.blocks.back() =
+        parseBlockList(*list, {attrs.dim, attrs.classes},
+                       attrs.layout.shardCount(0, program.mesh), "one_hot");
+  int64_t expected = programBlock(program, {{attrs.dim, attrs.classes}},
+                                  attrs.layout, attrs.blocks)[0];
   if (block != expected)
     sizesNode->member(attrs.dim).fail(
         "size " + std::to_string(block) + " of the class dim '" + attrs.dim +
@@ -730,7 +788,8 @@ void StepParser::parseAttrs(DropoutAttrs &attrs) {
   if (!(attrs.rate >= 0 && attrs.rate < 1))
     rate.fail("dropout rate " + rate.json().dump() + " is outside [0, 1)");
   JsonNode dims = node.member("dims");
-  attrs.layout = parseGlobalDims(dims, attrs.name, program.mesh, attrs.dims);
+  attrs.layout =
+      parseGlobalDims(dims, attrs.name, program.mesh, attrs.dims, attrs.blocks);
   std::vector<std::string> names;
   for (const layout::Dim &dim : attrs.dims)
     names.push_back(dim.name);
@@ -739,7 +798,7 @@ void StepParser::parseAttrs(DropoutAttrs &attrs) {
                             "] differ from the dropout dims [" + quoted(names) +
                             "]; out is this device's block of them, in order");
   std::vector<int64_t> block =
-      attrs.layout.sliceShape(attrs.dims, program.mesh);
+      programBlock(program, attrs.dims, attrs.layout, attrs.blocks);
   for (size_t d = 0; d < block.size(); ++d)
     if (out.shape.sizes[d] != block[d])
       sizesNode->member(names[d]).fail(

@@ -28,13 +28,29 @@ int64_t checkedProduct(const JsonNode &node,
                        const std::vector<int64_t> &factors, int64_t scale);
 
 /// Parses a "dims" array of {"name", "size", "axes"} at `node` (global sizes
-/// and the mesh axes each dim is split over) into `dims`; returns the layout
-/// over `mesh`, failing at `node` with layout::TensorLayout's message for an
-/// invalid split. `name` names the tensor in those messages.
+/// and the mesh axes each dim is split over) into `dims`, and each dim's
+/// optional "blocks" (its unequal blocks by shard index, summing to its
+/// size) into `blocks`; returns the layout over `mesh`, failing at `node`
+/// with layout::TensorLayout's message for an invalid split. A dim without
+/// "blocks" must divide evenly. `name` names the tensor in those messages.
 layout::TensorLayout parseGlobalDims(const JsonNode &node,
                                      const std::string &name,
                                      const layout::Mesh &mesh,
-                                     std::vector<layout::Dim> &dims);
+                                     std::vector<layout::Dim> &dims,
+                                     layout::TensorLayout::BlockLists &blocks);
+
+/// The "blocks" list at `node` of dim `dim` of tensor `name`, split into
+/// `shards`: that many sizes of at least 0 summing to the dim's size.
+std::vector<int64_t> parseBlockList(const JsonNode &node,
+                                    const layout::Dim &dim, int64_t shards,
+                                    const std::string &name);
+
+/// The block of `dims` (split by `layout`, unequal blocks in `blocks`) that
+/// the steps of `program` hold: device program.device's, or the largest.
+std::vector<int64_t>
+programBlock(const Program &program, const std::vector<layout::Dim> &dims,
+             const layout::TensorLayout &layout,
+             const layout::TensorLayout::BlockLists &blocks);
 
 /// Parses step `index` of `program`, whose mesh and buffers are loaded;
 /// `bufferIndex` maps buffer ids to positions in program.buffers. Adds the

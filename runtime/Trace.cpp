@@ -65,7 +65,8 @@ void appendEvents(std::string &out, const Program &program, int64_t pid,
   out += line;
   for (size_t e = 0; e < count; ++e) {
     const TraceEvent &event = events[e];
-    const Step &step = stepAt(program, event.step);
+    // Under device weights the device's own sizes give its bytes.
+    const Step &step = stepAt(program.on(device), event.step);
     std::string extra;
     if (stepGroup(step.op()) == StepGroup::Collective) {
       std::string axes;

@@ -578,16 +578,6 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   }
   if (failed(pm.run(*module)))
     return failure();
-  // Unequal blocks are not partitioned yet: --explain describes them
-  // without the partitioned program; -o and --emit=spmd get the
-  // partitioner's error.
-  bool unequal = llvm::any_of(module->getOps<mtf::ProgramOp>(),
-                              [](mtf::ProgramOp program) {
-                                return firstUnequalBlocks(program) != nullptr;
-                              });
-  if (unequal && emit != EmitKind::Spmd && emit != EmitKind::Mprog)
-    partition = false;
-
   if (!options.showLayout.empty())
     for (auto program : module->getOps<mtf::ProgramOp>())
       if (failed(meshc::showLayout(program, options.showLayout, llvm::outs())))

@@ -310,9 +310,6 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
        << plan->buffers << " buffers, " << formatBytes(plan->unplannedBytes)
        << " without reuse, at most " << formatBytes(plan->peakLiveBytes)
        << " live at once)\n";
-  if (unequal)
-    os << "  planned arena not available: meshc does not partition unequal "
-          "blocks yet (docs/layouts.md#device-weights)\n";
   if (plan) {
     os << "  at the peak:";
     const char *separator = " ";

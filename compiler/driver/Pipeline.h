@@ -34,6 +34,10 @@ struct PartitionOptions {
   /// Shard optimizer state and updates over the axes that replicate each
   /// parameter (mtf-apply-layout's shard-optimizer).
   bool shardOptimizer = false;
+  /// Device weights in the text of meshc --axis-weights ("b=1,1,2"; empty:
+  /// even) and --uneven (mtf-apply-layout's axis-weights and uneven).
+  std::string axisWeights;
+  bool uneven = false;
 };
 
 /// Lays out every program of `module` by `rules` on `mesh`, then partitions

@@ -137,6 +137,50 @@ std::string describeBlocks(mtf::TensorType type,
   return text + "]";
 }
 
+void setBlocks(Operation *op, mtf::TensorType type,
+               const layout::TensorLayout &tensorLayout,
+               const layout::Mesh &mesh, const layout::AxisWeights &weights) {
+  MLIRContext *context = op->getContext();
+  SmallVector<NamedAttribute> dims;
+  for (auto [index, dim] : llvm::enumerate(type.getDims())) {
+    std::vector<int64_t> sizes =
+        tensorLayout.blockSizes(index, dim.size, mesh, weights);
+    if (llvm::all_equal(sizes))
+      continue;
+    SmallVector<Attribute> axes;
+    for (size_t axis : tensorLayout.axesOf(index))
+      axes.push_back(StringAttr::get(context, mesh.axisName(axis)));
+    dims.emplace_back(
+        dim.name,
+        DictionaryAttr::get(
+            context, {NamedAttribute(StringAttr::get(context, "axes"),
+                                     ArrayAttr::get(context, axes)),
+                      NamedAttribute(StringAttr::get(context, "sizes"),
+                                     DenseI64ArrayAttr::get(context, sizes))}));
+  }
+  if (dims.empty())
+    op->removeAttr(mtf::MtfDialect::kBlocksAttrName);
+  else
+    op->setAttr(mtf::MtfDialect::kBlocksAttrName,
+                DictionaryAttr::get(context, dims));
+}
+
+std::optional<DimBlocks> blocksOf(Operation *op, StringRef dim) {
+  auto dims =
+      op ? op->getAttrOfType<DictionaryAttr>(mtf::MtfDialect::kBlocksAttrName)
+         : DictionaryAttr();
+  auto split = dims ? dims.getAs<DictionaryAttr>(dim) : DictionaryAttr();
+  if (!split)
+    return std::nullopt;
+  DimBlocks blocks;
+  for (auto axis : split.getAs<ArrayAttr>("axes").getAsRange<StringAttr>())
+    blocks.axes.push_back(axis.getValue().str());
+  llvm::ArrayRef<int64_t> sizes =
+      split.getAs<DenseI64ArrayAttr>("sizes").asArrayRef();
+  blocks.sizes.assign(sizes.begin(), sizes.end());
+  return blocks;
+}
+
 std::string tensorName(Operation *op) {
   if (auto input = llvm::dyn_cast<mtf::InputOp>(op))
     return input.getName().str();

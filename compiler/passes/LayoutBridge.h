@@ -14,6 +14,7 @@
 #include "runtime/core/layout/TensorLayout.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,21 @@ std::string describeBlocks(mlir::mtf::TensorType type,
                            const layout::TensorLayout &tensorLayout,
                            const layout::Mesh &mesh,
                            const layout::AxisWeights &weights);
+/// Records on `op`, whose one result is the block of a tensor of global type
+/// `type` laid out as `tensorLayout`, the dims that `weights` cut into
+/// unequal blocks (the mtf.blocks attribute); removes the attribute when
+/// every dim's blocks are equal.
+void setBlocks(mlir::Operation *op, mlir::mtf::TensorType type,
+               const layout::TensorLayout &tensorLayout,
+               const layout::Mesh &mesh, const layout::AxisWeights &weights);
+/// One dim's entry of mtf.blocks: the mesh axes it is split over and each
+/// block's size by shard index.
+struct DimBlocks {
+  std::vector<std::string> axes;
+  std::vector<int64_t> sizes;
+};
+/// The entry of dim `dim` in the mtf.blocks of `op`, if it has one.
+std::optional<DimBlocks> blocksOf(mlir::Operation *op, llvm::StringRef dim);
 /// A readable name for the tensor `op` produces: the input/parameter name,
 /// the variable it was bound to (NameLoc), or the op name.
 std::string tensorName(mlir::Operation *op);

@@ -106,3 +106,46 @@ mtf.program @p mesh <b=3> {
 mtf.program @p mesh <b=3> attributes {mtf.uneven} {
   %x = mtf.input "x" {mtf.layout = #mtf.layout<batch: b>} : !mtf.tensor<[batch=8], f32>
 }
+
+// -----
+
+// mtf.blocks: per unequal dim, its axes and one size per shard, the largest
+// the result's size.
+mtf.program @p mesh <b=3> local attributes {mtf.axis_weights = "b=1,1,2"} {
+  %x = mtf.input "x" {mtf.blocks = {batch = {axes = ["b"], sizes = array<i64: 2, 2, 4>}}} : !mtf.tensor<[batch=4], f32>
+}
+
+// -----
+
+mtf.program @p mesh <b=3> local attributes {mtf.axis_weights = "b=1,1,2"} {
+  // expected-error @+1 {{'mtf.blocks' entry 'batch' needs 3 sizes of at least 0, one per shard, got array<i64: 2, 6>}}
+  %x = mtf.input "x" {mtf.blocks = {batch = {axes = ["b"], sizes = array<i64: 2, 6>}}} : !mtf.tensor<[batch=6], f32>
+}
+
+// -----
+
+mtf.program @p mesh <b=3> local attributes {mtf.axis_weights = "b=1,1,2"} {
+  // expected-error @+1 {{'mtf.blocks' entry 'batch' names "q", which is not an axis of the program's mesh}}
+  %x = mtf.input "x" {mtf.blocks = {batch = {axes = ["q"], sizes = array<i64: 2, 2, 4>}}} : !mtf.tensor<[batch=4], f32>
+}
+
+// -----
+
+mtf.program @p mesh <b=3> local attributes {mtf.axis_weights = "b=1,1,2"} {
+  // expected-error @+1 {{'mtf.blocks' entry 'batch' does not match the result type '!mtf.tensor<[batch=8], f32>', which must hold the largest block (4)}}
+  %x = mtf.input "x" {mtf.blocks = {batch = {axes = ["b"], sizes = array<i64: 2, 2, 4>}}} : !mtf.tensor<[batch=8], f32>
+}
+
+// -----
+
+mtf.program @p mesh <b=3> local {
+  // expected-error @+1 {{'mtf.blocks' entry 'batch' must be {axes = [mesh axes], sizes = array<i64>}}}
+  %x = mtf.input "x" {mtf.blocks = {batch = [2, 2, 4]}} : !mtf.tensor<[batch=4], f32>
+}
+
+// -----
+
+mtf.program @p mesh <b=3> local {
+  // expected-error @+1 {{'mtf.blocks' entry 'batch' lists mesh axis "b" twice}}
+  %x = mtf.input "x" {mtf.blocks = {batch = {axes = ["b", "b"], sizes = array<i64: 1, 1, 1, 1, 1, 1, 1, 1, 1>}}} : !mtf.tensor<[batch=1], f32>
+}

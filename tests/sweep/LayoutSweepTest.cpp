@@ -15,6 +15,10 @@
 // On 2x2, the MLP, the block, charlm and llama also run every layout that only
 // --layout auto considers: one mesh axis over several dims that share no
 // tensor (Megatron's heads and d_ff over one axis).
+// With device weights (--axis-weights) and --uneven, the MLP, the block,
+// charlm and llama run every layout on meshes of 3 and 7 devices with dims
+// cut into unequal blocks; the layouts meshc refuses for now (they would move
+// unequal blocks through a collective) are counted.
 // The models that repeat a block (the block, charlm, llama) also run each
 // layout on 2x2 with every instance recomputed in the backward pass
 // (--remat=repeat): every tensor must be bit-identical to the run without.
@@ -104,6 +108,12 @@ struct SweepCase {
   /// same bf16 program, rounding each bf16 value as the runtime stores it,
   /// and the tolerance is kBf16Tolerance.
   bool bf16 = false;
+  /// Device weights (meshc --axis-weights) and --uneven: dims are cut into
+  /// unequal blocks. Layouts that would move unequal blocks through a
+  /// collective are refused by meshc for now; the sweep counts them and runs
+  /// the rest.
+  const char *axisWeights = "";
+  bool uneven = false;
 };
 
 /// `source` with each `dim NAME = N` of `sizes` ("NAME=N NAME=N") given the
@@ -135,26 +145,35 @@ std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
                      (info.param.searchOnly ? "_search" : "") +
                      (info.param.remat ? "_remat" : "") +
                      (info.param.shardOptimizer ? "_zero" : "") +
-                     (info.param.bf16 ? "_bf16" : "");
+                     (info.param.bf16 ? "_bf16" : "") +
+                     (*info.param.axisWeights ? "_weights_" : "") +
+                     info.param.axisWeights +
+                     (info.param.uneven ? "_uneven" : "");
   for (char &c : name)
     if (!isalnum(static_cast<unsigned char>(c)))
       c = '_';
   return name;
 }
 
-/// Whether every tensor of `program` can take `rules` on `mesh`.
+/// Whether every tensor of `program` can take `rules` on `mesh` under
+/// `weights`.
 bool validFor(mtf::ProgramOp program, const layout::LayoutRules &rules,
-              const layout::Mesh &mesh) {
+              const layout::Mesh &mesh, const layout::AxisWeights &weights) {
   bool valid = true;
   program.walk([&](Operation *op) {
     for (Type type : op->getResultTypes())
       if (auto tensor = llvm::dyn_cast<mtf::TensorType>(type))
         valid &= layout::TensorLayout::compute("t", meshc::toDims(tensor),
-                                               rules, mesh)
+                                               rules, mesh, &weights)
                      .ok();
   });
   return valid;
 }
+
+/// What meshc says when a layout would move unequal blocks through a
+/// collective (Partitioner::refuseUnequalMove).
+constexpr const char *kUnequalMove =
+    "and meshc's collectives move equal blocks only so far";
 
 /// Makes every tensor the model names (NameLoc) an output too, so the sweep
 /// compares intermediates, not just the loss.
@@ -209,25 +228,42 @@ bool shardsASlot(mtf::ProgramOp program, const layout::LayoutRules &rules,
   return false;
 }
 
+/// How runLayout went, besides the test's assertions.
+struct LayoutRun {
+  /// Device weights only: meshc refused to move unequal blocks.
+  bool refused = false;
+  /// Some dim was cut into unequal blocks (the .mprog lists them).
+  bool unequal = false;
+};
+
 /// Compiles `source` with `rules` on `mesh`, runs `steps` steps on CPU
 /// virtual devices and gathers every tensor but the inputs into `got`
-/// (`isParam` says which are parameters). Fails the test on any error.
+/// (`isParam` says which are parameters). Fails the test on any error but
+/// the refusal to move unequal blocks under device weights.
 void runLayout(ModuleOp source, const layout::Mesh &mesh,
                const layout::LayoutRules &rules,
                const meshc::PartitionOptions &options, int steps,
                std::map<std::string, meshc::runtime::HostTensor> &got,
-               std::map<std::string, bool> &isParam, std::string &diagnostics) {
+               std::map<std::string, bool> &isParam, std::string &diagnostics,
+               LayoutRun &outcome) {
   OwningOpRef<ModuleOp> compiled = source.clone();
   diagnostics.clear();
-  ASSERT_TRUE(
-      succeeded(meshc::layoutAndPartition(*compiled, mesh, rules, options)))
-      << diagnostics;
+  outcome = LayoutRun();
+  bool weighted = !options.axisWeights.empty() || options.uneven;
+  if (failed(meshc::layoutAndPartition(*compiled, mesh, rules, options))) {
+    outcome.refused =
+        weighted && diagnostics.find(kUnequalMove) != std::string::npos;
+    ASSERT_TRUE(outcome.refused) << diagnostics;
+    return;
+  }
   FailureOr<llvm::json::Value> mprog =
       meshc::emitMprog(*compiled, meshc::MprogOptions());
   ASSERT_TRUE(succeeded(mprog)) << diagnostics;
+  std::string text = llvm::formatv("{0}", *mprog).str();
+  outcome.unequal = text.find("\"blocks\"") != std::string::npos;
   try {
-    meshc::runtime::Program loaded = meshc::runtime::parseProgram(
-        llvm::formatv("{0}", *mprog).str(), "sweep.mprog");
+    meshc::runtime::Program loaded =
+        meshc::runtime::parseProgram(text, "sweep.mprog");
     meshc::runtime::SessionOptions options;
     meshc::runtime::Session session(loaded, options);
     for (int step = 0; step < steps; ++step)
@@ -306,6 +342,15 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
     ASSERT_TRUE(parsed.ok());
     mesh = *parsed;
   }
+  layout::AxisWeights weights = layout::AxisWeights::even(mesh);
+  if (*param.axisWeights) {
+    layout::Result<layout::AxisWeights> parsed =
+        layout::AxisWeights::parse(param.axisWeights, mesh);
+    ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+    weights = *parsed;
+  }
+  if (param.uneven)
+    weights.allowIndivisible();
   std::map<std::string, int64_t> dimSizes = meshc::collectModelDims(program);
   std::vector<std::string> dims;
   for (auto &[name, size] : dimSizes)
@@ -321,7 +366,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
   }
 
   int valid = 0, total = 0, run = 0, unfused = 0, recomputedRuns = 0,
-      shardedRuns = 0;
+      shardedRuns = 0, refused = 0, unequalRuns = 0;
   double worst = 0;
   std::string worstTensor = "-";
   for (const std::string &text : texts) {
@@ -329,7 +374,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
     layout::Result<layout::LayoutRules> rules =
         layout::LayoutRules::parse(text);
     ASSERT_TRUE(rules.ok()) << text;
-    if (!validFor(program, *rules, mesh))
+    if (!validFor(program, *rules, mesh, weights))
       continue;
     if (valid++ % param.every != 0)
       continue;
@@ -348,12 +393,20 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       meshc::PartitionOptions options;
       options.fuse = fuse;
       options.shardOptimizer = param.shardOptimizer;
+      options.axisWeights = param.axisWeights;
+      options.uneven = param.uneven;
       if (fuse && param.shardOptimizer && shardsASlot(program, *rules, mesh))
         ++shardedRuns;
+      LayoutRun outcome;
       runLayout(*module, mesh, *rules, options, referenceOptions.steps, got,
-                isParam, diagnostics);
+                isParam, diagnostics, outcome);
       if (HasFatalFailure())
         return;
+      if (outcome.refused) {
+        refused += fuse ? 1 : 0;
+        continue;
+      }
+      unequalRuns += fuse && outcome.unequal ? 1 : 0;
       for (const auto &[name, tensor] : got) {
         const meshc::interp::Tensor &want = isParam[name]
                                                 ? reference->params.at(name)
@@ -398,7 +451,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
         continue;
       std::map<std::string, meshc::runtime::HostTensor> again;
       runLayout(*recomputed, mesh, *rules, options, referenceOptions.steps,
-                again, isParam, diagnostics);
+                again, isParam, diagnostics, outcome);
       if (HasFatalFailure())
         return;
       ASSERT_EQ(again.size(), got.size());
@@ -423,6 +476,15 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
   if (param.remat)
     std::printf("[ sweep    ] %d runs with --remat=repeat bit-identical\n",
                 recomputedRuns);
+  if (*param.axisWeights || param.uneven) {
+    std::printf("[ sweep    ] %s%s%s: %d layouts with unequal blocks equal "
+                "the reference; %d refused (they would move unequal blocks "
+                "through a collective)\n",
+                param.axisWeights,
+                *param.axisWeights && param.uneven ? " " : "",
+                param.uneven ? "--uneven" : "", unequalRuns, refused);
+    EXPECT_GT(unequalRuns, 0);
+  }
 }
 
 /// Every model on every mesh of the sweep.
@@ -482,6 +544,21 @@ const SweepCase kCases[] = {
     // ... and with --remat=repeat, bit-identical to keeping the activations.
     {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false, true,
      false, true},
+    // Device weights and --uneven: unequal blocks (HetSeq).
+    {"examples/mlp/mlp.mtf", "a:3", "", 1, false, false, false, false,
+     "a=1,1,2"},
+    {"examples/mlp/mlp.mtf", "a:7", "", 1, false, false, false, false, "",
+     true},
+    {"examples/mlp/mlp.mtf", "a:3;b:2", "", 1, false, false, false, false,
+     "a=1,2,3;b=1,3"},
+    {"examples/transformer/block.mtf", "a:3;b:2", "", 1, false, false, false,
+     false, "a=1,2,3"},
+    {"examples/transformer/block.mtf", "a:3", "", 1, false, false, false, false,
+     "", true},
+    {"examples/transformer/charlm.mtf", "a:3;b:2", kCharLmSizes, 1, false,
+     false, false, false, "a=1,2,3"},
+    {"examples/llama/llama.mtf", "a:3", kLlamaSizes, 1, false, false, false,
+     false, "a=2,1,1"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),

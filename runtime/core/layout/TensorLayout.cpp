@@ -180,28 +180,69 @@ TensorLayout::blockSizes(size_t dim, int64_t size, const Mesh &mesh,
   return cutBlocks(size, axesOf(dim), mesh, weights);
 }
 
+std::vector<int64_t> TensorLayout::blockSizes(size_t dim, int64_t size,
+                                              const Mesh &mesh,
+                                              const BlockLists &lists) const {
+  if (dim < lists.size() && !lists[dim].empty())
+    return lists[dim];
+  int64_t shards = shardCount(dim, mesh);
+  return std::vector<int64_t>(size_t(shards), size / shards);
+}
+
+namespace {
+/// Every dimension's blocks under `weights`.
+TensorLayout::BlockLists listsOf(const TensorLayout &layout,
+                                 const std::vector<Dim> &dims, const Mesh &mesh,
+                                 const AxisWeights &weights) {
+  TensorLayout::BlockLists lists;
+  for (size_t d = 0; d < dims.size(); ++d)
+    lists.push_back(layout.blockSizes(d, dims[d].size, mesh, weights));
+  return lists;
+}
+} // namespace
+
 std::vector<int64_t> TensorLayout::blockShape(const std::vector<Dim> &dims,
                                               const Mesh &mesh,
                                               const AxisWeights &weights,
                                               int64_t deviceId) const {
-  assert(dims.size() == splits.size() && "layout built for other dims");
-  std::vector<int64_t> coords = mesh.coordinates(deviceId);
-  std::vector<int64_t> shape;
-  for (size_t d = 0; d < dims.size(); ++d)
-    shape.push_back(blockSizes(d, dims[d].size, mesh,
-                               weights)[size_t(shardIndex(d, mesh, coords))]);
-  return shape;
+  return blockShape(dims, mesh, listsOf(*this, dims, mesh, weights), deviceId);
 }
 
 std::vector<int64_t> TensorLayout::blockOffset(const std::vector<Dim> &dims,
                                                const Mesh &mesh,
                                                const AxisWeights &weights,
                                                int64_t deviceId) const {
+  return blockOffset(dims, mesh, listsOf(*this, dims, mesh, weights), deviceId);
+}
+
+std::vector<int64_t>
+TensorLayout::maxBlockShape(const std::vector<Dim> &dims, const Mesh &mesh,
+                            const AxisWeights &weights) const {
+  return maxBlockShape(dims, mesh, listsOf(*this, dims, mesh, weights));
+}
+
+std::vector<int64_t> TensorLayout::blockShape(const std::vector<Dim> &dims,
+                                              const Mesh &mesh,
+                                              const BlockLists &lists,
+                                              int64_t deviceId) const {
+  assert(dims.size() == splits.size() && "layout built for other dims");
+  std::vector<int64_t> coords = mesh.coordinates(deviceId);
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < dims.size(); ++d)
+    shape.push_back(blockSizes(d, dims[d].size, mesh,
+                               lists)[size_t(shardIndex(d, mesh, coords))]);
+  return shape;
+}
+
+std::vector<int64_t> TensorLayout::blockOffset(const std::vector<Dim> &dims,
+                                               const Mesh &mesh,
+                                               const BlockLists &lists,
+                                               int64_t deviceId) const {
   assert(dims.size() == splits.size() && "layout built for other dims");
   std::vector<int64_t> coords = mesh.coordinates(deviceId);
   std::vector<int64_t> offset;
   for (size_t d = 0; d < dims.size(); ++d) {
-    std::vector<int64_t> blocks = blockSizes(d, dims[d].size, mesh, weights);
+    std::vector<int64_t> blocks = blockSizes(d, dims[d].size, mesh, lists);
     int64_t shard = shardIndex(d, mesh, coords);
     offset.push_back(
         std::accumulate(blocks.begin(), blocks.begin() + shard, int64_t(0)));
@@ -211,11 +252,11 @@ std::vector<int64_t> TensorLayout::blockOffset(const std::vector<Dim> &dims,
 
 std::vector<int64_t>
 TensorLayout::maxBlockShape(const std::vector<Dim> &dims, const Mesh &mesh,
-                            const AxisWeights &weights) const {
+                            const BlockLists &lists) const {
   assert(dims.size() == splits.size() && "layout built for other dims");
   std::vector<int64_t> shape;
   for (size_t d = 0; d < dims.size(); ++d) {
-    std::vector<int64_t> blocks = blockSizes(d, dims[d].size, mesh, weights);
+    std::vector<int64_t> blocks = blockSizes(d, dims[d].size, mesh, lists);
     shape.push_back(*std::max_element(blocks.begin(), blocks.end()));
   }
   return shape;

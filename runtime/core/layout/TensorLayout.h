@@ -106,6 +106,25 @@ public:
   std::vector<int64_t> maxBlockShape(const std::vector<Dim> &dims,
                                      const Mesh &mesh,
                                      const AxisWeights &weights) const;
+  /// Per dimension, the sizes of its blocks by shard index as a compiled
+  /// program lists them (the runtime never cuts blocks itself, see
+  /// splitByWeights); an empty list: the dimension's blocks are equal,
+  /// size / shardCount each.
+  using BlockLists = std::vector<std::vector<int64_t>>;
+  /// The sizes of the blocks of dimension `dim` of `size` elements: its
+  /// list in `lists`, or equal blocks where it has none.
+  std::vector<int64_t> blockSizes(size_t dim, int64_t size, const Mesh &mesh,
+                                  const BlockLists &lists) const;
+  /// blockShape, blockOffset and maxBlockShape by listed blocks.
+  std::vector<int64_t> blockShape(const std::vector<Dim> &dims,
+                                  const Mesh &mesh, const BlockLists &lists,
+                                  int64_t deviceId) const;
+  std::vector<int64_t> blockOffset(const std::vector<Dim> &dims,
+                                   const Mesh &mesh, const BlockLists &lists,
+                                   int64_t deviceId) const;
+  std::vector<int64_t> maxBlockShape(const std::vector<Dim> &dims,
+                                     const Mesh &mesh,
+                                     const BlockLists &lists) const;
   /// Whether every device's block has the same shape under `weights`.
   bool hasEqualBlocks(const std::vector<Dim> &dims, const Mesh &mesh,
                       const AxisWeights &weights) const;

@@ -380,6 +380,27 @@ TEST(TensorLayoutBlocks, EvenWeightsAreTheEvenSlices) {
   }
 }
 
+TEST(TensorLayoutBlocks, ListedBlocksAreWhatTheWeightsCut) {
+  // What a program lists (the weights' blocks) gives the same blocks and
+  // offsets as the weights; a dim without a list is cut evenly.
+  Mesh m = mesh("b:3;m:2");
+  AxisWeights w = weights("b=1,2,3", m);
+  std::vector<Dim> dims = {{"batch", 12}, {"d", 4}};
+  TensorLayout layout = weightedOk(dims, "batch:b;d:m", m, w);
+  TensorLayout::BlockLists lists = {layout.blockSizes(0, 12, m, w), {}};
+  EXPECT_EQ(lists[0], (Shape{2, 4, 6}));
+  EXPECT_EQ(layout.blockSizes(1, 4, m, lists), (Shape{2, 2}));
+  EXPECT_EQ(layout.maxBlockShape(dims, m, lists), (Shape{6, 2}));
+  for (int64_t device = 0; device < m.numDevices(); ++device) {
+    EXPECT_EQ(layout.blockShape(dims, m, lists, device),
+              layout.blockShape(dims, m, w, device));
+    EXPECT_EQ(layout.blockOffset(dims, m, lists, device),
+              layout.blockOffset(dims, m, w, device));
+  }
+  // Device 5 is b=2, m=1: rows 6..12, columns 2..4.
+  EXPECT_EQ(layout.blockOffset(dims, m, lists, 5), (Shape{6, 2}));
+}
+
 TEST(TensorLayoutBlocks, NestedSplitCutsByEachAxisInTurn) {
   Mesh m = mesh("b:3;m:2");
   AxisWeights w = weights("b=1,2,3", m);

@@ -160,7 +160,7 @@ TEST(LoaderTest, TensorErrors) {
               p["tensors"][0]["dims"][0]["axes"] = json::array();
             }),
             "p.mprog: tensors[0].buffer: input 'x' needs 64 bytes per device "
-            "but buffer 0 has 32");
+            "but buffer 0 holds 32");
   EXPECT_EQ(
       errorAfter([](json &p) { p["tensors"][1]["init"]["kind"] = "xavier"; }),
       "p.mprog: tensors[1].init.kind: unknown init kind \"xavier\" "
