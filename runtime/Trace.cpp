@@ -22,12 +22,6 @@ namespace {
 /// Runs recorded up front without growing the buffers.
 constexpr int64_t kReservedRuns = 64;
 
-const Step &stepAt(const Program &program, uint32_t index) {
-  if (index < program.steps.size())
-    return program.steps[index];
-  return program.training->sync->steps[index - program.steps.size()];
-}
-
 /// The bytes a collective step moves per device: its largest operand.
 int64_t collectiveBytes(const Step &step) {
   int64_t elements = step.out.shape.elements();
@@ -66,7 +60,7 @@ void appendEvents(std::string &out, const Program &program, int64_t pid,
   for (size_t e = 0; e < count; ++e) {
     const TraceEvent &event = events[e];
     // Under device weights the device's own sizes give its bytes.
-    const Step &step = stepAt(program.on(device), event.step);
+    const Step &step = program.on(device).step(event.step);
     std::string extra;
     if (stepGroup(step.op()) == StepGroup::Collective) {
       std::string axes;

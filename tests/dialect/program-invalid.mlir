@@ -149,3 +149,10 @@ mtf.program @p mesh <b=3> local {
   // expected-error @+1 {{'mtf.blocks' entry 'batch' lists mesh axis "b" twice}}
   %x = mtf.input "x" {mtf.blocks = {batch = {axes = ["b", "b"], sizes = array<i64: 1, 1, 1, 1, 1, 1, 1, 1, 1>}}} : !mtf.tensor<[batch=1], f32>
 }
+
+// -----
+
+mtf.program @p mesh <b=3> local {
+  // expected-error @+1 {{'mtf.blocks' must be a dictionary on an op with one result}}
+  %x = mtf.input "x" {mtf.blocks = [1, 2]} : !mtf.tensor<[batch=4], f32>
+}

@@ -154,6 +154,11 @@ TEST(PerDeviceSizesTest, MalformedBlockLists) {
       errorAfter([](json &p) { p["tensors"][0]["dims"][0].erase("blocks"); }),
       "p.mprog: tensors[0].dims: tensor 'x' dimension 'batch' (size 8) "
       "is not divisible by mesh axis 'b' (size 3)");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["tensors"][0]["dims"][0]["blocks"] = {INT64_MAX, 1, 0};
+            }),
+            "p.mprog: tensors[0].dims[0].blocks[1]: the blocks' sum "
+            "overflows 64 bits");
   // A device whose buffer is smaller than its block of a tensor.
   EXPECT_EQ(errorAfter([](json &p) {
               p["tensors"][0]["dims"][0]["blocks"] = {4, 2, 2};
