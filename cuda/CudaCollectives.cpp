@@ -125,6 +125,49 @@ public:
     finishPhase();
   }
 
+  void allGatherV(void *data, const std::vector<int64_t> &chunkBytes) override {
+    if (size() == 1)
+      return;
+    std::vector<int64_t> starts = blockStarts(chunkBytes);
+    publish(data);
+    char *own = static_cast<char *>(data);
+    for (int64_t j = 0; j < size(); ++j)
+      if (j != rank())
+        copy(own + starts[j], member(j) + starts[j], chunkBytes[j]);
+    finishPhase();
+  }
+
+  void reduceScatterV(void *data, const std::vector<int64_t> &chunkCounts,
+                      DType dtype, Reduction reduction) override {
+    if (size() == 1)
+      return;
+    int64_t bytes = dtypeBytes(dtype);
+    int64_t from = blockStarts(chunkCounts)[rank()] * bytes;
+    publish(data);
+    if (chunkCounts[rank()] > 0)
+      groupReduceKernel({context.stream}, dtype, reduction, members(from),
+                        static_cast<char *>(data) + from, chunkCounts[rank()]);
+    finishPhase();
+  }
+
+  void allToAllV(const void *in, const std::vector<int64_t> &sendBytes,
+                 void *out, const std::vector<int64_t> &receiveBytes) override {
+    char *dst = static_cast<char *>(out);
+    if (size() == 1) {
+      copy(dst, static_cast<const char *>(in), sendBytes[0]);
+      drain();
+      return;
+    }
+    std::vector<int64_t> sendStarts = blockStarts(sendBytes);
+    std::vector<int64_t> receiveStarts = blockStarts(receiveBytes);
+    group->starts[rank()] = &sendStarts;
+    publish(in);
+    for (int64_t j = 0; j < size(); ++j)
+      copy(dst + receiveStarts[j], member(j) + (*group->starts[j])[rank()],
+           receiveBytes[j]);
+    finishPhase();
+  }
+
 private:
   void drain() { MESHC_CUDA_CHECK(cudaStreamSynchronize(context.stream)); }
   /// Phase 1: this member's data is complete and visible to the others.
@@ -150,6 +193,8 @@ private:
     return buffers;
   }
   void copy(char *dst, const char *src, int64_t bytes) {
+    if (bytes == 0)
+      return;
     MESHC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
                                      context.stream));
   }

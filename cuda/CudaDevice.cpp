@@ -376,28 +376,24 @@ void CudaDevice::copy2D(char *dst, int64_t dstPitch, const char *src,
                                      cudaMemcpyDeviceToDevice, stream));
 }
 
+// As the CPU backend's: each collective that cuts or joins a dim works on
+// its members' blocks of it (groupBlocks), with the equal-chunk form of the
+// communicator when the step lists none.
 void CudaDevice::runCollective(const Step &step, Communicator &comm) {
   const Operand &out = step.out;
   DType dtype = dtypeOf(out);
   int64_t bytes = dtypeBytes(dtype);
   int64_t n = comm.size(), rank = comm.rank();
-  // [outer, blocks x run] -> block `index` of each row, as sliceBlock.
-  auto slice = [&](const char *src, AroundDim view, int64_t index, char *dst) {
-    int64_t run = view.size / n * view.inner * bytes;
-    int64_t row = view.size * view.inner * bytes;
-    copy2D(dst, run, src + index * run, row, run, view.outer);
+  auto run = [&](const std::vector<StridedCopy> &copies, const char *src,
+                 char *dst) {
+    for (const StridedCopy &copy : copies)
+      copy2D(dst + copy.dstOffset, copy.dstPitch, src + copy.srcOffset,
+             copy.srcPitch, copy.width, copy.rows);
   };
-  auto split = [&](const char *src, AroundDim view, char *dst) {
-    int64_t chunk = view.outer * view.size * view.inner * bytes / n;
-    for (int64_t g = 0; g < n; ++g)
-      slice(src, view, g, dst + g * chunk);
-  };
-  auto concat = [&](const char *src, AroundDim chunkView, char *dst) {
-    int64_t run = chunkView.size * chunkView.inner * bytes;
-    int64_t chunk = chunkView.outer * run;
-    for (int64_t g = 0; g < n; ++g)
-      copy2D(dst + g * run, n * run, src + g * chunk, run, run,
-             chunkView.outer);
+  auto copy = [&](char *dst, const char *src, int64_t count) {
+    if (count > 0)
+      MESHC_CUDA_CHECK(
+          cudaMemcpyAsync(dst, src, count, cudaMemcpyDeviceToDevice, stream));
   };
   switch (step.op()) {
   case OpKind::AllReduce:
@@ -406,51 +402,70 @@ void CudaDevice::runCollective(const Step &step, Communicator &comm) {
     return;
   case OpKind::AllGather: {
     const Operand &in = step.in[0];
-    AroundDim view = aroundDim(in.shape, step.as<AllGatherAttrs>().dim);
-    int64_t chunkBytes = in.shape.elements() * bytes;
+    const AllGatherAttrs &gather = step.as<AllGatherAttrs>();
+    AroundDim view = aroundDim(in.shape, gather.dim);
+    std::vector<int64_t> blocks = groupBlocks(gather.blocks, n, n * view.size);
+    std::vector<int64_t> chunkBytes =
+        chunkSizes(view.outer, view.inner, blocks, bytes);
     char *chunks = view.outer == 1 ? at(out) : scratch;
-    if (chunkBytes > 0)
-      MESHC_CUDA_CHECK(cudaMemcpyAsync(chunks + rank * chunkBytes, at(in),
-                                       chunkBytes, cudaMemcpyDeviceToDevice,
-                                       stream));
-    comm.allGather(chunks, chunkBytes);
-    if (view.outer != 1) {
-      AroundDim chunkView = view;
-      concat(chunks, chunkView, at(out));
-    }
+    copy(chunks + blockStarts(chunkBytes)[rank], at(in), chunkBytes[rank]);
+    if (gather.blocks.empty())
+      comm.allGather(chunks, chunkBytes[0]);
+    else
+      comm.allGatherV(chunks, chunkBytes);
+    if (view.outer != 1)
+      run(concatCopies(view.outer, view.inner, blocks, bytes), chunks, at(out));
     return;
   }
   case OpKind::ReduceScatter: {
     const Operand &in = step.in[0];
     const ReduceScatterAttrs &scatter = step.as<ReduceScatterAttrs>();
-    split(at(in), aroundDim(in.shape, scatter.dim), scratch);
-    int64_t chunkCount = out.shape.elements();
-    comm.reduceScatter(scratch, chunkCount, dtype, scatter.reduction);
-    if (chunkCount > 0)
-      MESHC_CUDA_CHECK(cudaMemcpyAsync(
-          at(out), scratch + rank * chunkCount * bytes, chunkCount * bytes,
-          cudaMemcpyDeviceToDevice, stream));
+    AroundDim view = aroundDim(in.shape, scatter.dim);
+    std::vector<int64_t> blocks = groupBlocks(scatter.blocks, n, view.size);
+    run(splitCopies(view.outer, view.inner, blocks, bytes), at(in), scratch);
+    std::vector<int64_t> counts = chunkSizes(view.outer, view.inner, blocks, 1);
+    if (scatter.blocks.empty())
+      comm.reduceScatter(scratch, counts[0], dtype, scatter.reduction);
+    else
+      comm.reduceScatterV(scratch, counts, dtype, scatter.reduction);
+    copy(at(out), scratch + blockStarts(counts)[rank] * bytes,
+         counts[rank] * bytes);
     return;
   }
   case OpKind::AllToAll: {
     const Operand &in = step.in[0];
     const AllToAllAttrs &allToAll = step.as<AllToAllAttrs>();
+    AroundDim view = aroundDim(in.shape, allToAll.splitDim);
+    std::vector<int64_t> splitBlocks =
+        groupBlocks(allToAll.splitBlocks, n, view.size);
+    AroundDim joined = aroundDim(out.shape, allToAll.concatDim);
+    std::vector<int64_t> concatBlocks =
+        groupBlocks(allToAll.concatBlocks, n,
+                    n * aroundDim(in.shape, allToAll.concatDim).size);
     int64_t inBytes = in.shape.elements() * bytes;
-    split(at(in), aroundDim(in.shape, allToAll.splitDim), scratch);
-    comm.allToAll(scratch, scratch + inBytes, inBytes / n);
-    AroundDim chunkView = aroundDim(in.shape, allToAll.concatDim);
-    if (in.shape.position(allToAll.splitDim) <
-        in.shape.position(allToAll.concatDim))
-      chunkView.outer /= n;
+    run(splitCopies(view.outer, view.inner, splitBlocks, bytes), at(in),
+        scratch);
+    std::vector<int64_t> sendBytes =
+        chunkSizes(view.outer, view.inner, splitBlocks, bytes);
+    std::vector<int64_t> receiveBytes =
+        chunkSizes(joined.outer, joined.inner, concatBlocks, bytes);
+    if (allToAll.splitBlocks.empty() && allToAll.concatBlocks.empty())
+      comm.allToAll(scratch, scratch + inBytes, sendBytes[0]);
     else
-      chunkView.inner /= n;
-    concat(scratch + inBytes, chunkView, at(out));
+      comm.allToAllV(scratch, sendBytes, scratch + inBytes, receiveBytes);
+    run(concatCopies(joined.outer, joined.inner, concatBlocks, bytes),
+        scratch + inBytes, at(out));
     return;
   }
   case OpKind::Slice: {
     const Operand &in = step.in[0];
-    slice(at(in), aroundDim(in.shape, step.as<SliceAttrs>().dim), rank,
-          at(out));
+    const SliceAttrs &slice = step.as<SliceAttrs>();
+    AroundDim view = aroundDim(in.shape, slice.dim);
+    StridedCopy own = splitCopies(view.outer, view.inner,
+                                  groupBlocks(slice.blocks, n, view.size),
+                                  bytes)[size_t(rank)];
+    own.dstOffset = 0;
+    run({own}, at(in), at(out));
     return;
   }
   default:

@@ -3,7 +3,8 @@
 // In place as NCCL defines it: reduceScatter's output is chunk rank() of its
 // input, allGather's input is chunk rank() of its output. Each call waits
 // for its stream, so a collective has finished (or failed) when it returns,
-// as the interface promises.
+// as the interface promises. The variable-count forms (unequal blocks under
+// device weights) group rooted or point-to-point calls, one per chunk.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,6 +83,62 @@ public:
     start();
     MESHC_NCCL_CHECK(ncclAlltoAll(in, out, static_cast<size_t>(chunkBytes),
                                   ncclChar, comm, context.stream));
+    finish();
+  }
+
+  // The variable-count forms are grouped point-to-point and rooted calls:
+  // chunk i is member i's broadcast (allGatherV) or the reduction rooted at
+  // member i (reduceScatterV), each in place.
+  void allGatherV(void *data, const std::vector<int64_t> &chunkBytes) override {
+    std::vector<int64_t> starts = blockStarts(chunkBytes);
+    start();
+    MESHC_NCCL_CHECK(ncclGroupStart());
+    for (size_t i = 0; i < chunkBytes.size(); ++i) {
+      char *chunk = static_cast<char *>(data) + starts[i];
+      if (chunkBytes[i] > 0)
+        MESHC_NCCL_CHECK(ncclBroadcast(chunk, chunk, size_t(chunkBytes[i]),
+                                       ncclChar, int(i), comm, context.stream));
+    }
+    MESHC_NCCL_CHECK(ncclGroupEnd());
+    finish();
+  }
+
+  void reduceScatterV(void *data, const std::vector<int64_t> &chunkCounts,
+                      DType dtype, Reduction reduction) override {
+    std::vector<int64_t> starts = blockStarts(chunkCounts);
+    int64_t elementBytes = dtypeBytes(dtype);
+    start();
+    MESHC_NCCL_CHECK(ncclGroupStart());
+    for (size_t i = 0; i < chunkCounts.size(); ++i) {
+      char *chunk = static_cast<char *>(data) + starts[i] * elementBytes;
+      if (chunkCounts[i] > 0)
+        MESHC_NCCL_CHECK(ncclReduce(chunk, chunk, size_t(chunkCounts[i]),
+                                    ncclType(dtype), ncclOp(reduction), int(i),
+                                    comm, context.stream));
+    }
+    MESHC_NCCL_CHECK(ncclGroupEnd());
+    finish();
+  }
+
+  void allToAllV(const void *in, const std::vector<int64_t> &sendBytes,
+                 void *out, const std::vector<int64_t> &receiveBytes) override {
+    std::vector<int64_t> sendStarts = blockStarts(sendBytes);
+    std::vector<int64_t> receiveStarts = blockStarts(receiveBytes);
+    start();
+    MESHC_NCCL_CHECK(ncclGroupStart());
+    for (size_t peer = 0; peer < sendBytes.size(); ++peer) {
+      if (sendBytes[peer] > 0)
+        MESHC_NCCL_CHECK(
+            ncclSend(static_cast<const char *>(in) + sendStarts[peer],
+                     size_t(sendBytes[peer]), ncclChar, int(peer), comm,
+                     context.stream));
+      if (receiveBytes[peer] > 0)
+        MESHC_NCCL_CHECK(
+            ncclRecv(static_cast<char *>(out) + receiveStarts[peer],
+                     size_t(receiveBytes[peer]), ncclChar, int(peer), comm,
+                     context.stream));
+    }
+    MESHC_NCCL_CHECK(ncclGroupEnd());
     finish();
   }
 

@@ -64,7 +64,10 @@ def Mtf_Dialect : Dialect {
     /// it is split over and every block's size by shard index,
     /// {batch = {axes = ["b"], sizes = array<i64: 16, 16, 32>}}. The result
     /// type holds the largest block; each device runs on its own
-    /// (docs/layouts.md#device-weights).
+    /// (docs/layouts.md#device-weights). On the tensors of a collective that
+    /// moves unequal blocks the moved dims' sizes are dynamic, and every
+    /// one of them has an entry, equal sizes and whole dims (no axes, one
+    /// size) included.
     static constexpr ::llvm::StringLiteral kBlocksAttrName = "mtf.blocks";
   private:
     void registerTypes();

@@ -42,7 +42,7 @@ static LogicalResult verifyBlocksAttr(Operation *op, Attribute value) {
     auto axes = split ? split.getAs<ArrayAttr>("axes") : ArrayAttr();
     auto sizes =
         split ? split.getAs<DenseI64ArrayAttr>("sizes") : DenseI64ArrayAttr();
-    if (!axes || !sizes || split.size() != 2 || axes.empty())
+    if (!axes || !sizes || split.size() != 2)
       return fail() << "entry '" << dim
                     << "' must be {axes = [mesh axes], sizes = array<i64>}";
     int64_t shards = 1;

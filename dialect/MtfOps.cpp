@@ -228,14 +228,16 @@ LogicalResult ConstrainOp::verify() {
                       allowsUnequalBlocks(*this));
 }
 
-/// Checks that a named and a ranked tensor type describe the same data.
+/// Checks that a named and a ranked tensor type describe the same data. A
+/// dynamic ranked size stands for the named one: the partitioner leaves the
+/// sizes of blocks that differ between devices dynamic in the collectives
+/// that move them (their mtf.blocks give each device's).
 static LogicalResult verifySameData(Operation *op, TensorType named,
                                     RankedTensorType ranked) {
-  SmallVector<int64_t> shape;
-  for (const NamedDim &dim : named.getDims())
-    shape.push_back(dim.size);
-  if (ranked.getShape() != ArrayRef<int64_t>(shape) ||
-      ranked.getElementType() != named.getElementType())
+  bool same = ranked.getRank() == static_cast<int64_t>(named.getRank());
+  for (auto [dim, size] : llvm::zip(named.getDims(), ranked.getShape()))
+    same &= ShapedType::isDynamic(size) || size == dim.size;
+  if (!same || ranked.getElementType() != named.getElementType())
     return op->emitOpError() << "types must have the same shape and element "
                                 "type, got "
                              << named << " and " << ranked;

@@ -72,6 +72,13 @@ private:
   /// `size`, or {"axes": [...], "blocks": [...]} when the dim is cut into
   /// unequal blocks (mtf.blocks), which the loader resolves per device.
   json::Value extent(Value value, StringRef dim, int64_t size);
+  /// The "blocks" of a collective `op` over mesh axes `group` that cuts or
+  /// joins dim `dim`, which `cut` holds cut into blocks: each group
+  /// member's block in rank order, as a size or, where it differs between
+  /// groups, a per-device size over the dim's other axes; null when every
+  /// block is equal (docs/mprog.md#per-device-sizes).
+  FailureOr<json::Value> memberBlocks(Operation &op, Value cut, StringRef dim,
+                                      ArrayRef<int16_t> group);
   /// The shape of a buffer, each size as extent() gives it.
   json::Array bufferShape(const BufferInfo &info);
   json::Array axisNames(ArrayRef<int16_t> axes);
@@ -138,18 +145,6 @@ std::string dtypeOf(Type type) {
   if (type.isF16())
     return "f16";
   return "?";
-}
-
-std::vector<int64_t> shapeOf(Type type) {
-  if (auto named = llvm::dyn_cast<mtf::TensorType>(type)) {
-    std::vector<int64_t> shape;
-    for (const mtf::NamedDim &dim : named.getDims())
-      shape.push_back(dim.size);
-    return shape;
-  }
-  auto ranked = llvm::cast<RankedTensorType>(type);
-  return std::vector<int64_t>(ranked.getShape().begin(),
-                              ranked.getShape().end());
 }
 
 Type elementOf(Type type) {
@@ -223,7 +218,10 @@ LogicalResult MprogEmitter::assignBuffers() {
         info = &buffers.back();
         info->id = buffers.size() - 1;
         info->dtype = dtypeOf(elementOf(result.getType()));
-        info->shape = shapeOf(result.getType());
+        info->shape = largestLocalShape(result);
+        if (llvm::any_of(info->shape, ShapedType::isDynamic))
+          return op.emitError() << "a dynamic size without its blocks "
+                                   "(mtf.blocks) cannot be planned";
         info->first = result;
         int64_t elements = 1;
         for (int64_t size : info->shape)
@@ -365,7 +363,7 @@ json::Object MprogEmitter::sizesOf(std::initializer_list<Value> values) {
   json::Object sizes;
   for (Value value : values) {
     std::vector<std::string> names = dimNames(value);
-    std::vector<int64_t> shape = shapeOf(value.getType());
+    std::vector<int64_t> shape = largestLocalShape(value);
     for (auto [name, size] : llvm::zip(names, shape))
       sizes[name] = extent(value, name, size);
   }
@@ -389,14 +387,87 @@ static Operation *blocksSource(Value value) {
 
 json::Value MprogEmitter::extent(Value value, StringRef dim, int64_t size) {
   std::optional<DimBlocks> blocks = blocksOf(blocksSource(value), dim);
-  if (!blocks)
-    return size;
+  // Equal blocks, and whole dims, are listed only where a ranked type
+  // leaves them dynamic.
+  if (!blocks || llvm::all_equal(blocks->sizes))
+    return blocks ? blocks->sizes.front() : size;
   json::Array axes, sizes;
   for (const std::string &axis : blocks->axes)
     axes.push_back(axis);
   for (int64_t block : blocks->sizes)
     sizes.push_back(block);
   return json::Object{{"axes", std::move(axes)}, {"blocks", std::move(sizes)}};
+}
+
+FailureOr<json::Value> MprogEmitter::memberBlocks(Operation &op, Value cut,
+                                                  StringRef dim,
+                                                  ArrayRef<int16_t> group) {
+  std::optional<DimBlocks> blocks = blocksOf(blocksSource(cut), dim);
+  if (!blocks || llvm::all_equal(blocks->sizes))
+    return json::Value(nullptr);
+  // Where each of the dim's axes is in the group, or among the others.
+  std::vector<std::string> others;
+  std::vector<int64_t> groupShape, otherShape;
+  for (int16_t axis : group) {
+    if (!llvm::is_contained(blocks->axes, mesh.axisName(axis)))
+      return op.emitError()
+             << "the collective moves '" << dim << "' over mesh axis '"
+             << mesh.axisName(axis) << "', which does not cut it";
+    groupShape.push_back(mesh.axisSize(axis));
+  }
+  for (const std::string &axis : blocks->axes)
+    if (llvm::none_of(group,
+                      [&](int16_t g) { return mesh.axisName(g) == axis; })) {
+      others.push_back(axis);
+      otherShape.push_back(mesh.axisSize(*mesh.axisIndex(axis)));
+    }
+  // Mixed-radix digits of `index` over `shape`, the last fastest.
+  auto digits = [](int64_t index, ArrayRef<int64_t> shape) {
+    std::vector<int64_t> result(shape.size());
+    for (size_t i = shape.size(); i-- > 0;) {
+      result[i] = index % shape[i];
+      index /= shape[i];
+    }
+    return result;
+  };
+  int64_t members = 1, variants = 1;
+  for (int64_t size : groupShape)
+    members *= size;
+  for (int64_t size : otherShape)
+    variants *= size;
+  json::Array list;
+  for (int64_t member = 0; member < members; ++member) {
+    std::vector<int64_t> memberCoords = digits(member, groupShape);
+    std::vector<int64_t> sizes;
+    for (int64_t variant = 0; variant < variants; ++variant) {
+      std::vector<int64_t> otherCoords = digits(variant, otherShape);
+      // The shard index over the dim's axes, first axis most significant.
+      int64_t shard = 0;
+      for (const std::string &axis : blocks->axes) {
+        size_t position = *mesh.axisIndex(axis);
+        auto inGroup = llvm::find_if(
+            group, [&](int16_t g) { return mesh.axisName(g) == axis; });
+        int64_t coord =
+            inGroup != group.end()
+                ? memberCoords[inGroup - group.begin()]
+                : otherCoords[llvm::find(others, axis) - others.begin()];
+        shard = shard * mesh.axisSize(position) + coord;
+      }
+      sizes.push_back(blocks->sizes[size_t(shard)]);
+    }
+    if (llvm::all_equal(sizes)) {
+      list.push_back(sizes.front());
+      continue;
+    }
+    json::Array axes, values;
+    for (const std::string &axis : others)
+      axes.push_back(axis);
+    for (int64_t size : sizes)
+      values.push_back(size);
+    list.push_back(
+        json::Object{{"axes", std::move(axes)}, {"blocks", std::move(values)}});
+  }
+  return json::Value(std::move(list));
 }
 
 json::Array MprogEmitter::bufferShape(const BufferInfo &info) {
@@ -766,57 +837,98 @@ LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
     return success();
   }
   auto named = [&](Value value, int64_t axis) { return dimNames(value)[axis]; };
+  // A collective that cuts or joins unequal blocks lists each member's
+  // ("blocks"; for all_to_all "split_blocks", "concat_blocks" and the
+  // joined "concat_size").
+  auto withBlocks = [&](json::Object step, StringRef key, Value cut,
+                        StringRef dim,
+                        ArrayRef<int16_t> group) -> FailureOr<json::Object> {
+    FailureOr<json::Value> blocks = memberBlocks(op, cut, dim, group);
+    if (failed(blocks))
+      return failure();
+    if (blocks->kind() != json::Value::Null)
+      step[key] = std::move(*blocks);
+    return step;
+  };
+  auto push = [&](FailureOr<json::Object> step) -> LogicalResult {
+    if (failed(step))
+      return failure();
+    steps.push_back(std::move(*step));
+    return success();
+  };
   if (auto gather = llvm::dyn_cast<shard::AllGatherOp>(op)) {
-    steps.push_back(
+    std::string dim =
+        named(gather.getInput(), gather.getGatherAxis().getZExtValue());
+    return push(withBlocks(
         json::Object{{"op", runtime::opName(runtime::OpKind::AllGather)},
                      {"in", operand(gather.getInput())},
                      {"out", operand(result())},
-                     {"dim", named(gather.getInput(),
-                                   gather.getGatherAxis().getZExtValue())},
+                     {"dim", dim},
                      {"axes", axisNames(gather.getGridAxes())},
-                     {"sizes", sizesOf({result()})}});
-    return success();
+                     {"sizes", sizesOf({result()})}},
+        "blocks", gather.getInput(), dim, gather.getGridAxes()));
   }
   if (auto slice = llvm::dyn_cast<shard::AllSliceOp>(op)) {
-    steps.push_back(json::Object{
-        {"op", runtime::opName(runtime::OpKind::Slice)},
-        {"in", operand(slice.getInput())},
-        {"out", operand(result())},
-        {"dim", named(slice.getInput(), slice.getSliceAxis().getZExtValue())},
-        {"axes", axisNames(slice.getGridAxes())},
-        {"sizes", sizesOf({slice.getInput()})}});
-    return success();
+    std::string dim =
+        named(slice.getInput(), slice.getSliceAxis().getZExtValue());
+    return push(
+        withBlocks(json::Object{{"op", runtime::opName(runtime::OpKind::Slice)},
+                                {"in", operand(slice.getInput())},
+                                {"out", operand(result())},
+                                {"dim", dim},
+                                {"axes", axisNames(slice.getGridAxes())},
+                                {"sizes", sizesOf({slice.getInput()})}},
+                   "blocks", result(), dim, slice.getGridAxes()));
   }
   if (auto scatter = llvm::dyn_cast<shard::ReduceScatterOp>(op)) {
-    steps.push_back(
+    std::string dim =
+        named(scatter.getInput(), scatter.getScatterAxis().getZExtValue());
+    return push(withBlocks(
         json::Object{{"op", runtime::opName(runtime::OpKind::ReduceScatter)},
                      {"in", operand(scatter.getInput())},
                      {"out", operand(result())},
-                     {"dim", named(scatter.getInput(),
-                                   scatter.getScatterAxis().getZExtValue())},
+                     {"dim", dim},
                      {"axes", axisNames(scatter.getGridAxes())},
                      {"reduction", reductionName(scatter.getReduction())},
-                     {"sizes", sizesOf({scatter.getInput()})}});
-    return success();
+                     {"sizes", sizesOf({scatter.getInput()})}},
+        "blocks", result(), dim, scatter.getGridAxes()));
   }
   if (auto exchange = llvm::dyn_cast<shard::AllToAllOp>(op)) {
-    steps.push_back(json::Object{
-        {"op", runtime::opName(runtime::OpKind::AllToAll)},
-        {"in", operand(exchange.getInput())},
-        {"out", operand(result())},
-        {"split_dim",
-         named(exchange.getInput(), exchange.getSplitAxis().getZExtValue())},
-        {"concat_dim",
-         named(exchange.getInput(), exchange.getConcatAxis().getZExtValue())},
-        {"axes", axisNames(exchange.getGridAxes())},
-        {"sizes", sizesOf({exchange.getInput()})}});
-    return success();
+    Value input = exchange.getInput();
+    std::string split = named(input, exchange.getSplitAxis().getZExtValue());
+    std::string concat = named(input, exchange.getConcatAxis().getZExtValue());
+    FailureOr<json::Object> step = withBlocks(
+        json::Object{{"op", runtime::opName(runtime::OpKind::AllToAll)},
+                     {"in", operand(input)},
+                     {"out", operand(result())},
+                     {"split_dim", split},
+                     {"concat_dim", concat},
+                     {"axes", axisNames(exchange.getGridAxes())},
+                     {"sizes", sizesOf({input})}},
+        "split_blocks", result(), split, exchange.getGridAxes());
+    if (succeeded(step))
+      step = withBlocks(std::move(*step), "concat_blocks", input, concat,
+                        exchange.getGridAxes());
+    if (succeeded(step) && step->get("concat_blocks")) {
+      size_t position = exchange.getConcatAxis().getZExtValue();
+      (*step)["concat_size"] =
+          extent(result(), concat, largestLocalShape(result())[position]);
+    }
+    return push(std::move(step));
   }
   return op.emitError() << "'" << op.getName()
                         << "' cannot be written to a .mprog";
 }
 
 FailureOr<MemoryPlanStats> MprogEmitter::plan() {
+  // Ranked values carry the dim names of the named tensor they came from.
+  for (Operation &op : program.getBodyBlock()) {
+    if (llvm::isa<mtf::ToTensorOp>(op))
+      rankedNames[op.getResult(0)] = dimNames(op.getOperand(0));
+    else if (op.getNumResults() == 1 && op.getNumOperands() >= 1 &&
+             llvm::isa<RankedTensorType>(op.getResult(0).getType()))
+      rankedNames[op.getResult(0)] = dimNames(op.getOperand(0));
+  }
   if (failed(assignBuffers()))
     return failure();
   planMemory();
@@ -831,14 +943,6 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
   FailureOr<MemoryPlanStats> planned = plan();
   if (failed(planned))
     return failure();
-  // Ranked values carry the dim names of the named tensor they came from.
-  for (Operation &op : program.getBodyBlock()) {
-    if (llvm::isa<mtf::ToTensorOp>(op))
-      rankedNames[op.getResult(0)] = dimNames(op.getOperand(0));
-    else if (op.getNumResults() == 1 && op.getNumOperands() >= 1 &&
-             llvm::isa<RankedTensorType>(op.getResult(0).getType()))
-      rankedNames[op.getResult(0)] = dimNames(op.getOperand(0));
-  }
 
   json::Array steps, tensors;
   for (Operation &op : program.getBodyBlock())

@@ -581,11 +581,39 @@ Value Partitioner::operandAs(Value value, const Layout &target,
 }
 
 /// The ranked tensor type of a local block.
-static RankedTensorType rankedOf(mtf::TensorType type) {
+/// The ranked form of local type `type`, the sizes of `dynamicDims` dynamic.
+static RankedTensorType rankedOf(mtf::TensorType type,
+                                 ArrayRef<size_t> dynamicDims = {}) {
   SmallVector<int64_t> shape;
   for (const mtf::NamedDim &dim : type.getDims())
     shape.push_back(dim.size);
+  for (size_t dim : dynamicDims)
+    shape[dim] = ShapedType::kDynamic;
   return RankedTensorType::get(shape, type.getElementType());
+}
+
+std::vector<size_t>
+Partitioner::unequalMoves(mtf::TensorType type, const Layout &from,
+                          const std::vector<layout::ReshardStep> &steps) {
+  std::vector<size_t> moved;
+  if (weights.isPlain())
+    return moved;
+  auto note = [&](size_t dim, const Layout &before, const Layout &after) {
+    int64_t size = type.getDims()[dim].size;
+    for (const Layout *layout : {&before, &after})
+      if (!llvm::all_equal(layout->blockSizes(dim, size, mesh, weights)) &&
+          !llvm::is_contained(moved, dim))
+        moved.push_back(dim);
+  };
+  Layout before = from;
+  for (const layout::ReshardStep &step : steps) {
+    note(step.dim, before, step.after);
+    if (step.kind == layout::ReshardKind::AllToAll)
+      note(step.concatDim, before, step.after);
+    before = step.after;
+  }
+  llvm::sort(moved);
+  return moved;
 }
 
 Value Partitioner::reshard(Value value, mtf::TensorType type,
@@ -594,13 +622,13 @@ Value Partitioner::reshard(Value value, mtf::TensorType type,
   std::vector<layout::ReshardStep> steps = layout::planReshard(from, to);
   if (steps.empty())
     return value;
+  std::vector<size_t> dynamic = unequalMoves(type, from, steps);
   Value tensor =
-      track(mtf::ToTensorOp::create(builder, loc,
-                                    rankedOf(localType(type, from)), value),
-            type, from);
-  Layout before = from;
+      track(mtf::ToTensorOp::create(
+                builder, loc, rankedOf(localType(type, from), dynamic), value),
+            type, from, dynamic);
   for (const layout::ReshardStep &step : steps) {
-    RankedTensorType stepType = rankedOf(localType(type, step.after));
+    RankedTensorType stepType = rankedOf(localType(type, step.after), dynamic);
     Operation *collective = nullptr;
     switch (step.kind) {
     case layout::ReshardKind::AllGather:
@@ -621,13 +649,7 @@ Value Partitioner::reshard(Value value, mtf::TensorType type,
     }
     collective->setAttr(mtf::MtfDialect::kReasonAttrName,
                         builder.getStringAttr(why));
-    refuseUnequalMove(type, step.dim, before, step.after,
-                      collective->getName().stripDialect(), loc);
-    if (step.kind == layout::ReshardKind::AllToAll)
-      refuseUnequalMove(type, step.concatDim, before, step.after,
-                        collective->getName().stripDialect(), loc);
-    tensor = track(collective->getResult(0), type, step.after);
-    before = step.after;
+    tensor = track(collective->getResult(0), type, step.after, dynamic);
   }
   return track(
       mtf::FromTensorOp::create(builder, loc, localType(type, to), tensor),
@@ -643,13 +665,6 @@ Value Partitioner::reduceOver(Value value, mtf::TensorType type,
   if (!scatterDim)
     std::sort(axes.begin(), axes.end());
   mtf::TensorType before = localType(type, layout);
-  Value tensor =
-      track(mtf::ToTensorOp::create(builder, loc, rankedOf(before), value),
-            type, layout);
-  auto kind = shard::ReductionKindAttr::get(builder.getContext(),
-                                            isMax ? shard::ReductionKind::Max
-                                                  : shard::ReductionKind::Sum);
-  Operation *collective;
   Layout scattered = layout;
   if (scatterDim) {
     std::vector<std::vector<size_t>> splits;
@@ -658,20 +673,32 @@ Value Partitioner::reduceOver(Value value, mtf::TensorType type,
     llvm::append_range(splits[*scatterDim], axes);
     scattered = Layout::fromAxisIndices(std::move(splits));
   }
+  // A reduce-scatter into unequal blocks leaves the scattered dim's size
+  // dynamic in its tensors (unequalMoves).
+  std::vector<size_t> dynamic;
+  if (scatterDim &&
+      !llvm::all_equal(scattered.blockSizes(
+          *scatterDim, type.getDims()[*scatterDim].size, mesh, weights)))
+    dynamic.push_back(*scatterDim);
+  Value tensor = track(
+      mtf::ToTensorOp::create(builder, loc, rankedOf(before, dynamic), value),
+      type, layout, dynamic);
+  auto kind = shard::ReductionKindAttr::get(builder.getContext(),
+                                            isMax ? shard::ReductionKind::Max
+                                                  : shard::ReductionKind::Sum);
+  Operation *collective;
   mtf::TensorType after = localType(type, scattered);
   if (scatterDim) {
-    refuseUnequalMove(type, *scatterDim, layout, scattered, "reduce_scatter",
-                      loc);
     collective = shard::ReduceScatterOp::create(
-        builder, loc, rankedOf(after), grid, gridAxes(axes), tensor, kind,
-        builder.getIndexAttr(*scatterDim));
+        builder, loc, rankedOf(after, dynamic), grid, gridAxes(axes), tensor,
+        kind, builder.getIndexAttr(*scatterDim));
   } else {
     collective = shard::AllReduceOp::create(builder, loc, rankedOf(before),
                                             grid, gridAxes(axes), tensor, kind);
   }
   collective->setAttr(mtf::MtfDialect::kReasonAttrName,
                       builder.getStringAttr(why));
-  track(collective->getResult(0), type, scattered);
+  track(collective->getResult(0), type, scattered, dynamic);
   return track(
       mtf::FromTensorOp::create(builder, loc, after, collective->getResult(0)),
       type, scattered);
@@ -736,35 +763,10 @@ Value Partitioner::setLocalType(Value local, mtf::TensorType type,
 }
 
 Value Partitioner::track(Value local, mtf::TensorType type,
-                         const Layout &layout) {
+                         const Layout &layout, ArrayRef<size_t> dynamicDims) {
   if (!weights.isPlain())
-    setBlocks(local.getDefiningOp(), type, layout, mesh, weights);
+    setBlocks(local.getDefiningOp(), type, layout, mesh, weights, dynamicDims);
   return local;
-}
-
-void Partitioner::refuseUnequalMove(mtf::TensorType type, size_t dim,
-                                    const Layout &from, const Layout &to,
-                                    StringRef collective, Location loc) {
-  if (weights.isPlain() || refusal)
-    return;
-  int64_t size = type.getDims()[dim].size;
-  for (const Layout *layout : {&from, &to}) {
-    std::vector<int64_t> blocks = layout->blockSizes(dim, size, mesh, weights);
-    if (llvm::all_equal(blocks))
-      continue;
-    std::string name = type.getDims()[dim].name.getValue().str();
-    refusal = {loc,
-               {"the " + collective.str() + " of " + describe(type, from) +
-                    " to " + describe(type, to) + " would move unequal " +
-                    "blocks of '" + name + "' " +
-                    describeBlocks(type, *layout, mesh, weights) +
-                    ", and meshc's collectives move equal blocks only so far",
-                "lay '" + name +
-                    "' out alike wherever it is cut unequally, "
-                    "or drop the weights; meshc --show-layout shows its blocks "
-                    "(docs/layouts.md#device-weights)"}};
-    return;
-  }
 }
 
 Partitioner::AxisMap Partitioner::axesByName(mtf::TensorType type,

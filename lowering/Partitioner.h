@@ -11,6 +11,7 @@
 
 #include "dialect/MtfDialect.h"
 #include "runtime/core/layout/Mesh.h"
+#include "runtime/core/layout/ReshardPlan.h"
 #include "runtime/core/layout/TensorLayout.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -112,15 +113,19 @@ private:
   /// passes through here or track().
   mlir::Value setLocalType(mlir::Value local, mlir::mtf::TensorType type,
                            const Layout &layout);
-  /// Records the unequal blocks of `local` (already of its local type).
+  /// Records the unequal blocks of `local` (already of its local type), and
+  /// the blocks of `dynamicDims`, which its ranked type leaves dynamic.
   mlir::Value track(mlir::Value local, mlir::mtf::TensorType type,
-                    const Layout &layout);
-  /// Refuses (once, for run() to report) a collective that would cut or
-  /// join dim `dim` of `type` where `from` or `to` cuts it into unequal
-  /// blocks: the runtime's collectives move equal blocks only, so far.
-  void refuseUnequalMove(mlir::mtf::TensorType type, size_t dim,
-                         const Layout &from, const Layout &to,
-                         llvm::StringRef collective, mlir::Location loc);
+                    const Layout &layout,
+                    llvm::ArrayRef<size_t> dynamicDims = {});
+  /// The dims of `type` that the collectives of a move from `from` through
+  /// `steps` cut or join while `weights` cut them unequally on either side.
+  /// Their sizes stay dynamic in the collectives' ranked types: the shard
+  /// dialect checks static sizes as if blocks were equal, and each
+  /// device's size is in mtf.blocks.
+  std::vector<size_t>
+  unequalMoves(mlir::mtf::TensorType type, const Layout &from,
+               const std::vector<layout::ReshardStep> &steps);
   AxisMap axesByName(mlir::mtf::TensorType type, const Layout &layout) const;
   Layout layoutFor(mlir::mtf::TensorType type, const AxisMap &axes) const;
   /// "[batch:b, hidden]".

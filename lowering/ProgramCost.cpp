@@ -2,6 +2,7 @@
 
 #include "lowering/ProgramCost.h"
 
+#include "compiler/passes/LayoutBridge.h"
 #include "dialect/MtfDialect.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -15,13 +16,18 @@ using namespace mlir;
 
 namespace {
 
-/// Bytes of a value of tensor type (mtf's named or a builtin ranked one).
+/// Bytes of a value of tensor type (mtf's named or a builtin ranked one);
+/// under device weights, of the largest device's block.
 int64_t bytesOf(Value value) {
   if (auto named = llvm::dyn_cast<mtf::TensorType>(value.getType()))
     return named.getNumElements() * named.getElementBytes();
-  if (auto ranked = llvm::dyn_cast<RankedTensorType>(value.getType()))
-    return ranked.getNumElements() * ranked.getElementTypeBitWidth() / 8;
-  return 0;
+  auto ranked = llvm::dyn_cast<RankedTensorType>(value.getType());
+  if (!ranked)
+    return 0;
+  int64_t elements = 1;
+  for (int64_t size : largestLocalShape(value))
+    elements *= ShapedType::isDynamic(size) ? 0 : size;
+  return elements * ranked.getElementTypeBitWidth() / 8;
 }
 
 int64_t elementsOf(Value value) {

@@ -7,6 +7,7 @@
 #include "runtime/Collectives.h"
 
 #include <map>
+#include <utility>
 
 namespace meshc::runtime {
 
@@ -51,6 +52,61 @@ GroupPartition partitionMesh(const layout::Mesh &mesh,
     partition.groups[partition.groupOf[device]][partition.rankOf[device]] =
         device;
   return partition;
+}
+
+std::vector<int64_t> groupBlocks(const std::vector<int64_t> &listed,
+                                 int64_t members, int64_t size) {
+  if (!listed.empty())
+    return listed;
+  return std::vector<int64_t>(size_t(members), size / members);
+}
+
+std::vector<int64_t> blockStarts(const std::vector<int64_t> &blocks) {
+  std::vector<int64_t> starts;
+  int64_t start = 0;
+  for (int64_t block : blocks) {
+    starts.push_back(start);
+    start += block;
+  }
+  return starts;
+}
+
+std::vector<int64_t> chunkSizes(int64_t outer, int64_t inner,
+                                const std::vector<int64_t> &blocks,
+                                int64_t elementBytes) {
+  std::vector<int64_t> sizes;
+  for (int64_t block : blocks)
+    sizes.push_back(outer * block * inner * elementBytes);
+  return sizes;
+}
+
+std::vector<StridedCopy> splitCopies(int64_t outer, int64_t inner,
+                                     const std::vector<int64_t> &blocks,
+                                     int64_t elementBytes) {
+  int64_t row = 0;
+  for (int64_t block : blocks)
+    row += block * inner * elementBytes;
+  std::vector<StridedCopy> copies;
+  int64_t chunk = 0;
+  for (int64_t start : blockStarts(blocks)) {
+    int64_t width = blocks[copies.size()] * inner * elementBytes;
+    copies.push_back(
+        {chunk, width, start * inner * elementBytes, row, width, outer});
+    chunk += width * outer;
+  }
+  return copies;
+}
+
+std::vector<StridedCopy> concatCopies(int64_t outer, int64_t inner,
+                                      const std::vector<int64_t> &blocks,
+                                      int64_t elementBytes) {
+  std::vector<StridedCopy> copies =
+      splitCopies(outer, inner, blocks, elementBytes);
+  for (StridedCopy &copy : copies) {
+    std::swap(copy.dstOffset, copy.srcOffset);
+    std::swap(copy.dstPitch, copy.srcPitch);
+  }
+  return copies;
 }
 
 } // namespace meshc::runtime

@@ -10,7 +10,12 @@
 //
 // Buffers follow NCCL's in-place conventions so backends can map them 1:1:
 // allGather and reduceScatter work on `size` contiguous chunks of which the
-// member's own is chunk `rank`.
+// member's own is chunk `rank`. Under device weights the members' blocks of
+// the dim a collective cuts or joins can differ (the step lists them): the
+// variable-count forms (allGatherV, reduceScatterV, allToAllV; MPI's
+// Allgatherv, Reduce_scatter, Alltoallv) take one count per member, the
+// chunks still contiguous in rank order. splitCopies and concatCopies give
+// the strided copies between a tensor and such chunks, for every backend.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,10 +79,62 @@ public:
   /// `in` goes to member j, and chunk i of `out` comes from member i.
   virtual void allToAll(const void *in, void *out, int64_t chunkBytes) = 0;
 
+  /// allGather with chunk i of `chunkBytes[i]` (size() entries, the same on
+  /// every member).
+  virtual void allGatherV(void *data,
+                          const std::vector<int64_t> &chunkBytes) = 0;
+  /// reduceScatter with chunk i of `chunkCounts[i]` elements (the same list
+  /// on every member); on return chunk rank() holds the reduction.
+  virtual void reduceScatterV(void *data,
+                              const std::vector<int64_t> &chunkCounts,
+                              DType dtype, Reduction reduction) = 0;
+  /// allToAll with chunks of their own sizes: chunk j of `in` (`sendBytes[j]`)
+  /// goes to member j, chunk i of `out` (`receiveBytes[i]`) comes from member
+  /// i; member i's sendBytes[j] equals member j's receiveBytes[i].
+  virtual void allToAllV(const void *in, const std::vector<int64_t> &sendBytes,
+                         void *out,
+                         const std::vector<int64_t> &receiveBytes) = 0;
+
 private:
   int64_t memberRank;
   int64_t groupSize;
 };
+
+/// The blocks, in rank order, of the dim a collective over `members`
+/// devices cuts or joins: `listed` (the step's, under device weights) or,
+/// when it is empty, `size` cut into equal blocks.
+std::vector<int64_t> groupBlocks(const std::vector<int64_t> &listed,
+                                 int64_t members, int64_t size);
+/// Where each of `blocks` starts: their running sum, from 0.
+std::vector<int64_t> blockStarts(const std::vector<int64_t> &blocks);
+
+/// The sizes of the chunks `blocks` cut a tensor [outer, sum(blocks), inner]
+/// into: outer · block · inner · `elementBytes` each (1: elements).
+std::vector<int64_t> chunkSizes(int64_t outer, int64_t inner,
+                                const std::vector<int64_t> &blocks,
+                                int64_t elementBytes);
+
+/// One strided copy: `rows` runs of `width` bytes, read `srcPitch` apart from
+/// `srcOffset` and written `dstPitch` apart from `dstOffset` (byte offsets
+/// into the buffers of the move it belongs to).
+struct StridedCopy {
+  int64_t dstOffset = 0;
+  int64_t dstPitch = 0;
+  int64_t srcOffset = 0;
+  int64_t srcPitch = 0;
+  int64_t width = 0;
+  int64_t rows = 0;
+};
+/// A row-major tensor [outer, sum(blocks), inner] of `elementBytes` elements
+/// cut along its middle dim into contiguous chunks [outer, blocks[g], inner],
+/// chunk 0 first: one copy per chunk.
+std::vector<StridedCopy> splitCopies(int64_t outer, int64_t inner,
+                                     const std::vector<int64_t> &blocks,
+                                     int64_t elementBytes);
+/// The inverse of splitCopies: contiguous chunks joined along the middle dim.
+std::vector<StridedCopy> concatCopies(int64_t outer, int64_t inner,
+                                      const std::vector<int64_t> &blocks,
+                                      int64_t elementBytes);
 
 /// A backend's collectives: a factory of communicators.
 class Collectives {

@@ -3,7 +3,6 @@
 #include "runtime/PerDeviceSizes.h"
 
 #include "runtime/JsonNode.h"
-#include "runtime/core/StepKinds.h"
 
 #include <algorithm>
 
@@ -15,34 +14,6 @@ PerDeviceSizes::PerDeviceSizes(const json &document, const layout::Mesh &mesh,
                                const std::string &fileName)
     : document(document), mesh(mesh), fileName(fileName) {
   collect(document, "");
-  if (!any() || !document.contains("steps") || !document["steps"].is_array())
-    return;
-  // Collectives move equal blocks only, so far: the dims they cut or join
-  // must have one size on every device.
-  const json &steps = document["steps"];
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const json &step = steps[i];
-    if (!step.is_object() || !step.contains("op") || !step["op"].is_string() ||
-        !step.contains("sizes") || !step["sizes"].is_object())
-      continue;
-    std::optional<OpKind> kind = opKindNamed(step["op"].get<std::string>());
-    if (kind != OpKind::AllGather && kind != OpKind::Slice &&
-        kind != OpKind::ReduceScatter && kind != OpKind::AllToAll)
-      continue;
-    for (const char *key : {"dim", "split_dim", "concat_dim"}) {
-      if (!step.contains(key) || !step[key].is_string())
-        continue;
-      std::string dim = step[key].get<std::string>();
-      const json &sizes = step["sizes"];
-      if (sizes.contains(dim) && isPerDevice(sizes[dim]))
-        JsonNode(sizes[dim], "steps[" + std::to_string(i) + "].sizes." + dim,
-                 fileName)
-            .fail("the " + step["op"].get<std::string>() + " moves dim '" +
-                  dim +
-                  "', whose size differs between devices; collectives "
-                  "move equal blocks only so far");
-    }
-  }
 }
 
 bool PerDeviceSizes::isPerDevice(const json &node) {

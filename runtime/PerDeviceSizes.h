@@ -3,7 +3,8 @@
 // Under device weights a dim can be cut into unequal blocks; wherever the
 // .mprog gives its local size (a step's "sizes", a buffer's "shape") it then
 // writes {"axes": ["b"], "blocks": [16, 16, 32]}: the block of each shard of
-// those mesh axes (docs/mprog.md#per-device-sizes). The loader resolves the
+// those mesh axes (docs/mprog.md#per-device-sizes); so may an entry of a
+// collective's member blocks. The loader resolves the
 // document once per distinct set of blocks before reading it, so the steps
 // and the backends only ever see integers. Internal to the loader.
 //
@@ -28,9 +29,9 @@ class PerDeviceSizes {
 public:
   /// Finds and checks every per-device size of `document` (whose "mesh" is
   /// `mesh`): its axes are distinct mesh axes and it lists one block of at
-  /// least 0 per shard, and no all_gather, slice, reduce_scatter or
-  /// all_to_all moves a dim that has one. Throws RuntimeError naming the
-  /// file and the path.
+  /// least 0 per shard. Throws RuntimeError naming the file and the path.
+  /// (A collective that cuts or joins unequal blocks lists each member's,
+  /// and the step parser checks those against each device's sizes.)
   PerDeviceSizes(const nlohmann::json &document, const layout::Mesh &mesh,
                  const std::string &fileName);
 

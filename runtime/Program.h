@@ -269,23 +269,31 @@ struct GroupAttrs {
 struct AllReduceAttrs : GroupAttrs {
   Reduction reduction = Reduction::Sum;
 };
+// The collectives that cut or join a dim carry, under device weights, each
+// group member's block of it in rank order ("blocks" in the .mprog); empty
+// when the blocks are equal (groupBlocks in Collectives.h).
 /// all_gather: the dim concatenated.
 struct AllGatherAttrs : GroupAttrs {
   std::string dim;
+  std::vector<int64_t> blocks;
 };
 /// reduce_scatter: the dim cut and how members combine.
 struct ReduceScatterAttrs : GroupAttrs {
   std::string dim;
   Reduction reduction = Reduction::Sum;
+  std::vector<int64_t> blocks;
 };
 /// all_to_all: the dim cut and the dim concatenated.
 struct AllToAllAttrs : GroupAttrs {
   std::string splitDim;
   std::string concatDim;
+  std::vector<int64_t> splitBlocks;
+  std::vector<int64_t> concatBlocks;
 };
 /// slice: the dim cut.
 struct SliceAttrs : GroupAttrs {
   std::string dim;
+  std::vector<int64_t> blocks;
 };
 
 /// fused: an expression program (FusedStep.h). Its inputs are Step::in,

@@ -336,12 +336,54 @@ private:
       axes.push_back(name);
       size *= program.mesh.axisSize(*index);
     }
+    groupAxes = axes;
     auto found =
         std::find(program.groupAxes.begin(), program.groupAxes.end(), axes);
     attrs.group = found - program.groupAxes.begin();
     if (found == program.groupAxes.end())
       program.groupAxes.push_back(axes);
     return size;
+  }
+
+  /// The member `key` of a collective over `groupSize` devices (read by
+  /// readAxes) that cuts or joins dim `dim`, whose joined size is `joined`:
+  /// each member's block in rank order, or empty when the step has none
+  /// (equal blocks). `own` becomes this device's block; in the program of
+  /// the largest blocks (device -1) the largest, and the blocks are not
+  /// checked to add up, each being the largest of any group.
+  std::vector<int64_t> readBlocks(const char *key, const std::string &dim,
+                                  int64_t groupSize, int64_t joined,
+                                  int64_t &own) const {
+    std::optional<JsonNode> listNode = node.optionalMember(key);
+    if (!listNode)
+      return {};
+    std::vector<int64_t> blocks;
+    for (const JsonNode &block : listNode->elements())
+      blocks.push_back(block.integerAtLeast(0));
+    if (static_cast<int64_t>(blocks.size()) != groupSize)
+      listNode->fail("lists " + std::to_string(blocks.size()) +
+                     " blocks of dim '" + dim + "', but the group over [" +
+                     quoted(groupAxes) + "] has " + std::to_string(groupSize) +
+                     " members");
+    if (program.device < 0) {
+      own = *std::max_element(blocks.begin(), blocks.end());
+      return blocks;
+    }
+    std::vector<int64_t> coords = program.mesh.coordinates(program.device);
+    int64_t rank = 0;
+    for (const std::string &axis : groupAxes) {
+      size_t position = *program.mesh.axisIndex(axis);
+      rank = rank * program.mesh.axisSize(position) + coords[position];
+    }
+    own = blocks[size_t(rank)];
+    int64_t sum = 0;
+    for (int64_t block : blocks)
+      sum += block;
+    if (sum != joined)
+      listNode->fail("the blocks of dim '" + dim + "' add up to " +
+                     std::to_string(sum) + ", but its joined size is " +
+                     std::to_string(joined));
+    return blocks;
   }
 
   /// sizes[dim] divided by the group size `groupSize`.
@@ -408,6 +450,8 @@ private:
   OpKind kind = OpKind::Fill;
   Step step;
   std::optional<JsonNode> sizesNode;
+  /// The mesh axes of the step's group (readAxes).
+  std::vector<std::string> groupAxes;
   std::map<std::string, int64_t> sizes;
   std::set<std::string> used;
 };
@@ -820,7 +864,12 @@ void StepParser::parseAttrs(AllGatherAttrs &attrs) {
   readSizes();
   step.out = operand("out");
   attrs.dim = dimOf("dim", step.out, "out");
-  step.in = {operand("in", {{attrs.dim, sizeOverGroup(attrs.dim, groupSize)}})};
+  int64_t own = 0;
+  attrs.blocks =
+      readBlocks("blocks", attrs.dim, groupSize, sizes.at(attrs.dim), own);
+  if (attrs.blocks.empty())
+    own = sizeOverGroup(attrs.dim, groupSize);
+  step.in = {operand("in", {{attrs.dim, own}})};
   int64_t outer = 1;
   for (int d = 0; d < step.out.shape.position(attrs.dim); ++d)
     outer *= step.out.shape.sizes[d];
@@ -833,7 +882,12 @@ void StepParser::parseAttrs(ReduceScatterAttrs &attrs) {
   readSizes();
   step.in = {operand("in")};
   attrs.dim = dimOf("dim", step.in[0], "in");
-  SizeOverrides outSizes = {{attrs.dim, sizeOverGroup(attrs.dim, groupSize)}};
+  int64_t own = 0;
+  attrs.blocks =
+      readBlocks("blocks", attrs.dim, groupSize, sizes.at(attrs.dim), own);
+  if (attrs.blocks.empty())
+    own = sizeOverGroup(attrs.dim, groupSize);
+  SizeOverrides outSizes = {{attrs.dim, own}};
   attrs.reduction = choose(node.member("reduction"), "reduction", kReductions);
   step.scratchBytes = bytesOf(step.in[0]);
   step.out = operand("out", outSizes);
@@ -851,11 +905,35 @@ void StepParser::parseAttrs(AllToAllAttrs &attrs) {
     node.member("concat_dim")
         .fail("split_dim and concat_dim are both '" + attrs.splitDim + "'");
   SizeOverrides outSizes;
-  outSizes[attrs.splitDim] = sizeOverGroup(attrs.splitDim, groupSize);
-  outSizes[attrs.concatDim] = checkedProduct(
-      node.member("concat_dim"), {sizes.at(attrs.concatDim)}, groupSize);
-  step.scratchBytes = 2 * bytesOf(in);
+  int64_t ownSplit = 0, ownConcat = 0;
+  attrs.splitBlocks = readBlocks("split_blocks", attrs.splitDim, groupSize,
+                                 sizes.at(attrs.splitDim), ownSplit);
+  outSizes[attrs.splitDim] = attrs.splitBlocks.empty()
+                                 ? sizeOverGroup(attrs.splitDim, groupSize)
+                                 : ownSplit;
+  std::optional<JsonNode> joined = node.optionalMember("concat_size");
+  if (node.optionalMember("concat_blocks") && !joined)
+    node.member("concat_blocks")
+        .fail("an all_to_all with \"concat_blocks\" needs \"concat_size\", "
+              "the joined size of its concat dim");
+  if (joined && !node.optionalMember("concat_blocks"))
+    joined->fail("\"concat_size\" goes with \"concat_blocks\"");
+  int64_t concatSize = joined ? joined->integerAtLeast(0) : 0;
+  attrs.concatBlocks = readBlocks("concat_blocks", attrs.concatDim, groupSize,
+                                  concatSize, ownConcat);
+  if (attrs.concatBlocks.empty())
+    outSizes[attrs.concatDim] = checkedProduct(
+        node.member("concat_dim"), {sizes.at(attrs.concatDim)}, groupSize);
+  else if (program.device >= 0 && ownConcat != sizes.at(attrs.concatDim))
+    node.member("concat_blocks")
+        .fail("this device's block of dim '" + attrs.concatDim + "' is " +
+              std::to_string(ownConcat) + " but its size in \"sizes\" is " +
+              std::to_string(sizes.at(attrs.concatDim)));
+  else
+    outSizes[attrs.concatDim] = concatSize;
   step.out = operand("out", outSizes);
+  // The chunks to send, then those received.
+  step.scratchBytes = bytesOf(in) + bytesOf(step.out);
   finishCollective();
 }
 
@@ -864,7 +942,12 @@ void StepParser::parseAttrs(SliceAttrs &attrs) {
   readSizes();
   step.in = {operand("in")};
   attrs.dim = dimOf("dim", step.in[0], "in");
-  step.out = operand("out", {{attrs.dim, sizeOverGroup(attrs.dim, groupSize)}});
+  int64_t own = 0;
+  attrs.blocks =
+      readBlocks("blocks", attrs.dim, groupSize, sizes.at(attrs.dim), own);
+  if (attrs.blocks.empty())
+    own = sizeOverGroup(attrs.dim, groupSize);
+  step.out = operand("out", {{attrs.dim, own}});
   finishCollective();
 }
 

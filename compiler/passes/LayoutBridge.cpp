@@ -139,13 +139,14 @@ std::string describeBlocks(mtf::TensorType type,
 
 void setBlocks(Operation *op, mtf::TensorType type,
                const layout::TensorLayout &tensorLayout,
-               const layout::Mesh &mesh, const layout::AxisWeights &weights) {
+               const layout::Mesh &mesh, const layout::AxisWeights &weights,
+               ArrayRef<size_t> dynamicDims) {
   MLIRContext *context = op->getContext();
   SmallVector<NamedAttribute> dims;
   for (auto [index, dim] : llvm::enumerate(type.getDims())) {
     std::vector<int64_t> sizes =
         tensorLayout.blockSizes(index, dim.size, mesh, weights);
-    if (llvm::all_equal(sizes))
+    if (llvm::all_equal(sizes) && !llvm::is_contained(dynamicDims, index))
       continue;
     SmallVector<Attribute> axes;
     for (size_t axis : tensorLayout.axesOf(index))
@@ -179,6 +180,39 @@ std::optional<DimBlocks> blocksOf(Operation *op, StringRef dim) {
       split.getAs<DenseI64ArrayAttr>("sizes").asArrayRef();
   blocks.sizes.assign(sizes.begin(), sizes.end());
   return blocks;
+}
+
+std::vector<int64_t> largestLocalShape(Value value) {
+  if (auto named = llvm::dyn_cast<mtf::TensorType>(value.getType())) {
+    std::vector<int64_t> shape;
+    for (const mtf::NamedDim &dim : named.getDims())
+      shape.push_back(dim.size);
+    return shape;
+  }
+  auto ranked = llvm::dyn_cast<RankedTensorType>(value.getType());
+  if (!ranked)
+    return {};
+  std::vector<int64_t> shape(ranked.getShape().begin(),
+                             ranked.getShape().end());
+  // The dim names are those of the named tensor the chain starts from.
+  Value source = value;
+  while (Operation *def = source.getDefiningOp()) {
+    if (def->getNumOperands() == 0)
+      break;
+    source = def->getOperand(0);
+    if (llvm::isa<mtf::TensorType>(source.getType()))
+      break;
+  }
+  auto named = llvm::dyn_cast<mtf::TensorType>(source.getType());
+  for (auto [index, size] : llvm::enumerate(shape)) {
+    if (!ShapedType::isDynamic(size) || !named ||
+        index >= named.getDims().size())
+      continue;
+    if (std::optional<DimBlocks> blocks = blocksOf(
+            value.getDefiningOp(), named.getDims()[index].name.getValue()))
+      size = *llvm::max_element(blocks->sizes);
+  }
+  return shape;
 }
 
 std::string tensorName(Operation *op) {

@@ -56,11 +56,13 @@ std::string describeBlocks(mlir::mtf::TensorType type,
                            const layout::AxisWeights &weights);
 /// Records on `op`, whose one result is the block of a tensor of global type
 /// `type` laid out as `tensorLayout`, the dims that `weights` cut into
-/// unequal blocks (the mtf.blocks attribute); removes the attribute when
-/// every dim's blocks are equal.
+/// unequal blocks (the mtf.blocks attribute), and the dims `dynamicDims` (by
+/// index) whatever their blocks: those a ranked result leaves dynamic.
+/// Removes the attribute when there is no such dim.
 void setBlocks(mlir::Operation *op, mlir::mtf::TensorType type,
                const layout::TensorLayout &tensorLayout,
-               const layout::Mesh &mesh, const layout::AxisWeights &weights);
+               const layout::Mesh &mesh, const layout::AxisWeights &weights,
+               llvm::ArrayRef<size_t> dynamicDims = {});
 /// One dim's entry of mtf.blocks: the mesh axes it is split over and each
 /// block's size by shard index.
 struct DimBlocks {
@@ -69,6 +71,11 @@ struct DimBlocks {
 };
 /// The entry of dim `dim` in the mtf.blocks of `op`, if it has one.
 std::optional<DimBlocks> blocksOf(mlir::Operation *op, llvm::StringRef dim);
+/// The shape of local `value` (named, or ranked between mtf.to_tensor and
+/// mtf.from_tensor): its type's, each dynamic size (a collective moving
+/// unequal blocks) the largest block its op's mtf.blocks gives it; a dynamic
+/// size without an entry stays dynamic.
+std::vector<int64_t> largestLocalShape(mlir::Value value);
 /// A readable name for the tensor `op` produces: the input/parameter name,
 /// the variable it was bound to (NameLoc), or the op name.
 std::string tensorName(mlir::Operation *op);

@@ -122,50 +122,84 @@ void CpuCommunicator::allReduce(void *data, int64_t count, DType dtype,
 
 void CpuCommunicator::reduceScatter(void *data, int64_t chunkCount, DType dtype,
                                     Reduction reduction) {
+  reduceScatterV(data, std::vector<int64_t>(size_t(size()), chunkCount), dtype,
+                 reduction);
+}
+
+void CpuCommunicator::allGather(void *data, int64_t chunkBytes) {
+  allGatherV(data, std::vector<int64_t>(size_t(size()), chunkBytes));
+}
+
+void CpuCommunicator::allToAll(const void *in, void *out, int64_t chunkBytes) {
+  std::vector<int64_t> chunks(size_t(size()), chunkBytes);
+  allToAllV(in, chunks, out, chunks);
+}
+
+/// Whether every count is 0: then no member takes part in any phase.
+static bool allZero(const std::vector<int64_t> &counts) {
+  return std::all_of(counts.begin(), counts.end(),
+                     [](int64_t count) { return count == 0; });
+}
+
+void CpuCommunicator::reduceScatterV(void *data,
+                                     const std::vector<int64_t> &chunkCounts,
+                                     DType dtype, Reduction reduction) {
   int64_t n = size();
-  if (n == 1 || chunkCount == 0)
+  if (n == 1 || allZero(chunkCounts))
     return;
+  std::vector<int64_t> starts = blockStarts(chunkCounts);
   char *own = static_cast<char *>(data);
   const char *left = publish(data);
   // Shifted by one against allReduce so that member r ends with chunk r.
   for (int64_t s = 0; s + 1 < n; ++s) {
-    int64_t chunk = wrap(rank() - s - 2, n);
-    combineRange(dtype, own, left, chunk * chunkCount, (chunk + 1) * chunkCount,
-                 reduction);
+    size_t chunk = size_t(wrap(rank() - s - 2, n));
+    combineRange(dtype, own, left, starts[chunk],
+                 starts[chunk] + chunkCounts[chunk], reduction);
     group->barrier.wait();
   }
 }
 
-void CpuCommunicator::allGather(void *data, int64_t chunkBytes) {
+void CpuCommunicator::allGatherV(void *data,
+                                 const std::vector<int64_t> &chunkBytes) {
   int64_t n = size();
-  if (n == 1 || chunkBytes == 0)
+  if (n == 1 || allZero(chunkBytes))
     return;
+  std::vector<int64_t> starts = blockStarts(chunkBytes);
   char *own = static_cast<char *>(data);
   const char *left = publish(data);
   for (int64_t s = 0; s + 1 < n; ++s) {
-    int64_t chunk = wrap(rank() - s - 1, n);
-    std::memcpy(own + chunk * chunkBytes, left + chunk * chunkBytes,
-                chunkBytes);
+    size_t chunk = size_t(wrap(rank() - s - 1, n));
+    std::memcpy(own + starts[chunk], left + starts[chunk], chunkBytes[chunk]);
     group->barrier.wait();
   }
 }
 
-void CpuCommunicator::allToAll(const void *in, void *out, int64_t chunkBytes) {
+void CpuCommunicator::allToAllV(const void *in,
+                                const std::vector<int64_t> &sendBytes,
+                                void *out,
+                                const std::vector<int64_t> &receiveBytes) {
   int64_t n = size();
   char *dst = static_cast<char *>(out);
-  if (chunkBytes == 0)
-    return;
   if (n == 1) {
-    std::memcpy(dst, in, chunkBytes);
+    std::memcpy(dst, in, size_t(sendBytes[0]));
     return;
   }
+  // Zero on one member means zero on all only for the equal form; a
+  // variable exchange always meets.
+  std::vector<int64_t> sendStarts = blockStarts(sendBytes);
+  group->starts[rank()] = &sendStarts;
   publish(in);
-  for (int64_t peer = 0; peer < n; ++peer)
-    std::memcpy(dst + peer * chunkBytes,
+  int64_t at = 0;
+  for (int64_t peer = 0; peer < n; ++peer) {
+    const std::vector<int64_t> &theirs = *group->starts[peer];
+    std::memcpy(dst + at,
                 static_cast<const char *>(group->slots[peer]) +
-                    rank() * chunkBytes,
-                chunkBytes);
-  // Nobody may overwrite its `in` before every peer has read from it.
+                    theirs[size_t(rank())],
+                size_t(receiveBytes[peer]));
+    at += receiveBytes[peer];
+  }
+  // Nobody may overwrite its `in` (or its starts) before every peer has
+  // read from it.
   group->barrier.wait();
 }
 

@@ -7,7 +7,8 @@
 // phases. allReduce is the classic ring (reduce-scatter then all-gather, each
 // in size-1 phases where member r only reads member r-1), reduceScatter and
 // allGather are its two halves, allToAll is a direct exchange. Every member
-// only ever writes its own buffer.
+// only ever writes its own buffer. The equal-chunk forms are the variable
+// ones with equal counts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,10 +47,13 @@ private:
 
 /// What the members of one group share.
 struct CpuGroup {
-  explicit CpuGroup(int64_t size) : barrier(size), slots(size, nullptr) {}
+  explicit CpuGroup(int64_t size)
+      : barrier(size), slots(size, nullptr), starts(size, nullptr) {}
   Barrier barrier;
   /// The buffer each member published for the current collective.
   std::vector<const void *> slots;
+  /// allToAllV: where each member's chunks start in its buffer.
+  std::vector<const std::vector<int64_t> *> starts;
 };
 
 /// One member's view of a CpuGroup.
@@ -64,6 +68,11 @@ public:
                      Reduction reduction) override;
   void allGather(void *data, int64_t chunkBytes) override;
   void allToAll(const void *in, void *out, int64_t chunkBytes) override;
+  void allGatherV(void *data, const std::vector<int64_t> &chunkBytes) override;
+  void reduceScatterV(void *data, const std::vector<int64_t> &chunkCounts,
+                      DType dtype, Reduction reduction) override;
+  void allToAllV(const void *in, const std::vector<int64_t> &sendBytes,
+                 void *out, const std::vector<int64_t> &receiveBytes) override;
 
 private:
   /// Publishes `data`, waits for every member to do the same and returns the

@@ -548,28 +548,4 @@ AroundDim aroundDim(const NamedShape &shape, const std::string &dim) {
   return view;
 }
 
-void sliceBlock(const char *src, AroundDim view, int64_t blocks, int64_t index,
-                int64_t elementBytes, char *dst) {
-  int64_t run = view.size / blocks * view.inner * elementBytes;
-  int64_t row = view.size * view.inner * elementBytes;
-  for (int64_t o = 0; o < view.outer; ++o)
-    std::memcpy(dst + o * run, src + o * row + index * run, run);
-}
-
-void splitIntoChunks(const char *src, AroundDim view, int64_t blocks,
-                     int64_t elementBytes, char *dst) {
-  int64_t chunk = view.outer * view.size * view.inner * elementBytes / blocks;
-  for (int64_t g = 0; g < blocks; ++g)
-    sliceBlock(src, view, blocks, g, elementBytes, dst + g * chunk);
-}
-
-void concatChunks(const char *src, AroundDim chunkView, int64_t blocks,
-                  int64_t elementBytes, char *dst) {
-  int64_t run = chunkView.size * chunkView.inner * elementBytes;
-  int64_t chunk = chunkView.outer * run;
-  for (int64_t g = 0; g < blocks; ++g)
-    for (int64_t o = 0; o < chunkView.outer; ++o)
-      std::memcpy(dst + (o * blocks + g) * run, src + g * chunk + o * run, run);
-}
-
 } // namespace meshc::runtime

@@ -124,19 +124,6 @@ struct AroundDim {
 /// `shape` seen around dim `dim`.
 AroundDim aroundDim(const NamedShape &shape, const std::string &dim);
 
-/// Copies block `index` of `blocks` equal blocks of the middle dim of `src`
-/// (viewed as `view`) to `dst`.
-void sliceBlock(const char *src, AroundDim view, int64_t blocks, int64_t index,
-                int64_t elementBytes, char *dst);
-/// Copies the `blocks` blocks of the middle dim of `src` (viewed as `view`)
-/// to `dst` as contiguous chunks, block 0 first.
-void splitIntoChunks(const char *src, AroundDim view, int64_t blocks,
-                     int64_t elementBytes, char *dst);
-/// The inverse of splitIntoChunks: `blocks` contiguous chunks, each viewed as
-/// `chunkView`, concatenated along the middle dim into `dst`.
-void concatChunks(const char *src, AroundDim chunkView, int64_t blocks,
-                  int64_t elementBytes, char *dst);
-
 } // namespace meshc::runtime
 
 #endif // MESHC_RUNTIME_CPU_CPUKERNELS_H

@@ -181,6 +181,70 @@ void MpiCommunicator::allToAll(const void *in, void *out, int64_t chunkBytes) {
   watchdog->wait(request, "all_to_all", members);
 }
 
+/// `counts` and their running sums as MPI int counts and displacements;
+/// throws when they do not fit.
+static void mpiCounts(const std::vector<int64_t> &counts, const char *what,
+                      std::vector<int> &mpi, std::vector<int> &displs) {
+  int64_t start = 0;
+  for (int64_t count : counts) {
+    mpi.push_back(mpiCount(count, what));
+    displs.push_back(mpiCount(start, what));
+    start += count;
+  }
+  mpiCount(start, what);
+}
+
+void MpiCommunicator::allGatherV(void *data,
+                                 const std::vector<int64_t> &chunkBytes) {
+  if (size() == 1)
+    return;
+  std::vector<int> counts, displs;
+  mpiCounts(chunkBytes, "all_gather", counts, displs);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MESHC_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data,
+                                  counts.data(), displs.data(), MPI_BYTE,
+                                  communicator, &request));
+  watchdog->wait(request, "all_gather", members);
+}
+
+void MpiCommunicator::reduceScatterV(void *data,
+                                     const std::vector<int64_t> &chunkCounts,
+                                     DType dtype, Reduction reduction) {
+  if (size() == 1)
+    return;
+  std::vector<int> counts, displs;
+  mpiCounts(chunkCounts, "reduce_scatter", counts, displs);
+  MPI_Request request = MPI_REQUEST_NULL;
+  // In place, the reduced chunk rank() lands at the start of the buffer.
+  MESHC_MPI_CHECK(MPI_Ireduce_scatter(MPI_IN_PLACE, data, counts.data(),
+                                      mpiType(dtype), mpiOp(reduction, dtype),
+                                      communicator, &request));
+  watchdog->wait(request, "reduce_scatter", members);
+  int64_t elementBytes = dtypeBytes(dtype);
+  char *bytes = static_cast<char *>(data);
+  std::memmove(bytes + int64_t(displs[size_t(rank())]) * elementBytes, bytes,
+               size_t(counts[size_t(rank())] * elementBytes));
+}
+
+void MpiCommunicator::allToAllV(const void *in,
+                                const std::vector<int64_t> &sendBytes,
+                                void *out,
+                                const std::vector<int64_t> &receiveBytes) {
+  if (size() == 1) {
+    std::memcpy(out, in, size_t(sendBytes[0]));
+    return;
+  }
+  std::vector<int> sendCounts, sendDispls, receiveCounts, receiveDispls;
+  mpiCounts(sendBytes, "all_to_all", sendCounts, sendDispls);
+  mpiCounts(receiveBytes, "all_to_all", receiveCounts, receiveDispls);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MESHC_MPI_CHECK(MPI_Ialltoallv(in, sendCounts.data(), sendDispls.data(),
+                                 MPI_BYTE, out, receiveCounts.data(),
+                                 receiveDispls.data(), MPI_BYTE, communicator,
+                                 &request));
+  watchdog->wait(request, "all_to_all", members);
+}
+
 MpiCollectives::MpiCollectives(MPI_Comm world, double timeoutSeconds)
     : world(world),
       sharedWatchdog(std::make_shared<MpiWatchdog>(world, timeoutSeconds)) {}

@@ -13,6 +13,9 @@
 //   reduceScatter  MPI_Reduce_scatter_block, own chunk moved to chunk rank
 //   allGather      MPI_Allgather in place
 //   allToAll       MPI_Alltoall
+//   allGatherV     MPI_Allgatherv in place
+//   reduceScatterV MPI_Reduce_scatter, own chunk moved to its offset
+//   allToAllV      MPI_Alltoallv
 //
 // Each collective is posted nonblocking (MPI_Ireduce_scatter, ...) and
 // waited for by the process's MpiWatchdog against a per-collective deadline,
@@ -64,6 +67,11 @@ public:
                      Reduction reduction) override;
   void allGather(void *data, int64_t chunkBytes) override;
   void allToAll(const void *in, void *out, int64_t chunkBytes) override;
+  void allGatherV(void *data, const std::vector<int64_t> &chunkBytes) override;
+  void reduceScatterV(void *data, const std::vector<int64_t> &chunkCounts,
+                      DType dtype, Reduction reduction) override;
+  void allToAllV(const void *in, const std::vector<int64_t> &sendBytes,
+                 void *out, const std::vector<int64_t> &receiveBytes) override;
 
   /// The underlying communicator.
   MPI_Comm comm() const { return communicator; }

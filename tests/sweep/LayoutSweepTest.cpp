@@ -17,8 +17,9 @@
 // tensor (Megatron's heads and d_ff over one axis).
 // With device weights (--axis-weights) and --uneven, the MLP, the block,
 // charlm and llama run every layout on meshes of 3 and 7 devices with dims
-// cut into unequal blocks; the layouts meshc refuses for now (they would move
-// unequal blocks through a collective) are counted.
+// cut into unequal blocks; the layouts whose collectives move unequal blocks
+// (variable-count all-gather, reduce-scatter, all-to-all, slice) are counted
+// and each case must have some.
 // The models that repeat a block (the block, charlm, llama) also run each
 // layout on 2x2 with every instance recomputed in the backward pass
 // (--remat=repeat): every tensor must be bit-identical to the run without.
@@ -109,9 +110,8 @@ struct SweepCase {
   /// and the tolerance is kBf16Tolerance.
   bool bf16 = false;
   /// Device weights (meshc --axis-weights) and --uneven: dims are cut into
-  /// unequal blocks. Layouts that would move unequal blocks through a
-  /// collective are refused by meshc for now; the sweep counts them and runs
-  /// the rest.
+  /// unequal blocks; the sweep counts the layouts whose collectives move
+  /// them.
   const char *axisWeights = "";
   bool uneven = false;
 };
@@ -170,11 +170,6 @@ bool validFor(mtf::ProgramOp program, const layout::LayoutRules &rules,
   return valid;
 }
 
-/// What meshc says when a layout would move unequal blocks through a
-/// collective (Partitioner::refuseUnequalMove).
-constexpr const char *kUnequalMove =
-    "and meshc's collectives move equal blocks only so far";
-
 /// Makes every tensor the model names (NameLoc) an output too, so the sweep
 /// compares intermediates, not just the loss.
 void exposeNamedTensors(mtf::ProgramOp program) {
@@ -230,16 +225,16 @@ bool shardsASlot(mtf::ProgramOp program, const layout::LayoutRules &rules,
 
 /// How runLayout went, besides the test's assertions.
 struct LayoutRun {
-  /// Device weights only: meshc refused to move unequal blocks.
-  bool refused = false;
   /// Some dim was cut into unequal blocks (the .mprog lists them).
   bool unequal = false;
+  /// The collectives that cut or joined unequal blocks (their steps list
+  /// each member's), by step kind.
+  std::map<std::string, int> unequalMoves;
 };
 
 /// Compiles `source` with `rules` on `mesh`, runs `steps` steps on CPU
 /// virtual devices and gathers every tensor but the inputs into `got`
-/// (`isParam` says which are parameters). Fails the test on any error but
-/// the refusal to move unequal blocks under device weights.
+/// (`isParam` says which are parameters). Fails the test on any error.
 void runLayout(ModuleOp source, const layout::Mesh &mesh,
                const layout::LayoutRules &rules,
                const meshc::PartitionOptions &options, int steps,
@@ -249,18 +244,20 @@ void runLayout(ModuleOp source, const layout::Mesh &mesh,
   OwningOpRef<ModuleOp> compiled = source.clone();
   diagnostics.clear();
   outcome = LayoutRun();
-  bool weighted = !options.axisWeights.empty() || options.uneven;
-  if (failed(meshc::layoutAndPartition(*compiled, mesh, rules, options))) {
-    outcome.refused =
-        weighted && diagnostics.find(kUnequalMove) != std::string::npos;
-    ASSERT_TRUE(outcome.refused) << diagnostics;
-    return;
-  }
+  ASSERT_TRUE(
+      succeeded(meshc::layoutAndPartition(*compiled, mesh, rules, options)))
+      << diagnostics;
   FailureOr<llvm::json::Value> mprog =
       meshc::emitMprog(*compiled, meshc::MprogOptions());
   ASSERT_TRUE(succeeded(mprog)) << diagnostics;
   std::string text = llvm::formatv("{0}", *mprog).str();
   outcome.unequal = text.find("\"blocks\"") != std::string::npos;
+  for (const llvm::json::Value &step : *mprog->getAsObject()->getArray("steps"))
+    for (const char *key : {"blocks", "split_blocks", "concat_blocks"})
+      if (step.getAsObject()->get(key)) {
+        ++outcome.unequalMoves[step.getAsObject()->getString("op")->str()];
+        break;
+      }
   try {
     meshc::runtime::Program loaded =
         meshc::runtime::parseProgram(text, "sweep.mprog");
@@ -366,7 +363,8 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
   }
 
   int valid = 0, total = 0, run = 0, unfused = 0, recomputedRuns = 0,
-      shardedRuns = 0, refused = 0, unequalRuns = 0;
+      shardedRuns = 0, unequalRuns = 0, unequalMoves = 0;
+  std::map<std::string, int> movesByKind;
   double worst = 0;
   std::string worstTensor = "-";
   for (const std::string &text : texts) {
@@ -402,11 +400,12 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
                 isParam, diagnostics, outcome);
       if (HasFatalFailure())
         return;
-      if (outcome.refused) {
-        refused += fuse ? 1 : 0;
-        continue;
-      }
       unequalRuns += fuse && outcome.unequal ? 1 : 0;
+      if (fuse && !outcome.unequalMoves.empty()) {
+        ++unequalMoves;
+        for (const auto &[kind, count] : outcome.unequalMoves)
+          movesByKind[kind] += count;
+      }
       for (const auto &[name, tensor] : got) {
         const meshc::interp::Tensor &want = isParam[name]
                                                 ? reference->params.at(name)
@@ -478,12 +477,18 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
                 recomputedRuns);
   if (*param.axisWeights || param.uneven) {
     std::printf("[ sweep    ] %s%s%s: %d layouts with unequal blocks equal "
-                "the reference; %d refused (they would move unequal blocks "
-                "through a collective)\n",
+                "the reference, %d of them moving unequal blocks through a "
+                "collective\n",
                 param.axisWeights,
                 *param.axisWeights && param.uneven ? " " : "",
-                param.uneven ? "--uneven" : "", unequalRuns, refused);
+                param.uneven ? "--uneven" : "", unequalRuns, unequalMoves);
+    std::string kinds;
+    for (const auto &[kind, count] : movesByKind)
+      kinds += (kinds.empty() ? "" : ", ") + kind + " " + std::to_string(count);
+    std::printf("[ sweep    ] collectives moving unequal blocks: %s\n",
+                kinds.empty() ? "none" : kinds.c_str());
     EXPECT_GT(unequalRuns, 0);
+    EXPECT_GT(unequalMoves, 0);
   }
 }
 

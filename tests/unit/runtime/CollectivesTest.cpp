@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <thread>
 
@@ -217,8 +218,143 @@ TEST_P(CollectivesTest, AllToAllMatchesLoop) {
   }
 }
 
+/// Unequal blocks (device weights): member `rank`'s chunk size in the
+/// variable-count forms, some of them 0.
+int64_t varied(int64_t chunk, int64_t rank) {
+  return (chunk + rank * 5) % (chunk + 4);
+}
+/// What member `from` sends member `to` in allToAllV.
+int64_t sent(int64_t chunk, int64_t from, int64_t to) {
+  return (chunk + 3 * from + 5 * to) % (chunk + 4);
+}
+
+TEST_P(CollectivesTest, ReduceScatterVMatchesLoop) {
+  std::vector<int64_t> counts;
+  for (int64_t r = 0; r < groupSize; ++r)
+    counts.push_back(varied(chunk, r));
+  std::vector<int64_t> starts = blockStarts(counts);
+  int64_t total = starts.back() + counts.back();
+  std::vector<std::vector<float>> data(m.numDevices());
+  onDevices(m, GetParam().axes, [&](int64_t d, Communicator &comm) {
+    data[d].resize(total);
+    for (int64_t i = 0; i < total; ++i)
+      data[d][i] = value(d, i);
+    comm.reduceScatterV(data[d].data(), counts, DType::F32, Reduction::Sum);
+  });
+  for (int64_t d = 0; d < m.numDevices(); ++d) {
+    int64_t rank = partition.rankOf[d];
+    for (int64_t i = starts[rank]; i < starts[rank] + counts[rank]; ++i) {
+      float expected = 0;
+      for (int64_t peer : groupOf(d))
+        expected += value(peer, i);
+      ASSERT_EQ(data[d][i], expected) << "device " << d << " element " << i;
+    }
+  }
+}
+
+TEST_P(CollectivesTest, AllGatherVMatchesLoop) {
+  std::vector<int64_t> counts, bytes;
+  for (int64_t r = 0; r < groupSize; ++r) {
+    counts.push_back(varied(chunk, r));
+    bytes.push_back(counts.back() * 4);
+  }
+  std::vector<int64_t> starts = blockStarts(counts);
+  int64_t total = starts.back() + counts.back();
+  std::vector<std::vector<float>> data(m.numDevices());
+  onDevices(m, GetParam().axes, [&](int64_t d, Communicator &comm) {
+    data[d].assign(total, -100.0f);
+    for (int64_t i = 0; i < counts[comm.rank()]; ++i)
+      data[d][starts[comm.rank()] + i] = value(d, i);
+    comm.allGatherV(data[d].data(), bytes);
+  });
+  for (int64_t d = 0; d < m.numDevices(); ++d)
+    for (int64_t r = 0; r < groupSize; ++r)
+      for (int64_t i = 0; i < counts[r]; ++i)
+        ASSERT_EQ(data[d][starts[r] + i], value(groupOf(d)[r], i))
+            << "device " << d << " chunk " << r << " element " << i;
+}
+
+TEST_P(CollectivesTest, AllToAllVMatchesLoop) {
+  // Member `from`'s chunks, in elements, and where each starts.
+  auto sends = [&](int64_t from) {
+    std::vector<int64_t> counts;
+    for (int64_t to = 0; to < groupSize; ++to)
+      counts.push_back(sent(chunk, from, to));
+    return counts;
+  };
+  std::vector<std::vector<float>> in(m.numDevices()), out(m.numDevices());
+  onDevices(m, GetParam().axes, [&](int64_t d, Communicator &comm) {
+    std::vector<int64_t> sendBytes, receiveBytes;
+    int64_t sendTotal = 0, receiveTotal = 0;
+    for (int64_t peer = 0; peer < groupSize; ++peer) {
+      sendBytes.push_back(sent(chunk, comm.rank(), peer) * 4);
+      receiveBytes.push_back(sent(chunk, peer, comm.rank()) * 4);
+      sendTotal += sendBytes.back() / 4;
+      receiveTotal += receiveBytes.back() / 4;
+    }
+    in[d].resize(sendTotal);
+    out[d].assign(receiveTotal, -100.0f);
+    for (int64_t i = 0; i < sendTotal; ++i)
+      in[d][i] = value(d, i);
+    comm.allToAllV(in[d].data(), sendBytes, out[d].data(), receiveBytes);
+  });
+  for (int64_t d = 0; d < m.numDevices(); ++d) {
+    int64_t rank = partition.rankOf[d], at = 0;
+    for (int64_t r = 0; r < groupSize; ++r) {
+      int64_t from = blockStarts(sends(r))[rank];
+      for (int64_t i = 0; i < sent(chunk, r, rank); ++i)
+        ASSERT_EQ(out[d][at + i], value(groupOf(d)[r], from + i))
+            << "device " << d << " chunk " << r << " element " << i;
+      at += sent(chunk, r, rank);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Groups, CollectivesTest, testing::ValuesIn(allCases()),
                          caseName);
+
+/// Runs `copies` from `src` to `dst` (byte buffers).
+void runCopies(const std::vector<StridedCopy> &copies, const char *src,
+               char *dst) {
+  for (const StridedCopy &copy : copies)
+    for (int64_t row = 0; row < copy.rows; ++row)
+      std::memcpy(dst + copy.dstOffset + row * copy.dstPitch,
+                  src + copy.srcOffset + row * copy.srcPitch, copy.width);
+}
+
+TEST(ChunkCopiesTest, SplitCutsUnequalBlocksAndConcatJoinsThem) {
+  // A [2, 10, 3] tensor of i32 cut along its middle dim into 3, 0 and 7.
+  const int64_t outer = 2, inner = 3;
+  std::vector<int64_t> blocks = {3, 0, 7};
+  std::vector<int32_t> tensor(outer * 10 * inner);
+  for (size_t i = 0; i < tensor.size(); ++i)
+    tensor[i] = static_cast<int32_t>(i);
+  std::vector<int32_t> chunks(tensor.size(), -1);
+  runCopies(splitCopies(outer, inner, blocks, 4),
+            reinterpret_cast<const char *>(tensor.data()),
+            reinterpret_cast<char *>(chunks.data()));
+  // Chunk g is [outer, blocks[g], inner], contiguous, chunk 0 first.
+  int64_t at = 0;
+  std::vector<int64_t> starts = blockStarts(blocks);
+  EXPECT_EQ(starts, (std::vector<int64_t>{0, 3, 3}));
+  for (size_t g = 0; g < blocks.size(); ++g)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < blocks[g]; ++j)
+        for (int64_t k = 0; k < inner; ++k)
+          ASSERT_EQ(chunks[at++], tensor[(o * 10 + starts[g] + j) * inner + k])
+              << "chunk " << g << " row " << o << " index " << j;
+  EXPECT_EQ(at, static_cast<int64_t>(tensor.size()));
+  std::vector<int32_t> joined(tensor.size(), -1);
+  runCopies(concatCopies(outer, inner, blocks, 4),
+            reinterpret_cast<const char *>(chunks.data()),
+            reinterpret_cast<char *>(joined.data()));
+  EXPECT_EQ(joined, tensor);
+}
+
+TEST(ChunkCopiesTest, GroupBlocksAreListedOrEqual) {
+  EXPECT_EQ(groupBlocks({}, 4, 12), (std::vector<int64_t>{3, 3, 3, 3}));
+  EXPECT_EQ(groupBlocks({5, 0, 7}, 3, 12), (std::vector<int64_t>{5, 0, 7}));
+}
 
 TEST(PartitionMeshTest, GroupsShareTheOtherCoordinates) {
   layout::Mesh m = mesh("b:2;m:4");

@@ -4,10 +4,11 @@
 // every rank is one mesh device. For each mesh of that many devices and each
 // list of axes, every collective of the MPI communicator is compared with a
 // plain loop over the group computed locally: sizes 0, 1, 7 (odd), 1001 and
-// 1<<20. Values are small integers so sums are exact; one extra all-reduce of
-// non-integers checks that all members of a group end bit-identical. Prints
-// one line per failure and "PASS"/"FAIL" on rank 0; exits non-zero when any
-// rank failed. No gtest: a failing rank must not leave the others waiting.
+// 1<<20, and the variable-count forms with unequal chunks (some empty). Values
+// are small integers so sums are exact; one extra all-reduce of non-integers
+// checks that all members of a group end bit-identical. Prints one line per
+// failure and "PASS"/"FAIL" on rank 0; exits non-zero when any rank failed. No
+// gtest: a failing rank must not leave the others waiting.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +50,86 @@ std::string name(const Case &c, const char *op, int64_t count) {
     axes += (axes.empty() ? "" : ",") + axis;
   return std::string(op) + " mesh " + c.mesh + " axes [" + axes + "] count " +
          std::to_string(count);
+}
+
+/// Unequal blocks (device weights): member `r`'s chunk in the
+/// variable-count forms, some of them 0, and what member `from` sends
+/// member `to` in allToAllV.
+int64_t varied(int64_t count, int64_t r) {
+  return (count + r * 5) % (count + 4);
+}
+int64_t sent(int64_t count, int64_t from, int64_t to) {
+  return (count + 3 * from + 5 * to) % (count + 4);
+}
+
+/// The variable-count collectives against loops.
+void runVariable(const Case &c, Communicator &comm,
+                 const std::vector<int64_t> &group, int64_t rank,
+                 int64_t count) {
+  int64_t n = static_cast<int64_t>(group.size());
+  int64_t me = group[rank];
+  std::vector<int64_t> counts, bytes;
+  for (int64_t r = 0; r < n; ++r) {
+    counts.push_back(varied(count, r));
+    bytes.push_back(counts.back() * 4);
+  }
+  std::vector<int64_t> starts = blockStarts(counts);
+  int64_t total = starts.back() + counts.back();
+  {
+    std::vector<float> data(total);
+    for (int64_t i = 0; i < total; ++i)
+      data[i] = value(me, i);
+    comm.reduceScatterV(data.data(), counts, DType::F32, Reduction::Sum);
+    for (int64_t i = starts[rank]; i < starts[rank] + counts[rank]; ++i) {
+      float expected = 0;
+      for (int64_t m : group)
+        expected += value(m, i);
+      if (data[i] != expected) {
+        fail(name(c, "reduceScatterV", count) + " at " + std::to_string(i));
+        break;
+      }
+    }
+  }
+  {
+    std::vector<float> data(total, -99.0f);
+    for (int64_t i = 0; i < counts[rank]; ++i)
+      data[starts[rank] + i] = value(me, i);
+    comm.allGatherV(data.data(), bytes);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < counts[j]; ++i)
+        if (data[starts[j] + i] != value(group[j], i)) {
+          fail(name(c, "allGatherV", count) + " chunk " + std::to_string(j));
+          j = n;
+          break;
+        }
+  }
+  {
+    std::vector<int64_t> sendBytes, receiveBytes;
+    int64_t sendTotal = 0, receiveTotal = 0;
+    for (int64_t peer = 0; peer < n; ++peer) {
+      sendBytes.push_back(sent(count, rank, peer) * 4);
+      receiveBytes.push_back(sent(count, peer, rank) * 4);
+      sendTotal += sent(count, rank, peer);
+      receiveTotal += sent(count, peer, rank);
+    }
+    std::vector<float> in(sendTotal), out(receiveTotal, -99.0f);
+    for (int64_t i = 0; i < sendTotal; ++i)
+      in[i] = value(me, i);
+    comm.allToAllV(in.data(), sendBytes, out.data(), receiveBytes);
+    int64_t at = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      // Where member j's chunk for this one starts in its `in`.
+      int64_t from = 0;
+      for (int64_t peer = 0; peer < rank; ++peer)
+        from += sent(count, j, peer);
+      for (int64_t i = 0; i < sent(count, j, rank); ++i)
+        if (out[at + i] != value(group[j], from + i)) {
+          fail(name(c, "allToAllV", count) + " chunk " + std::to_string(j));
+          break;
+        }
+      at += sent(count, j, rank);
+    }
+  }
 }
 
 void runCase(const Case &c, MpiCollectives &collectives, int64_t me) {
@@ -167,6 +248,7 @@ void runCase(const Case &c, MpiCollectives &collectives, int64_t me) {
             break;
           }
     }
+    runVariable(c, comm, group, rank, count);
   }
 
   // Non-integer sums: every member of a group ends bit-identical.

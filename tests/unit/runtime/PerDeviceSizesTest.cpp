@@ -2,8 +2,9 @@
 //
 // A program on b:3 whose batch dim is cut 2, 2, 4 (device weights 1,1,2):
 // the loader gives each device its own sizes, shares one program between
-// devices with the same blocks, takes tensor blocks from the lists, and pins
-// every error of a malformed per-device size or block list.
+// devices with the same blocks, takes tensor blocks from the lists, reads a
+// collective's member blocks, and pins every error of a malformed per-device
+// size or block list.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,8 +51,8 @@ json weightedProgram() {
   })");
 }
 
-std::string errorAfter(void (*edit)(json &)) {
-  json program = weightedProgram();
+/// The error loading `program` after `edit`, or "".
+std::string errorIn(json program, void (*edit)(json &)) {
   edit(program);
   try {
     parseProgram(program.dump(), "p.mprog");
@@ -59,6 +60,10 @@ std::string errorAfter(void (*edit)(json &)) {
     return error.what();
   }
   return "";
+}
+
+std::string errorAfter(void (*edit)(json &)) {
+  return errorIn(weightedProgram(), edit);
 }
 
 TEST(PerDeviceSizesTest, EachDeviceRunsItsOwnSizes) {
@@ -130,18 +135,95 @@ TEST(PerDeviceSizesTest, MalformedSizes) {
       "got -1");
 }
 
-TEST(PerDeviceSizesTest, CollectivesMoveEqualBlocksOnly) {
-  EXPECT_EQ(errorAfter([](json &p) {
-              p["steps"][0] = json::parse(R"({
-                "op": "all_gather", "in": {"buf": 0, "dims": ["batch", "io"]},
-                "out": {"buf": 1, "dims": ["batch", "io"]}, "dim": "batch",
-                "axes": ["b"],
-                "sizes": {"batch": {"axes": ["b"], "blocks": [2, 2, 4]},
-                          "io": 4}})");
+/// y = all_gather(x) over b: x's batch blocks 2, 2, 4 join into 8.
+json gatherProgram() {
+  json program = weightedProgram();
+  program["arena_bytes"] = 192;
+  program["buffers"][1]["shape"] = {8, 4};
+  program["buffers"][1]["bytes"] = 128;
+  program["tensors"][1]["dims"][0] = {{"name", "batch"}, {"size", 8}};
+  program["steps"][0] = json::parse(R"({
+    "op": "all_gather", "in": {"buf": 0, "dims": ["batch", "io"]},
+    "out": {"buf": 1, "dims": ["batch", "io"]}, "dim": "batch",
+    "axes": ["b"], "sizes": {"batch": 8, "io": 4}, "blocks": [2, 2, 4]})");
+  return program;
+}
+
+std::string gatherErrorAfter(void (*edit)(json &)) {
+  return errorIn(gatherProgram(), edit);
+}
+
+TEST(PerDeviceSizesTest, CollectivesListTheMembersBlocks) {
+  Program loaded = parseProgram(gatherProgram().dump(), "p.mprog");
+  // Device d is b = d / 2, m = d % 2.
+  for (int64_t device : {0, 3, 4, 5}) {
+    const Step &step = loaded.on(device).steps[0];
+    EXPECT_EQ(step.as<AllGatherAttrs>().blocks,
+              (std::vector<int64_t>{2, 2, 4}));
+    EXPECT_EQ(step.in[0].shape.sizes[0], device / 2 == 2 ? 4 : 2)
+        << "device " << device;
+    EXPECT_EQ(step.out.shape.sizes[0], 8);
+  }
+  // The program of the largest blocks holds the largest member's.
+  EXPECT_EQ(loaded.steps[0].in[0].shape.sizes[0], 4);
+}
+
+TEST(PerDeviceSizesTest, MalformedMemberBlocks) {
+  EXPECT_EQ(gatherErrorAfter([](json &p) {
+              p["steps"][0]["blocks"] = {4, 4};
             }),
-            "p.mprog: steps[0].sizes.batch: the all_gather moves dim 'batch', "
-            "whose size differs between devices; collectives move equal "
-            "blocks only so far");
+            "p.mprog: steps[0].blocks: lists 2 blocks of dim 'batch', but the "
+            "group over ['b'] has 3 members");
+  EXPECT_EQ(gatherErrorAfter([](json &p) {
+              p["steps"][0]["blocks"] = {2, 2, 3};
+            }),
+            "p.mprog: steps[0].blocks: the blocks of dim 'batch' add up to 7, "
+            "but its joined size is 8 (in the sizes of device 0)");
+  EXPECT_EQ(gatherErrorAfter([](json &p) {
+              p["steps"][0]["blocks"] = {2, -2, 8};
+            }),
+            "p.mprog: steps[0].blocks[1]: expected an integer >= 0, got -2");
+  // Without the list the blocks are taken to be equal, and 8 is not 3 of
+  // them.
+  EXPECT_EQ(gatherErrorAfter([](json &p) { p["steps"][0].erase("blocks"); }),
+            "p.mprog: steps[0].sizes.batch: size 8 of dim 'batch' is not "
+            "divisible by the group size 3");
+}
+
+TEST(PerDeviceSizesTest, AllToAllNeedsTheJoinedConcatSize) {
+  json exchange = json::parse(R"({
+    "op": "all_to_all", "in": {"buf": 0, "dims": ["batch", "io"]},
+    "out": {"buf": 1, "dims": ["batch", "io"]}, "split_dim": "io",
+    "concat_dim": "batch", "axes": ["b"],
+    "sizes": {"batch": {"axes": ["b"], "blocks": [2, 2, 4]}, "io": 3},
+    "concat_blocks": [2, 2, 4]})");
+  json program = gatherProgram();
+  program["steps"][0] = exchange;
+  try {
+    parseProgram(program.dump(), "p.mprog");
+    ADD_FAILURE() << "loaded";
+  } catch (const RuntimeError &error) {
+    EXPECT_STREQ(error.what(),
+                 "p.mprog: steps[0].concat_blocks: an all_to_all with "
+                 "\"concat_blocks\" needs \"concat_size\", the joined size "
+                 "of its concat dim");
+  }
+  program["steps"][0].erase("concat_blocks");
+  program["steps"][0]["concat_size"] = 8;
+  try {
+    parseProgram(program.dump(), "p.mprog");
+    ADD_FAILURE() << "loaded";
+  } catch (const RuntimeError &error) {
+    EXPECT_STREQ(error.what(), "p.mprog: steps[0].concat_size: "
+                               "\"concat_size\" goes with \"concat_blocks\"");
+  }
+  // With both, device 4 (b = 2) joins the batch blocks into 8 rows of io 1.
+  program["steps"][0]["concat_blocks"] = {2, 2, 4};
+  Program loaded = parseProgram(program.dump(), "p.mprog");
+  EXPECT_EQ(loaded.on(4).steps[0].out.shape.sizes,
+            (std::vector<int64_t>{8, 1}));
+  EXPECT_EQ(loaded.on(4).steps[0].in[0].shape.sizes,
+            (std::vector<int64_t>{4, 3}));
 }
 
 TEST(PerDeviceSizesTest, MalformedBlockLists) {
