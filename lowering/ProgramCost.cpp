@@ -115,6 +115,48 @@ layout::CollectiveKind kindOf(Operation *op) {
                                             : layout::CollectiveKind::Slice;
 }
 
+/// Whether `op` works on a tensor cut over mesh axis `axis` (an operand or
+/// result, or a fused body's, has mtf.blocks over it).
+bool cutOver(Operation *op, const std::string &axis) {
+  bool cut = false;
+  auto note = [&](Operation *holder) {
+    auto dims = holder ? holder->getAttrOfType<DictionaryAttr>(
+                             mtf::MtfDialect::kBlocksAttrName)
+                       : DictionaryAttr();
+    if (!dims)
+      return;
+    for (NamedAttribute entry : dims)
+      if (std::optional<DimBlocks> blocks =
+              blocksOf(holder, entry.getName().getValue()))
+        cut |= llvm::is_contained(blocks->axes, axis);
+  };
+  note(op);
+  for (Value operand : op->getOperands())
+    note(operand.getDefiningOp());
+  op->walk([&](Operation *inner) { note(inner); });
+  return cut;
+}
+
+/// How much slower than the machine profile `op` runs under device weights:
+/// the profile is the device of the largest weight, a device of weight w is
+/// w / max as fast, and the step takes its slowest device's time. Work cut
+/// over a weighted axis is cut in proportion (every device the largest
+/// block's time: 1); work replicated over one runs whole on the lightest
+/// device (max / min).
+double weightedSlowdown(Operation *op, const layout::Mesh &mesh,
+                        const layout::AxisWeights &weights) {
+  double slowdown = 1;
+  for (size_t axis = 0; axis < mesh.rank(); ++axis) {
+    if (weights.isEven(axis))
+      continue;
+    const std::vector<double> &of = weights.of(axis);
+    if (!cutOver(op, mesh.axisName(axis)))
+      slowdown *= *std::max_element(of.begin(), of.end()) /
+                  *std::min_element(of.begin(), of.end());
+  }
+  return slowdown;
+}
+
 } // namespace
 
 ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
@@ -122,6 +164,7 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
   ProgramCost result;
   result.prediction.overhead = machine.runOverhead;
   spmd.walk([&](mtf::ProgramOp program) {
+    layout::AxisWeights weights = axisWeightsOf(program, mesh);
     for (Operation &op : program.getBodyBlock()) {
       if (llvm::isa<shard::ShardDialect>(op.getDialect())) {
         CollectiveCost collective;
@@ -148,7 +191,8 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
       }
       if (launchesNoStep(&op))
         continue;
-      result.prediction.compute += cost::stepSeconds(machine, workOf(&op));
+      result.prediction.compute += cost::stepSeconds(machine, workOf(&op)) *
+                                   weightedSlowdown(&op, mesh, weights);
       ++result.prediction.steps;
     }
   });

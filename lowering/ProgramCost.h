@@ -6,7 +6,10 @@
 // FLOPs at the GEMM rate, a fused step one FLOP per body op and element,
 // any other step one FLOP per element, each moving its operands' and
 // results' bytes -- and each collective its ring time on the link its
-// groups cross. docs/cost.md states the model and its limits.
+// groups cross. Under device weights the profile is the heaviest device and
+// a step takes its slowest device's time: work replicated over a weighted
+// axis is max/min weight slower. docs/cost.md states the model and its
+// limits.
 //
 //===----------------------------------------------------------------------===//
 

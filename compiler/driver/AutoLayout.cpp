@@ -263,8 +263,15 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
   ModuleOp full = model.full;
   MLIRContext *context = full.getContext();
   std::map<std::string, int64_t> dims = collectModelDims(full);
+  // Under device weights the candidates may cut indivisible sizes where the
+  // weights let them (the driver checked the weights against the mesh).
+  layout::AxisWeights weights = layout::AxisWeights::even(mesh);
+  if (!options.partition.axisWeights.empty())
+    weights = *layout::AxisWeights::parse(options.partition.axisWeights, mesh);
+  if (options.partition.uneven)
+    weights.allowIndivisible();
   std::vector<std::string> texts = layout::enumerateSearchLayouts(
-      dims, collectTensorDims(full), mesh, kMaxCandidates);
+      dims, collectTensorDims(full), mesh, kMaxCandidates, &weights);
   if (texts.size() > kMaxCandidates) {
     llvm::errs() << "meshc: error: --layout auto: more than " << kMaxCandidates
                  << " layouts of " << dims.size() << " dims on " << mesh.rank()

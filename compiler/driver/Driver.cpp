@@ -392,12 +392,6 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   bool search = false;
   if (!resolveLayout(options, mesh, rules, weights, search))
     return failure();
-  if (search && !weights.isPlain()) {
-    llvm::errs() << "meshc: error: --layout auto does not search layouts "
-                    "with device weights or --uneven yet\nhint: give the "
-                    "layout, e.g. --layout \"batch:b\"\n";
-    return failure();
-  }
   cost::MachineProfile machine;
   if (options.machine.getNumOccurrences() && !options.explain && !search) {
     llvm::errs() << "meshc: error: --machine is for --explain's predicted "
@@ -554,6 +548,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
       };
     searchOptions.partition.fuse = !options.noFuse;
     searchOptions.partition.shardOptimizer = options.shardOptimizer;
+    searchOptions.partition.axisWeights = weights.str(mesh);
+    searchOptions.partition.uneven = weights.allowsIndivisible();
     FailureOr<layout::LayoutRules> chosen =
         chooseLayout(model, mesh, machine, searchOptions,
                      toStdout ? llvm::errs() : llvm::outs());

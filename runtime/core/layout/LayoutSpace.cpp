@@ -54,7 +54,8 @@ std::vector<std::string> enumerateLayouts(const std::vector<std::string> &dims,
 std::vector<std::string>
 enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
                        const std::vector<std::vector<std::string>> &tensors,
-                       const Mesh &mesh, size_t limit) {
+                       const Mesh &mesh, size_t limit,
+                       const AxisWeights *weights) {
   std::vector<std::string> names;
   std::vector<int64_t> sizes;
   std::map<std::string, size_t> index;
@@ -78,10 +79,15 @@ enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
   // divided either), smaller sets first, then by the order of the dims.
   // Each set is a layout on its own, so past `limit` sets the listing
   // stops.
+  // Whether the weights let `axis` cut sizes it does not divide.
+  auto weighs = [&](size_t axis) {
+    return weights && weights->allowsIndivisible(std::vector<size_t>{axis});
+  };
   std::vector<uint64_t> dividers(n, 0);
   for (size_t d = 0; d < n; ++d)
     for (size_t axis = 0; axis < mesh.rank() && axis < 64; ++axis)
-      if (mesh.axisSize(axis) > 1 && sizes[d] % mesh.axisSize(axis) == 0)
+      if (mesh.axisSize(axis) > 1 &&
+          (sizes[d] % mesh.axisSize(axis) == 0 || weighs(axis)))
         dividers[d] |= uint64_t(1) << axis;
   std::vector<std::vector<size_t>> sets = {{}};
   std::function<void(size_t, std::vector<size_t> &, uint64_t)> grow =
@@ -109,6 +115,8 @@ enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
   std::vector<std::string> texts;
   std::vector<std::vector<std::string>> splits(n);
   std::vector<int64_t> product(n, 1);
+  // Per dim: how many of its axes let indivisible sizes be cut.
+  std::vector<int> weighted(n, 0);
   std::function<void(size_t)> emitOrders = [&](size_t d) {
     if (texts.size() > limit)
       return;
@@ -139,18 +147,21 @@ enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
     }
     for (const std::vector<size_t> &set : sets) {
       bool divides = std::all_of(set.begin(), set.end(), [&](size_t d) {
-        return sizes[d] % (product[d] * size) == 0;
+        return sizes[d] % (product[d] * size) == 0 || weighted[d] > 0 ||
+               weighs(axis);
       });
       if (!divides)
         continue;
       for (size_t d : set) {
         splits[d].push_back(mesh.axisName(axis));
         product[d] *= size;
+        weighted[d] += weighs(axis) ? 1 : 0;
       }
       assign(axis + 1);
       for (size_t d : set) {
         splits[d].pop_back();
         product[d] /= size;
+        weighted[d] -= weighs(axis) ? 1 : 0;
       }
     }
   };

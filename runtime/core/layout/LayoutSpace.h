@@ -13,6 +13,7 @@
 #ifndef MESHC_RUNTIME_CORE_LAYOUT_LAYOUTSPACE_H
 #define MESHC_RUNTIME_CORE_LAYOUT_LAYOUTSPACE_H
 
+#include "runtime/core/layout/AxisWeights.h"
 #include "runtime/core/layout/Mesh.h"
 
 #include <cstddef>
@@ -37,12 +38,15 @@ std::vector<std::string> enumerateLayouts(const std::vector<std::string> &dims,
 /// mesh axis unused or splitting a set of the dims of `dims` (name -> size)
 /// of which no two appear together in one of `tensors` (each the dim names
 /// of one tensor), each dim's size divisible by the product of its axes'
-/// sizes; a dim over several axes in every order; an axis of size 1 always
-/// unused. Stops after `limit` + 1 texts.
+/// sizes unless `weights` cut it (over an axis it weighs, or anywhere with
+/// --uneven: AxisWeights::allowsIndivisible); a dim over several axes in
+/// every order; an axis of size 1 always unused. Stops after `limit` + 1
+/// texts.
 std::vector<std::string>
 enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
                        const std::vector<std::vector<std::string>> &tensors,
-                       const Mesh &mesh, size_t limit = SIZE_MAX - 1);
+                       const Mesh &mesh, size_t limit = SIZE_MAX - 1,
+                       const AxisWeights *weights = nullptr);
 
 } // namespace meshc::layout
 

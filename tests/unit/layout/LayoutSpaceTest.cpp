@@ -212,4 +212,25 @@ TEST(SearchLayoutSpace, LimitStopsTheListing) {
             11u);
 }
 
+TEST(SearchLayoutSpace, WeightsLetTheirAxesCutIndivisibleSizes) {
+  // batch 64 and hidden 10 over 3 devices: only the weighted axis, or any
+  // axis with --uneven, may cut them.
+  std::map<std::string, int64_t> dims = {{"batch", 64}, {"hidden", 10}};
+  std::vector<std::vector<std::string>> tensors = {{"batch", "hidden"}};
+  Mesh m = mesh("b:3;m:2");
+  using Texts = std::vector<std::string>;
+  EXPECT_EQ(enumerateSearchLayouts(dims, tensors, m),
+            (Texts{"", "batch:m", "hidden:m"}));
+  AxisWeights weights = *AxisWeights::parse("b=1,1,2", m);
+  EXPECT_EQ(enumerateSearchLayouts(dims, tensors, m, SIZE_MAX - 1, &weights),
+            (Texts{"", "batch:m", "hidden:m", "batch:b", "batch:b+m",
+                   "batch:m+b", "batch:b;hidden:m", "hidden:b",
+                   "batch:m;hidden:b", "hidden:b+m", "hidden:m+b"}));
+  AxisWeights uneven = AxisWeights::even(m);
+  uneven.allowIndivisible();
+  EXPECT_EQ(
+      enumerateSearchLayouts(dims, tensors, m, SIZE_MAX - 1, &uneven).size(),
+      11u);
+}
+
 } // namespace
