@@ -848,9 +848,9 @@ void StepParser::parseAttrs(DropoutAttrs &attrs) {
       sizesNode->member(names[d]).fail(
           "size " + std::to_string(out.shape.sizes[d]) + " of dim '" +
           names[d] + "' is not its block of the dropout dims (" +
-          std::to_string(attrs.dims[d].size) + " in " +
+          std::to_string(attrs.dims[d].size) + " cut into " +
           std::to_string(attrs.layout.shardCount(d, program.mesh)) +
-          " blocks of " + std::to_string(block[d]) + ")");
+          " blocks; this device's is " + std::to_string(block[d]) + ")");
 }
 
 void StepParser::parseAttrs(AllReduceAttrs &attrs) {

@@ -417,7 +417,8 @@ TEST(LoaderTest, DropoutErrors) {
             "them, in order");
   EXPECT_EQ(with([](json &s) { s["sizes"]["batch"] = 1; }),
             "p.mprog: steps[2].sizes.batch: size 1 of dim 'batch' is not its "
-            "block of the dropout dims (4 in 2 blocks of 2)");
+            "block of the dropout dims (4 cut into 2 blocks; this device's "
+            "is 2)");
   EXPECT_EQ(with([](json &s) { s["dims"][0]["axes"] = {"q"}; }),
             "p.mprog: steps[2].dims: tensor 'drop0' dimension 'batch' is "
             "split over mesh axis 'q', which is not in the mesh (axes: 'b', "
