@@ -158,12 +158,11 @@ public:
       drain();
       return;
     }
-    std::vector<int64_t> sendStarts = blockStarts(sendBytes);
     std::vector<int64_t> receiveStarts = blockStarts(receiveBytes);
-    group->starts[rank()] = &sendStarts;
+    group->starts[size_t(rank())] = blockStarts(sendBytes);
     publish(in);
     for (int64_t j = 0; j < size(); ++j)
-      copy(dst + receiveStarts[j], member(j) + (*group->starts[j])[rank()],
+      copy(dst + receiveStarts[j], member(j) + group->starts[size_t(j)][rank()],
            receiveBytes[j]);
     finishPhase();
   }

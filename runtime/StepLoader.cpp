@@ -378,7 +378,9 @@ private:
     own = blocks[size_t(rank)];
     int64_t sum = 0;
     for (int64_t block : blocks)
-      sum += block;
+      if (__builtin_add_overflow(sum, block, &sum))
+        listNode->fail("the blocks of dim '" + dim +
+                       "' add up to more than a 64-bit integer holds");
     if (sum != joined)
       listNode->fail("the blocks of dim '" + dim + "' add up to " +
                      std::to_string(sum) + ", but its joined size is " +

@@ -186,12 +186,11 @@ void CpuCommunicator::allToAllV(const void *in,
   }
   // Zero on one member means zero on all only for the equal form; a
   // variable exchange always meets.
-  std::vector<int64_t> sendStarts = blockStarts(sendBytes);
-  group->starts[rank()] = &sendStarts;
+  group->starts[size_t(rank())] = blockStarts(sendBytes);
   publish(in);
   int64_t at = 0;
   for (int64_t peer = 0; peer < n; ++peer) {
-    const std::vector<int64_t> &theirs = *group->starts[peer];
+    const std::vector<int64_t> &theirs = group->starts[size_t(peer)];
     std::memcpy(dst + at,
                 static_cast<const char *>(group->slots[peer]) +
                     theirs[size_t(rank())],

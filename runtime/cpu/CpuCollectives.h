@@ -48,12 +48,13 @@ private:
 /// What the members of one group share.
 struct CpuGroup {
   explicit CpuGroup(int64_t size)
-      : barrier(size), slots(size, nullptr), starts(size, nullptr) {}
+      : barrier(size), slots(size, nullptr), starts(size) {}
   Barrier barrier;
   /// The buffer each member published for the current collective.
   std::vector<const void *> slots;
-  /// allToAllV: where each member's chunks start in its buffer.
-  std::vector<const std::vector<int64_t> *> starts;
+  /// allToAllV: where each member's chunks start in its buffer. Owned here,
+  /// so a peer still reading them after an abort reads live memory.
+  std::vector<std::vector<int64_t>> starts;
 };
 
 /// One member's view of a CpuGroup.

@@ -79,15 +79,20 @@ enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
   // divided either), smaller sets first, then by the order of the dims.
   // Each set is a layout on its own, so past `limit` sets the listing
   // stops.
-  // Whether the weights let `axis` cut sizes it does not divide.
+  // Whether the weights let `axis` cut sizes it does not divide; then any
+  // axis may, as long as a dim so cut ends up over a weighted one (checked
+  // once every axis is assigned).
   auto weighs = [&](size_t axis) {
     return weights && weights->allowsIndivisible(std::vector<size_t>{axis});
   };
+  bool anyWeighs = false;
+  for (size_t axis = 0; axis < mesh.rank(); ++axis)
+    anyWeighs |= weighs(axis);
   std::vector<uint64_t> dividers(n, 0);
   for (size_t d = 0; d < n; ++d)
     for (size_t axis = 0; axis < mesh.rank() && axis < 64; ++axis)
       if (mesh.axisSize(axis) > 1 &&
-          (sizes[d] % mesh.axisSize(axis) == 0 || weighs(axis)))
+          (sizes[d] % mesh.axisSize(axis) == 0 || anyWeighs))
         dividers[d] |= uint64_t(1) << axis;
   std::vector<std::vector<size_t>> sets = {{}};
   std::function<void(size_t, std::vector<size_t> &, uint64_t)> grow =
@@ -136,6 +141,9 @@ enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
     if (texts.size() > limit)
       return;
     if (axis == mesh.rank()) {
+      for (size_t d = 0; d < n; ++d)
+        if (sizes[d] % product[d] != 0 && weighted[d] == 0)
+          return;
       emitOrders(0);
       return;
     }
@@ -147,8 +155,7 @@ enumerateSearchLayouts(const std::map<std::string, int64_t> &dims,
     }
     for (const std::vector<size_t> &set : sets) {
       bool divides = std::all_of(set.begin(), set.end(), [&](size_t d) {
-        return sizes[d] % (product[d] * size) == 0 || weighted[d] > 0 ||
-               weighs(axis);
+        return sizes[d] % (product[d] * size) == 0 || anyWeighs;
       });
       if (!divides)
         continue;

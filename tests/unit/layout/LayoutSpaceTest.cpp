@@ -226,6 +226,13 @@ TEST(SearchLayoutSpace, WeightsLetTheirAxesCutIndivisibleSizes) {
             (Texts{"", "batch:m", "hidden:m", "batch:b", "batch:b+m",
                    "batch:m+b", "batch:b;hidden:m", "hidden:b",
                    "batch:m;hidden:b", "hidden:b+m", "hidden:m+b"}));
+  // An even axis that does not divide may cut a dim the weighted axis cuts
+  // too, whichever comes first in the mesh; alone it may not.
+  Mesh evenFirst = mesh("e:3;w:3");
+  AxisWeights onW = *AxisWeights::parse("w=1,1,2", evenFirst);
+  EXPECT_EQ(enumerateSearchLayouts({{"x", 10}}, {{"x"}}, evenFirst,
+                                   SIZE_MAX - 1, &onW),
+            (Texts{"", "x:w", "x:e+w", "x:w+e"}));
   AxisWeights uneven = AxisWeights::even(m);
   uneven.allowIndivisible();
   EXPECT_EQ(
