@@ -4,7 +4,10 @@ meshc: every valid layout of MODEL on MESH, each as N.mprog with the
 reference interpreter's outputs N.ref.json (meshc --reference), plus
 layouts.txt (N and its layout per line). bench/gpu/sweep.sh runs them.
 
-usage: make_sweep.py MESHC MODEL MESH DIM[,DIM...] OUTDIR
+usage: make_sweep.py MESHC MODEL MESH DIM[,DIM...] OUTDIR [MESHC-FLAG...]
+
+Flags after OUTDIR go to every meshc call (e.g. --axis-weights "a=1,2,3":
+unequal blocks, each device on its own).
 
 The layouts are those of tests/sweep/mpi_sweep.py (each mesh axis unused or
 splitting one of DIMs, in every order); layouts meshc rejects as invalid are
@@ -20,10 +23,11 @@ from mpi_sweep import INVALID, layouts  # noqa: E402
 
 
 def main(argv):
-    if len(argv) != 6:
+    if len(argv) < 6:
         print(__doc__.strip().splitlines()[5], file=sys.stderr)
         return 2
-    meshc, model, mesh, dims, out = argv[1:]
+    meshc, model, mesh, dims, out = argv[1:6]
+    flags = argv[6:]
     axes = [pair.split(":")[0] for pair in mesh.split(";")]
     os.makedirs(out, exist_ok=True)
     valid = invalid = 0
@@ -32,7 +36,8 @@ def main(argv):
             prog = os.path.join(out, f"{valid}.mprog")
             built = subprocess.run(
                 [meshc, model, "--mesh", mesh, "--layout", layout, "-o", prog,
-                 "--reference", os.path.join(out, f"{valid}.ref.json")],
+                 "--reference", os.path.join(out, f"{valid}.ref.json")] +
+                flags,
                 capture_output=True, text=True)
             if built.returncode != 0:
                 if any(reason in built.stderr for reason in INVALID):

@@ -39,6 +39,13 @@ stage() {
     "a:2;b:4" batch,io,hidden,classes "$dir/sweep/mlp_2x4"
   "$python" "$here/make_sweep.py" "$meshc" "$root/examples/transformer/block.mtf" \
     "a:2;b:2" batch,heads,d_ff "$dir/sweep/transformer_2x2"
+  # Unequal blocks (device weights), moved by variable-count collectives:
+  # all-gathers and slices in the block, all-to-alls and reduce-scatters in
+  # unequal-moves.mtf.
+  "$python" "$here/make_sweep.py" "$meshc" "$root/examples/transformer/block.mtf" \
+    "a:3;b:2" batch,heads,d_ff "$dir/sweep/transformer_3x2_weights" --axis-weights "a=1,2,3"
+  "$python" "$here/make_sweep.py" "$meshc" "$root/tests/runtime/Inputs/unequal-moves.mtf" \
+    "m:3" n,batch "$dir/sweep/moves_3_weights" --axis-weights "m=1,2,3"
   "$here/stage_deps.sh" "$dir/deps"
   echo "run_all.sh: staged in $dir; on the GPU machine: bench/gpu/run_all.sh gpu $dir"
 }
