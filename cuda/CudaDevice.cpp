@@ -376,104 +376,21 @@ void CudaDevice::copy2D(char *dst, int64_t dstPitch, const char *src,
                                      cudaMemcpyDeviceToDevice, stream));
 }
 
-// As the CPU backend's: each collective that cuts or joins a dim works on
-// its members' blocks of it (groupBlocks), with the equal-chunk form of the
-// communicator when the step lists none.
 void CudaDevice::runCollective(const Step &step, Communicator &comm) {
   const Operand &out = step.out;
   DType dtype = dtypeOf(out);
-  int64_t bytes = dtypeBytes(dtype);
-  int64_t n = comm.size(), rank = comm.rank();
-  auto run = [&](const std::vector<StridedCopy> &copies, const char *src,
-                 char *dst) {
-    for (const StridedCopy &copy : copies)
-      copy2D(dst + copy.dstOffset, copy.dstPitch, src + copy.srcOffset,
-             copy.srcPitch, copy.width, copy.rows);
-  };
-  auto copy = [&](char *dst, const char *src, int64_t count) {
-    if (count > 0)
-      MESHC_CUDA_CHECK(
-          cudaMemcpyAsync(dst, src, count, cudaMemcpyDeviceToDevice, stream));
-  };
-  switch (step.op()) {
-  case OpKind::AllReduce:
+  if (step.op() == OpKind::AllReduce) {
     comm.allReduce(at(out), out.shape.elements(), dtype,
                    step.as<AllReduceAttrs>().reduction);
     return;
-  case OpKind::AllGather: {
-    const Operand &in = step.in[0];
-    const AllGatherAttrs &gather = step.as<AllGatherAttrs>();
-    AroundDim view = aroundDim(in.shape, gather.dim);
-    std::vector<int64_t> blocks = groupBlocks(gather.blocks, n, n * view.size);
-    std::vector<int64_t> chunkBytes =
-        chunkSizes(view.outer, view.inner, blocks, bytes);
-    char *chunks = view.outer == 1 ? at(out) : scratch;
-    copy(chunks + blockStarts(chunkBytes)[rank], at(in), chunkBytes[rank]);
-    if (gather.blocks.empty())
-      comm.allGather(chunks, chunkBytes[0]);
-    else
-      comm.allGatherV(chunks, chunkBytes);
-    if (view.outer != 1)
-      run(concatCopies(view.outer, view.inner, blocks, bytes), chunks, at(out));
-    return;
   }
-  case OpKind::ReduceScatter: {
-    const Operand &in = step.in[0];
-    const ReduceScatterAttrs &scatter = step.as<ReduceScatterAttrs>();
-    AroundDim view = aroundDim(in.shape, scatter.dim);
-    std::vector<int64_t> blocks = groupBlocks(scatter.blocks, n, view.size);
-    run(splitCopies(view.outer, view.inner, blocks, bytes), at(in), scratch);
-    std::vector<int64_t> counts = chunkSizes(view.outer, view.inner, blocks, 1);
-    if (scatter.blocks.empty())
-      comm.reduceScatter(scratch, counts[0], dtype, scatter.reduction);
-    else
-      comm.reduceScatterV(scratch, counts, dtype, scatter.reduction);
-    copy(at(out), scratch + blockStarts(counts)[rank] * bytes,
-         counts[rank] * bytes);
-    return;
-  }
-  case OpKind::AllToAll: {
-    const Operand &in = step.in[0];
-    const AllToAllAttrs &allToAll = step.as<AllToAllAttrs>();
-    AroundDim view = aroundDim(in.shape, allToAll.splitDim);
-    std::vector<int64_t> splitBlocks =
-        groupBlocks(allToAll.splitBlocks, n, view.size);
-    AroundDim joined = aroundDim(out.shape, allToAll.concatDim);
-    std::vector<int64_t> concatBlocks =
-        groupBlocks(allToAll.concatBlocks, n,
-                    n * aroundDim(in.shape, allToAll.concatDim).size);
-    int64_t inBytes = in.shape.elements() * bytes;
-    run(splitCopies(view.outer, view.inner, splitBlocks, bytes), at(in),
-        scratch);
-    std::vector<int64_t> sendBytes =
-        chunkSizes(view.outer, view.inner, splitBlocks, bytes);
-    std::vector<int64_t> receiveBytes =
-        chunkSizes(joined.outer, joined.inner, concatBlocks, bytes);
-    if (allToAll.splitBlocks.empty() && allToAll.concatBlocks.empty())
-      comm.allToAll(scratch, scratch + inBytes, sendBytes[0]);
-    else
-      comm.allToAllV(scratch, sendBytes, scratch + inBytes, receiveBytes);
-    run(concatCopies(joined.outer, joined.inner, concatBlocks, bytes),
-        scratch + inBytes, at(out));
-    return;
-  }
-  case OpKind::Slice: {
-    const Operand &in = step.in[0];
-    const SliceAttrs &slice = step.as<SliceAttrs>();
-    AroundDim view = aroundDim(in.shape, slice.dim);
-    StridedCopy own = splitCopies(view.outer, view.inner,
-                                  groupBlocks(slice.blocks, n, view.size),
-                                  bytes)[size_t(rank)];
-    own.dstOffset = 0;
-    run({own}, at(in), at(out));
-    return;
-  }
-  default:
-    throw RuntimeError("step " + std::to_string(step.index) + " (" +
-                       opName(step.op()) +
-                       "): the cuda backend does not implement this "
-                       "collective");
-  }
+  runMoveStep(
+      step, comm, dtype, at(step.in[0]), at(out), scratch,
+      [&](const std::vector<StridedCopy> &copies, const char *src, char *dst) {
+        for (const StridedCopy &copy : copies)
+          copy2D(dst + copy.dstOffset, copy.dstPitch, src + copy.srcOffset,
+                 copy.srcPitch, copy.width, copy.rows);
+      });
 }
 
 } // namespace meshc::runtime::cuda

@@ -6,6 +6,8 @@
 
 #include "runtime/Collectives.h"
 
+#include "runtime/Error.h"
+
 #include <map>
 #include <utility>
 
@@ -107,6 +109,112 @@ std::vector<StridedCopy> concatCopies(int64_t outer, int64_t inner,
     std::swap(copy.dstPitch, copy.srcPitch);
   }
   return copies;
+}
+
+namespace {
+
+/// A row-major shape seen as [outer, size, inner] around dim `dim`.
+struct Around {
+  int64_t outer = 1, size = 1, inner = 1;
+};
+Around around(const NamedShape &shape, const std::string &dim) {
+  Around view;
+  int pos = shape.position(dim);
+  for (int d = 0; d < static_cast<int>(shape.sizes.size()); ++d)
+    (d < pos    ? view.outer
+     : d == pos ? view.size
+                : view.inner) *= shape.sizes[d];
+  return view;
+}
+
+/// One contiguous copy of `bytes`, as a StridedCopy.
+std::vector<StridedCopy> contiguous(int64_t dstOffset, int64_t srcOffset,
+                                    int64_t bytes) {
+  return {{dstOffset, bytes, srcOffset, bytes, bytes, 1}};
+}
+
+} // namespace
+
+void runMoveStep(const Step &step, Communicator &comm, DType dtype,
+                 const char *in, char *out, char *scratch,
+                 const CopyRunner &copy) {
+  int64_t bytes = dtypeBytes(dtype);
+  int64_t n = comm.size(), rank = comm.rank();
+  const NamedShape &inShape = step.in[0].shape;
+  switch (step.op()) {
+  case OpKind::AllGather: {
+    const AllGatherAttrs &gather = step.as<AllGatherAttrs>();
+    Around view = around(inShape, gather.dim);
+    std::vector<int64_t> blocks = groupBlocks(gather.blocks, n, n * view.size);
+    std::vector<int64_t> chunkBytes =
+        chunkSizes(view.outer, view.inner, blocks, bytes);
+    // With the dim outermost the chunks are the output itself.
+    char *chunks = view.outer == 1 ? out : scratch;
+    copy(contiguous(blockStarts(chunkBytes)[rank], 0, chunkBytes[rank]), in,
+         chunks);
+    if (gather.blocks.empty())
+      comm.allGather(chunks, chunkBytes[0]);
+    else
+      comm.allGatherV(chunks, chunkBytes);
+    if (view.outer != 1)
+      copy(concatCopies(view.outer, view.inner, blocks, bytes), chunks, out);
+    return;
+  }
+  case OpKind::ReduceScatter: {
+    const ReduceScatterAttrs &scatter = step.as<ReduceScatterAttrs>();
+    Around view = around(inShape, scatter.dim);
+    std::vector<int64_t> blocks = groupBlocks(scatter.blocks, n, view.size);
+    copy(splitCopies(view.outer, view.inner, blocks, bytes), in, scratch);
+    std::vector<int64_t> counts = chunkSizes(view.outer, view.inner, blocks, 1);
+    if (scatter.blocks.empty())
+      comm.reduceScatter(scratch, counts[0], dtype, scatter.reduction);
+    else
+      comm.reduceScatterV(scratch, counts, dtype, scatter.reduction);
+    copy(contiguous(0, blockStarts(counts)[rank] * bytes, counts[rank] * bytes),
+         scratch, out);
+    return;
+  }
+  case OpKind::AllToAll: {
+    const AllToAllAttrs &allToAll = step.as<AllToAllAttrs>();
+    Around view = around(inShape, allToAll.splitDim);
+    std::vector<int64_t> splitBlocks =
+        groupBlocks(allToAll.splitBlocks, n, view.size);
+    // Member i's chunk for this one is `in` with the split dim cut to this
+    // member's block and the concat dim member i's: `out` around its
+    // concat dim.
+    Around joined = around(step.out.shape, allToAll.concatDim);
+    std::vector<int64_t> concatBlocks = groupBlocks(
+        allToAll.concatBlocks, n, n * around(inShape, allToAll.concatDim).size);
+    int64_t inBytes = inShape.elements() * bytes;
+    copy(splitCopies(view.outer, view.inner, splitBlocks, bytes), in, scratch);
+    std::vector<int64_t> sendBytes =
+        chunkSizes(view.outer, view.inner, splitBlocks, bytes);
+    std::vector<int64_t> receiveBytes =
+        chunkSizes(joined.outer, joined.inner, concatBlocks, bytes);
+    if (allToAll.splitBlocks.empty() && allToAll.concatBlocks.empty())
+      comm.allToAll(scratch, scratch + inBytes, sendBytes[0]);
+    else
+      comm.allToAllV(scratch, sendBytes, scratch + inBytes, receiveBytes);
+    copy(concatCopies(joined.outer, joined.inner, concatBlocks, bytes),
+         scratch + inBytes, out);
+    return;
+  }
+  case OpKind::Slice: {
+    const SliceAttrs &slice = step.as<SliceAttrs>();
+    Around view = around(inShape, slice.dim);
+    StridedCopy own = splitCopies(view.outer, view.inner,
+                                  groupBlocks(slice.blocks, n, view.size),
+                                  bytes)[size_t(rank)];
+    own.dstOffset = 0;
+    copy({own}, in, out);
+    return;
+  }
+  default:
+    throw RuntimeError("step " + std::to_string(step.index) + " (" +
+                       opName(step.op()) +
+                       ") is not a collective that moves "
+                       "blocks");
+  }
 }
 
 } // namespace meshc::runtime

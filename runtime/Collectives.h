@@ -26,6 +26,7 @@
 #include "runtime/core/layout/Mesh.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -135,6 +136,19 @@ std::vector<StridedCopy> splitCopies(int64_t outer, int64_t inner,
 std::vector<StridedCopy> concatCopies(int64_t outer, int64_t inner,
                                       const std::vector<int64_t> &blocks,
                                       int64_t elementBytes);
+
+/// Runs `copies` from `src` to `dst` in a backend's memory.
+using CopyRunner = std::function<void(const std::vector<StridedCopy> &copies,
+                                      const char *src, char *dst)>;
+/// Runs the all_gather, reduce_scatter, all_to_all or slice `step` through
+/// `comm` for every backend: `in` and `out` are the step's operands' bytes,
+/// `scratch` its scratch, `dtype` their element type, and `copy` moves bytes
+/// in the backend's memory. Each works on its members' blocks of the dim it
+/// cuts or joins (groupBlocks) and calls the equal-chunk form of `comm` when
+/// the step lists none.
+void runMoveStep(const Step &step, Communicator &comm, DType dtype,
+                 const char *in, char *out, char *scratch,
+                 const CopyRunner &copy);
 
 /// A backend's collectives: a factory of communicators.
 class Collectives {

@@ -14,6 +14,22 @@ PerDeviceSizes::PerDeviceSizes(const json &document, const layout::Mesh &mesh,
                                const std::string &fileName)
     : document(document), mesh(mesh), fileName(fileName) {
   collect(document, "");
+  if (!document.contains("steps") || !document["steps"].is_array())
+    return;
+  // The step parser checks these lists; here they only tell devices apart.
+  for (const json &step : document["steps"]) {
+    if (!step.is_object() || !step.contains("axes") || !step["axes"].is_array())
+      continue;
+    std::vector<std::string> axes;
+    for (const json &axis : step["axes"])
+      if (axis.is_string() && mesh.axisIndex(axis.get<std::string>()))
+        axes.push_back(axis.get<std::string>());
+    if (axes.size() != step["axes"].size())
+      continue;
+    for (const char *key : {"blocks", "split_blocks", "concat_blocks"})
+      if (step.contains(key) && step[key].is_array())
+        memberLists.emplace_back(axes, &step[key]);
+  }
 }
 
 bool PerDeviceSizes::isPerDevice(const json &node) {
@@ -108,6 +124,12 @@ std::vector<int64_t> PerDeviceSizes::key(int64_t deviceId) const {
   std::vector<int64_t> sizes;
   for (const auto &[axes, blocks] : distinct)
     sizes.push_back(blocks[size_t(shardIndex(axes, deviceId))]);
+  for (const auto &[axes, list] : memberLists) {
+    size_t rank = size_t(shardIndex(axes, deviceId));
+    json own =
+        rank < list->size() ? resolveNode((*list)[rank], deviceId) : json();
+    sizes.push_back(own.is_number_integer() ? own.get<int64_t>() : -1);
+  }
   return sizes;
 }
 

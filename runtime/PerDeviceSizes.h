@@ -35,13 +35,16 @@ public:
   PerDeviceSizes(const nlohmann::json &document, const layout::Mesh &mesh,
                  const std::string &fileName);
 
-  /// Whether the document has any.
-  bool any() const { return !distinct.empty(); }
+  /// Whether the document has any, or a collective listing its members'
+  /// blocks.
+  bool any() const { return !distinct.empty() || !memberLists.empty(); }
   /// A copy of the document with each per-device size replaced by device
   /// `deviceId`'s block, or with no device by the largest block.
   nlohmann::json resolve(std::optional<int64_t> deviceId) const;
   /// The sizes device `deviceId` has: its block of each distinct per-device
-  /// size. Devices with equal keys run the same program.
+  /// size, and its own entry of each collective's member blocks (so each
+  /// device's entry is checked against its sizes). Devices with equal keys
+  /// run the same program.
   std::vector<int64_t> key(int64_t deviceId) const;
 
 private:
@@ -61,6 +64,10 @@ private:
   const nlohmann::json &document;
   layout::Mesh mesh;
   const std::string &fileName;
+  /// The member-block lists of the collectives ("blocks", "split_blocks",
+  /// "concat_blocks"), with the mesh axes of their groups.
+  std::vector<std::pair<std::vector<std::string>, const nlohmann::json *>>
+      memberLists;
   /// The distinct per-device sizes: (axes, blocks), in first-use order.
   std::vector<std::pair<std::vector<std::string>, std::vector<int64_t>>>
       distinct;

@@ -256,108 +256,23 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
   }
 }
 
-/// Runs `copies` from `src` to `dst`.
-static void runCopies(const std::vector<StridedCopy> &copies, const char *src,
-                      char *dst) {
-  for (const StridedCopy &copy : copies)
-    for (int64_t row = 0; row < copy.rows; ++row)
-      std::memcpy(dst + copy.dstOffset + row * copy.dstPitch,
-                  src + copy.srcOffset + row * copy.srcPitch,
-                  size_t(copy.width));
-}
-
-// Each collective that cuts or joins a dim works on its members' blocks of
-// it (groupBlocks: the step's list under device weights, else equal ones)
-// and calls the equal-chunk form of the communicator when it has no list.
 void CpuDevice::runCollective(const Step &step, Communicator &comm) {
   const Operand &out = step.out;
   DType dtype = program.buffers[out.buffer].dtype;
-  int64_t bytes = dtypeBytes(dtype);
-  int64_t n = comm.size(), rank = comm.rank();
-  char *spare = scratch.data();
-  switch (step.op()) {
-  case OpKind::AllReduce:
+  if (step.op() == OpKind::AllReduce) {
     comm.allReduce(at(out), out.shape.elements(), dtype,
                    step.as<AllReduceAttrs>().reduction);
     return;
-  case OpKind::AllGather: {
-    const Operand &in = step.in[0];
-    const AllGatherAttrs &gather = step.as<AllGatherAttrs>();
-    AroundDim view = aroundDim(in.shape, gather.dim);
-    std::vector<int64_t> blocks = groupBlocks(gather.blocks, n, n * view.size);
-    std::vector<int64_t> chunkBytes =
-        chunkSizes(view.outer, view.inner, blocks, bytes);
-    // With the dim outermost the chunks are the output itself.
-    char *chunks = view.outer == 1 ? at(out) : spare;
-    std::memcpy(chunks + blockStarts(chunkBytes)[rank], at(in),
-                size_t(chunkBytes[rank]));
-    if (gather.blocks.empty())
-      comm.allGather(chunks, chunkBytes[0]);
-    else
-      comm.allGatherV(chunks, chunkBytes);
-    if (view.outer != 1)
-      runCopies(concatCopies(view.outer, view.inner, blocks, bytes), chunks,
-                at(out));
-    return;
   }
-  case OpKind::ReduceScatter: {
-    const Operand &in = step.in[0];
-    const ReduceScatterAttrs &scatter = step.as<ReduceScatterAttrs>();
-    AroundDim view = aroundDim(in.shape, scatter.dim);
-    std::vector<int64_t> blocks = groupBlocks(scatter.blocks, n, view.size);
-    runCopies(splitCopies(view.outer, view.inner, blocks, bytes), at(in),
-              spare);
-    std::vector<int64_t> counts = chunkSizes(view.outer, view.inner, blocks, 1);
-    if (scatter.blocks.empty())
-      comm.reduceScatter(spare, counts[0], dtype, scatter.reduction);
-    else
-      comm.reduceScatterV(spare, counts, dtype, scatter.reduction);
-    std::memcpy(at(out), spare + blockStarts(counts)[rank] * bytes,
-                size_t(counts[rank] * bytes));
-    return;
-  }
-  case OpKind::AllToAll: {
-    const Operand &in = step.in[0];
-    const AllToAllAttrs &allToAll = step.as<AllToAllAttrs>();
-    AroundDim view = aroundDim(in.shape, allToAll.splitDim);
-    std::vector<int64_t> splitBlocks =
-        groupBlocks(allToAll.splitBlocks, n, view.size);
-    // Member i's chunk for this one is `in` with the split dim cut to this
-    // member's block and the concat dim member i's: `out` around its
-    // concat dim.
-    AroundDim joined = aroundDim(out.shape, allToAll.concatDim);
-    std::vector<int64_t> concatBlocks =
-        groupBlocks(allToAll.concatBlocks, n,
-                    n * aroundDim(in.shape, allToAll.concatDim).size);
-    int64_t inBytes = in.shape.elements() * bytes;
-    runCopies(splitCopies(view.outer, view.inner, splitBlocks, bytes), at(in),
-              spare);
-    std::vector<int64_t> sendBytes =
-        chunkSizes(view.outer, view.inner, splitBlocks, bytes);
-    std::vector<int64_t> receiveBytes =
-        chunkSizes(joined.outer, joined.inner, concatBlocks, bytes);
-    if (allToAll.splitBlocks.empty() && allToAll.concatBlocks.empty())
-      comm.allToAll(spare, spare + inBytes, sendBytes[0]);
-    else
-      comm.allToAllV(spare, sendBytes, spare + inBytes, receiveBytes);
-    runCopies(concatCopies(joined.outer, joined.inner, concatBlocks, bytes),
-              spare + inBytes, at(out));
-    return;
-  }
-  case OpKind::Slice: {
-    const Operand &in = step.in[0];
-    const SliceAttrs &slice = step.as<SliceAttrs>();
-    AroundDim view = aroundDim(in.shape, slice.dim);
-    StridedCopy own = splitCopies(view.outer, view.inner,
-                                  groupBlocks(slice.blocks, n, view.size),
-                                  bytes)[size_t(rank)];
-    own.dstOffset = 0;
-    runCopies({own}, at(in), at(out));
-    return;
-  }
-  default:
-    return;
-  }
+  runMoveStep(
+      step, comm, dtype, at(step.in[0]), at(out), scratch.data(),
+      [](const std::vector<StridedCopy> &copies, const char *src, char *dst) {
+        for (const StridedCopy &copy : copies)
+          for (int64_t row = 0; row < copy.rows; ++row)
+            std::memcpy(dst + copy.dstOffset + row * copy.dstPitch,
+                        src + copy.srcOffset + row * copy.srcPitch,
+                        size_t(copy.width));
+      });
 }
 
 CpuBackend::CpuBackend() { openblas_set_num_threads(1); }

@@ -168,6 +168,19 @@ TEST(PerDeviceSizesTest, CollectivesListTheMembersBlocks) {
   EXPECT_EQ(loaded.steps[0].in[0].shape.sizes[0], 4);
 }
 
+TEST(PerDeviceSizesTest, MemberBlocksAloneStillGiveEachDeviceItsOwn) {
+  // No per-device size anywhere but the step's list: x's buffer holds 4
+  // rows on every device and the gather joins 2, 2 and 4 of them.
+  json program = gatherProgram();
+  program["buffers"][0]["shape"] = {4, 4};
+  program["tensors"][0]["dims"][0] = {
+      {"name", "batch"}, {"size", 12}, {"axes", {"b"}}};
+  Program loaded = parseProgram(program.dump(), "p.mprog");
+  ASSERT_FALSE(loaded.perDevice.empty());
+  EXPECT_EQ(loaded.on(0).steps[0].in[0].shape.sizes[0], 2);
+  EXPECT_EQ(loaded.on(4).steps[0].in[0].shape.sizes[0], 4);
+}
+
 TEST(PerDeviceSizesTest, MalformedMemberBlocks) {
   EXPECT_EQ(gatherErrorAfter([](json &p) {
               p["steps"][0]["blocks"] = {4, 4};
@@ -183,6 +196,11 @@ TEST(PerDeviceSizesTest, MalformedMemberBlocks) {
               p["steps"][0]["blocks"] = {2, -2, 8};
             }),
             "p.mprog: steps[0].blocks[1]: expected an integer >= 0, got -2");
+  EXPECT_EQ(gatherErrorAfter([](json &p) {
+              p["steps"][0]["blocks"] = {INT64_MAX, INT64_MAX, 0};
+            }),
+            "p.mprog: steps[0].in: sizes are too large: their product "
+            "overflows 64 bits");
   // Without the list the blocks are taken to be equal, and 8 is not 3 of
   // them.
   EXPECT_EQ(gatherErrorAfter([](json &p) { p["steps"][0].erase("blocks"); }),
@@ -216,6 +234,20 @@ TEST(PerDeviceSizesTest, AllToAllNeedsTheJoinedConcatSize) {
   } catch (const RuntimeError &error) {
     EXPECT_STREQ(error.what(), "p.mprog: steps[0].concat_size: "
                                "\"concat_size\" goes with \"concat_blocks\"");
+  }
+  // A device's own concat block must be its in size: device 2 (b = 1) has
+  // 2 rows, not the 4 this list gives it. (Device 2 has device 0's sizes,
+  // but its own entry tells it apart, so it is checked, not given device
+  // 0's program.)
+  program["steps"][0]["concat_blocks"] = {2, 4, 2};
+  try {
+    parseProgram(program.dump(), "p.mprog");
+    ADD_FAILURE() << "loaded";
+  } catch (const RuntimeError &error) {
+    EXPECT_STREQ(error.what(),
+                 "p.mprog: steps[0].concat_blocks: this device's block of dim "
+                 "'batch' is 4 but its size in \"sizes\" is 2 (in the sizes of "
+                 "device 2)");
   }
   // With both, device 4 (b = 2) joins the batch blocks into 8 rows of io 1.
   program["steps"][0]["concat_blocks"] = {2, 2, 4};
