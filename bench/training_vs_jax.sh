@@ -3,7 +3,8 @@
 # step in JAX (jit, CPU; bench/jax_mlp_train.py) on the same machine, cores
 # and data, side by side in one run:
 #   1 core:    meshc on 1 device and JAX, both under `taskset -c 0`;
-#   all cores: meshc on 1 device (OpenBLAS on every core) and JAX;
+#   all cores: meshc on 1 device (its fused steps and GEMMs shared by a
+#              thread per core) and JAX;
 #   and meshc on a 2x4 mesh of CPU virtual devices.
 # Needs scripts/setup.sh (data, JAX) and a build.
 #

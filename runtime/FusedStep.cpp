@@ -16,6 +16,17 @@ int64_t FusedPlan::rows() const {
   return rows;
 }
 
+int64_t FusedPlan::runLength() const {
+  return blocked ? std::min(inner, kBlock) : inner;
+}
+
+int64_t FusedPlan::runsPerRow() const {
+  if (!blocked)
+    return 1;
+  int64_t run = runLength();
+  return run == 0 ? 0 : (inner + run - 1) / run;
+}
+
 namespace {
 
 /// strides[operand][dim]: each operand's element stride along each

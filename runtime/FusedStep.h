@@ -56,13 +56,21 @@ struct FusedPlan {
   int32_t vectors = 0;
 
   static constexpr int64_t kTable = INT64_MIN;
+  /// The elements of an inner block the CPU works on at a time when the
+  /// inner run may be cut.
+  static constexpr int64_t kBlock = 512;
   /// The number of outer rows.
   int64_t rows() const;
+  /// The elements a thread works on at a time: a block of the inner run
+  /// when it may be cut, else the whole run.
+  int64_t runLength() const;
+  /// The runs of one row (1 when the run is not cut; 0 for an empty cut
+  /// run), and of the whole step: the units threads share.
+  int64_t runsPerRow() const;
+  int64_t units() const { return rows() * runsPerRow(); }
+  /// The scratch one running thread needs, in floats.
+  int64_t scratchFloats() const { return vectors * runLength(); }
 };
-
-/// The elements of an inner block the CPU works on at a time when the inner
-/// run may be cut.
-constexpr int64_t kFusedBlock = 512;
 
 /// Plans the walk of `body` (whose outputs write values `outValues`) over
 /// iteration dims `dims` (sizes `sizes`, the last `reduced` of them

@@ -322,14 +322,15 @@ void Loop::run() {
   if (!options.quiet)
     printHeader();
   start = std::chrono::steady_clock::now();
-  double total = 0, fastest = 0;
+  double total = 0;
+  std::vector<double> times;
   int64_t checkpointed = -1;
   for (int64_t done = 1; done <= options.steps; ++done) {
     int64_t step = first + done;
     auto begin = std::chrono::steady_clock::now();
     double seconds = session.runStep();
     total += seconds;
-    fastest = done == 1 ? seconds : std::min(fastest, seconds);
+    times.push_back(seconds);
     lastValues.clear();
     for (const Tensor *scalar : scalars)
       lastValues.push_back(session.gather(*scalar).at(0));
@@ -363,9 +364,15 @@ void Loop::run() {
     checkpoint(last);
   streams.out << "summary: " << options.steps << " step"
               << (options.steps == 1 ? "" : "s");
-  if (options.steps > 0)
-    streams.out << ", mean " << milliseconds(total / options.steps) << ", min "
-                << milliseconds(fastest);
+  if (!times.empty()) {
+    // The median is the upper middle time of an even count.
+    std::nth_element(times.begin(), times.begin() + times.size() / 2,
+                     times.end());
+    double median = times[times.size() / 2];
+    streams.out << ", mean " << milliseconds(total / options.steps)
+                << ", median " << milliseconds(median) << ", min "
+                << milliseconds(*std::min_element(times.begin(), times.end()));
+  }
   streams.out << "; " << memoryLine(program, session) << "\n";
   if (!options.dumpParamsDir.empty())
     dumpParams(options.dumpParamsDir, program, session, streams.root);

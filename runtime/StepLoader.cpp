@@ -1124,9 +1124,7 @@ void StepParser::parseAttrs(FusedAttrs &attrs) {
   step.out = attrs.outs.front();
   attrs.plan = planFused(attrs.body, attrs.outValues, attrs.dims, attrs.sizes,
                          attrs.reduced, shapes, step.in.size());
-  int64_t run = attrs.plan.blocked ? std::min(attrs.plan.inner, kFusedBlock)
-                                   : attrs.plan.inner;
-  step.scratchBytes = attrs.plan.vectors * run * int64_t(sizeof(float));
+  step.scratchBytes = attrs.plan.scratchFloats() * int64_t(sizeof(float));
 }
 
 } // namespace

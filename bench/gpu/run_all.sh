@@ -91,7 +91,7 @@ gpu_test() {
   "$here/sweep.sh" "$dir/sweep" "$build/bin/meshrun"
 }
 
-# `meshrun ... --quiet` prints "summary: N steps, mean X ms, min Y ms".
+# `meshrun ... --quiet` prints "summary: N steps, mean X ms, median M ms, min Y ms".
 min_ms() { sed -n 's/.*min \([0-9.]*\) ms.*/\1/p'; }
 
 gpu_bench() {

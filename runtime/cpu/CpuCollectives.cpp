@@ -18,29 +18,58 @@
 #include "runtime/Error.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace meshc::runtime {
 
 void Barrier::wait() {
-  std::unique_lock<std::mutex> lock(mutex);
-  if (aborted)
+  if (aborted.load(std::memory_order_acquire))
     throw CollectiveAborted();
-  if (++arrived == count) {
-    arrived = 0;
-    ++phase;
+  // The phase cannot advance before this thread arrives.
+  uint64_t myPhase = phase.load(std::memory_order_acquire);
+  if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == count) {
+    arrived.store(0, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      phase.store(myPhase + 1, std::memory_order_release);
+    }
     released.notify_all();
     return;
   }
-  uint64_t myPhase = phase;
-  released.wait(lock, [&] { return phase != myPhase || aborted; });
-  if (phase == myPhase)
+  if (spin) {
+    constexpr std::chrono::microseconds kSpin{100};
+    auto since = std::chrono::steady_clock::now();
+    for (int spins = 1;; ++spins) {
+      if (phase.load(std::memory_order_acquire) != myPhase)
+        return;
+      if (aborted.load(std::memory_order_acquire))
+        throw CollectiveAborted();
+      if (spins % 64 == 0 && std::chrono::steady_clock::now() - since > kSpin)
+        break;
+#if defined(__x86_64__) || defined(__i386__)
+      _mm_pause();
+#endif
+    }
+  }
+  std::unique_lock<std::mutex> lock(mutex);
+  released.wait(lock, [&] {
+    return phase.load(std::memory_order_acquire) != myPhase ||
+           aborted.load(std::memory_order_acquire);
+  });
+  if (phase.load(std::memory_order_acquire) == myPhase)
     throw CollectiveAborted();
 }
 
 void Barrier::abort() {
-  std::lock_guard<std::mutex> lock(mutex);
-  aborted = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    aborted.store(true, std::memory_order_release);
+  }
   released.notify_all();
 }
 
@@ -206,8 +235,8 @@ std::vector<std::unique_ptr<Communicator>>
 CpuCollectives::split(const GroupPartition &partition) {
   std::vector<std::shared_ptr<CpuGroup>> made;
   for (const std::vector<int64_t> &members : partition.groups)
-    made.push_back(
-        std::make_shared<CpuGroup>(static_cast<int64_t>(members.size())));
+    made.push_back(std::make_shared<CpuGroup>(
+        static_cast<int64_t>(members.size()), spinning));
   std::vector<std::unique_ptr<Communicator>> communicators;
   for (size_t device = 0; device < partition.groupOf.size(); ++device)
     communicators.push_back(std::make_unique<CpuCommunicator>(

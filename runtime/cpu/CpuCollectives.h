@@ -17,6 +17,7 @@
 
 #include "runtime/Collectives.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -26,9 +27,14 @@
 namespace meshc::runtime {
 
 /// A reusable barrier for a fixed number of threads that can be aborted.
+/// A spinning barrier first waits on its phase counter for a few
+/// microseconds before it sleeps: when every member has a core of its own,
+/// the others usually arrive within that, and a sleeping thread takes tens
+/// of microseconds to wake.
 class Barrier {
 public:
-  explicit Barrier(int64_t count) : count(count) {}
+  explicit Barrier(int64_t count, bool spin = false)
+      : count(count), spin(spin) {}
 
   /// Blocks until `count` threads have called wait() in this phase; throws
   /// CollectiveAborted once abort() was called.
@@ -39,16 +45,17 @@ public:
 private:
   std::mutex mutex;
   std::condition_variable released;
-  int64_t count;
-  int64_t arrived = 0;
-  uint64_t phase = 0;
-  bool aborted = false;
+  const int64_t count;
+  const bool spin;
+  std::atomic<int64_t> arrived{0};
+  std::atomic<uint64_t> phase{0};
+  std::atomic<bool> aborted{false};
 };
 
 /// What the members of one group share.
 struct CpuGroup {
-  explicit CpuGroup(int64_t size)
-      : barrier(size), slots(size, nullptr), starts(size) {}
+  explicit CpuGroup(int64_t size, bool spin = false)
+      : barrier(size, spin), slots(size, nullptr), starts(size) {}
   Barrier barrier;
   /// The buffer each member published for the current collective.
   std::vector<const void *> slots;
@@ -89,8 +96,12 @@ public:
   std::vector<std::unique_ptr<Communicator>>
   split(const GroupPartition &partition) override;
   void abort() override;
+  /// Whether the barriers of groups split from now on spin before they
+  /// sleep: only when every device thread has a core of its own.
+  void setSpinning(bool on) { spinning = on; }
 
 private:
+  bool spinning = false;
   std::mutex mutex;
   std::vector<std::shared_ptr<CpuGroup>> groups;
 };

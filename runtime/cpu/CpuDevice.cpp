@@ -24,8 +24,9 @@
 
 namespace meshc::runtime {
 
-CpuDevice::CpuDevice(const Program &program, int64_t deviceId)
-    : program(program), blockOffsets(program.blockOffsets(deviceId)) {}
+CpuDevice::CpuDevice(const Program &program, int64_t deviceId, int threads)
+    : program(program), blockOffsets(program.blockOffsets(deviceId)),
+      pool(threads) {}
 
 void CpuDevice::HostMemory::allocate(int64_t bytes) {
   std::free(raw);
@@ -60,12 +61,21 @@ int64_t CpuDevice::HostMemory::residentBytes() const {
 }
 
 int64_t CpuDevice::residentBytes() const {
-  return arena.residentBytes() + scratch.residentBytes();
+  return arena.residentBytes() + scratch.residentBytes() +
+         helperScratch.residentBytes();
 }
 
 void CpuDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
   arena.allocate(arenaBytes);
   scratch.allocate(scratchBytes);
+  helperScratchFloats = 0;
+  if (pool.threads() > 1)
+    for (const Step &step : program.steps)
+      if (const auto *fused = std::get_if<FusedAttrs>(&step.attrs))
+        helperScratchFloats =
+            std::max(helperScratchFloats, fused->plan.scratchFloats());
+  helperScratch.allocate((pool.threads() - 1) * helperScratchFloats *
+                         int64_t(sizeof(float)));
 }
 
 void CpuDevice::write(int64_t offset, const void *src, int64_t bytes) {
@@ -155,8 +165,7 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
   case OpKind::Einsum:
     for (const EinsumStage &stage : step.as<EinsumAttrs>().plan.stages) {
       if (stage.isGemm)
-        runGemm(stage.gemm, f32(at(stage.gemm.a)), f32(at(stage.gemm.b)),
-                f32(at(stage.gemm.c)));
+        runGemmStage(stage.gemm);
       else
         reducePermute(Reduction::Sum, f32(at(stage.reduce.src)),
                       stage.reduce.src.shape, f32(at(stage.reduce.dst)),
@@ -184,17 +193,9 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
                    step.in[0].shape, f32(at(step.in[1])), step.in[1].shape,
                    f32(at(out)), out.shape);
     return;
-  case OpKind::Fused: {
-    const FusedAttrs &fused = step.as<FusedAttrs>();
-    std::vector<const float *> in;
-    std::vector<float *> outs;
-    for (const Operand &operand : step.in)
-      in.push_back(f32(at(operand)));
-    for (const Operand &operand : fused.outs)
-      outs.push_back(f32(at(operand)));
-    fusedKernel(fused, in, outs, reinterpret_cast<float *>(scratch.data()));
+  case OpKind::Fused:
+    runFused(step);
     return;
-  }
   case OpKind::Reduce:
     reducePermute(step.as<ReduceAttrs>().fn, f32(at(step.in[0])),
                   step.in[0].shape, f32(at(out)), out.shape);
@@ -256,6 +257,38 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
   }
 }
 
+void CpuDevice::runFused(const Step &step) {
+  // Below this many elements a share is not worth a helper's wake-up.
+  constexpr int64_t kMinShare = 8192;
+  const FusedAttrs &fused = step.as<FusedAttrs>();
+  std::vector<const float *> in;
+  std::vector<float *> outs;
+  for (const Operand &operand : step.in)
+    in.push_back(f32(at(operand)));
+  for (const Operand &operand : fused.outs)
+    outs.push_back(f32(at(operand)));
+  const FusedPlan &plan = fused.plan;
+  int64_t minUnits =
+      std::max<int64_t>(1, kMinShare / std::max<int64_t>(1, plan.runLength()));
+  pool.parallelFor(
+      plan.units(), minUnits, [&](int64_t begin, int64_t end, int part) {
+        float *vectors = part == 0 ? f32(scratch.data())
+                                   : f32(helperScratch.data()) +
+                                         (part - 1) * helperScratchFloats;
+        fusedKernel(fused, in, outs, vectors, begin, end);
+      });
+}
+
+void CpuDevice::runGemmStage(const GemmStage &stage) {
+  const float *a = f32(at(stage.a)), *b = f32(at(stage.b));
+  float *c = f32(at(stage.c));
+  int64_t parts = gemmParts(stage, pool.threads());
+  pool.parallelFor(parts, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t part = begin; part < end; ++part)
+      runGemm(stage, a, b, c, part, parts);
+  });
+}
+
 void CpuDevice::runCollective(const Step &step, Communicator &comm) {
   const Operand &out = step.out;
   DType dtype = program.buffers[out.buffer].dtype;
@@ -286,22 +319,31 @@ static int allowedCores() {
 }
 
 void CpuBackend::setLocalDevices(int64_t count) {
-  int threads = 1;
+  threads = 1;
+  cpuCollectives.setSpinning(count <= allowedCores());
   if (count == 1) {
     threads = allowedCores();
     // Ranks of one mpirun on one machine share its cores.
     if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
       threads = std::max(1, threads / std::max(1, std::atoi(local)));
   }
-  if (const char *forced = std::getenv("MESHC_CPU_THREADS"))
-    threads = std::max(1, std::atoi(forced));
-  // OpenBLAS's own threads conflict with callers that are threads already.
-  openblas_set_num_threads(count == 1 ? threads : 1);
+  if (count != 1)
+    return;
+  if (const char *forced = std::getenv("MESHC_CPU_THREADS")) {
+    char *end = nullptr;
+    errno = 0;
+    long value = std::strtol(forced, &end, 10);
+    if (end == forced || *end != '\0' || errno != 0 || value < 1 ||
+        value > 1024)
+      throw RuntimeError(std::string("MESHC_CPU_THREADS='") + forced +
+                         "': expected a number of threads from 1 to 1024");
+    threads = static_cast<int>(value);
+  }
 }
 
 std::unique_ptr<Device> CpuBackend::createDevice(const Program &program,
                                                  int64_t deviceId) {
-  return std::make_unique<CpuDevice>(program, deviceId);
+  return std::make_unique<CpuDevice>(program, deviceId, threads);
 }
 
 } // namespace meshc::runtime

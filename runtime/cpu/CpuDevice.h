@@ -1,9 +1,11 @@
 //===- CpuDevice.h - The CPU backend ----------------------------*- C++ -*-===//
 //
-// A CPU device is a thread's worth of work on host memory: one 64-byte
-// aligned arena and one scratch area, with kernels from CpuKernels.h and
-// collectives from CpuCollectives.h. The backend limits OpenBLAS to one
-// thread, since every virtual device already runs on its own thread.
+// A CPU device is work on host memory: one 64-byte aligned arena and one
+// scratch area, with kernels from CpuKernels.h and collectives from
+// CpuCollectives.h. A device runs on its own thread; when it is the only
+// device of its process it also has the process's other cores, as helpers
+// of a WorkerPool that share its fused steps and GEMMs. OpenBLAS itself
+// always runs on one thread: the device decides how a GEMM is shared.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,7 @@
 
 #include "runtime/Device.h"
 #include "runtime/cpu/CpuCollectives.h"
+#include "runtime/cpu/WorkerPool.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -23,8 +26,9 @@ namespace meshc::runtime {
 /// One mesh device on the host.
 class CpuDevice : public Device {
 public:
-  /// Device `deviceId` of `program`, which must outlive it.
-  CpuDevice(const Program &program, int64_t deviceId);
+  /// Device `deviceId` of `program`, which must outlive it, running on
+  /// `threads` threads.
+  CpuDevice(const Program &program, int64_t deviceId, int threads = 1);
 
   void allocate(int64_t arenaBytes, int64_t scratchBytes) override;
   void write(int64_t offset, const void *src, int64_t bytes) override;
@@ -76,23 +80,34 @@ private:
 
   /// Fills a dropout step's output with its mask for this device's block.
   void runDropout(const Step &step, const RunContext &context);
+  /// Runs a fused step, its runs shared over the pool's threads.
+  void runFused(const Step &step);
+  /// Runs an einsum's GEMM stage, shared over the pool's threads.
+  void runGemmStage(const GemmStage &stage);
 
   const Program &program;
   /// Program::blockOffsets of this device, computed once.
   std::vector<std::vector<int64_t>> blockOffsets;
   HostMemory arena;
   HostMemory scratch;
+  /// The helpers' fused-step vectors: FusedPlan::scratchFloats of the
+  /// program's largest fused step for each helper.
+  HostMemory helperScratch;
+  int64_t helperScratchFloats = 0;
+  WorkerPool pool;
 };
 
 /// The CPU backend: CpuDevices connected by CpuCollectives.
 class CpuBackend : public Backend {
 public:
-  /// Limits OpenBLAS to one thread: every device is a thread already.
+  /// Limits OpenBLAS to one thread: devices share GEMMs themselves.
   CpuBackend();
-  /// A process that runs one device lets OpenBLAS use every core it may
-  /// run on (its CPU affinity; MESHC_CPU_THREADS overrides); several devices
-  /// keep one thread each.
+  /// A process that runs one device gives it every core it may run on (its
+  /// CPU affinity, divided among the MPI ranks on this machine;
+  /// MESHC_CPU_THREADS overrides); several devices run on one thread each.
   void setLocalDevices(int64_t count) override;
+  /// The threads each device of this process runs on.
+  int threadsPerDevice() const { return threads; }
   std::string name() const override { return "cpu"; }
   std::unique_ptr<Device> createDevice(const Program &program,
                                        int64_t deviceId) override;
@@ -102,6 +117,7 @@ public:
 
 private:
   CpuCollectives cpuCollectives;
+  int threads = 1;
 };
 
 } // namespace meshc::runtime

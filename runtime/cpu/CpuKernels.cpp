@@ -209,26 +209,69 @@ void reducePermute(Reduction fn, const float *src, const NamedShape &srcShape,
   });
 }
 
-void runGemm(const GemmStage &stage, const float *a, const float *b, float *c) {
+int64_t gemmParts(const GemmStage &stage, int threads) {
+  // Below about 2^18 multiply-adds a share is not worth a helper's wake-up.
+  constexpr int64_t kMinShare = int64_t(1) << 18;
+  int64_t work = stage.batch * stage.m * stage.n * stage.k;
+  int64_t most = std::max(stage.batch, std::max(stage.m, stage.n));
+  return std::max<int64_t>(
+      1, std::min<int64_t>({int64_t(threads), work / kMinShare, most}));
+}
+
+void runGemm(const GemmStage &stage, const float *a, const float *b, float *c,
+             int64_t part, int64_t parts) {
   if (stage.batch == 0 || stage.m == 0 || stage.n == 0)
     return;
+  // The share [first, last) of the batches, of C's rows or of its columns.
+  auto share = [&](int64_t units, int64_t &first, int64_t &last) {
+    int64_t each = units / parts, extra = units % parts;
+    first = part * each + std::min(part, extra);
+    last = first + each + (part < extra ? 1 : 0);
+  };
+  int64_t first, last;
   if (stage.k == 0) {
-    std::fill(c, c + stage.batch * stage.m * stage.n, 0.0f);
+    share(stage.batch * stage.m * stage.n, first, last);
+    std::fill(c + first, c + last, 0.0f);
     return;
   }
   const int64_t m = stage.m, n = stage.n, k = stage.k;
+  const CBLAS_TRANSPOSE ta = stage.transA ? CblasTrans : CblasNoTrans,
+                        tb = stage.transB ? CblasTrans : CblasNoTrans;
+  const int64_t lda = stage.transA ? m : k, ldb = stage.transB ? k : n;
   if (m == 1 && n == 1) {
     // Batched dot products (element-wise einsums): a GEMM call per element
     // would cost far more than the arithmetic.
-    for (int64_t p = 0; p < stage.batch; ++p)
+    share(stage.batch, first, last);
+    for (int64_t p = first; p < last; ++p)
       c[p] = cblas_sdot(k, a + p * k, 1, b + p * k, 1);
     return;
   }
-  for (int64_t p = 0; p < stage.batch; ++p)
-    cblas_sgemm(CblasRowMajor, stage.transA ? CblasTrans : CblasNoTrans,
-                stage.transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
-                a + p * m * k, stage.transA ? m : k, b + p * k * n,
-                stage.transB ? k : n, 0.0f, c + p * m * n, n);
+  if (parts == 1 || stage.batch >= parts) {
+    share(stage.batch, first, last);
+    for (int64_t p = first; p < last; ++p)
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a + p * m * k, lda,
+                  b + p * k * n, ldb, 0.0f, c + p * m * n, n);
+    return;
+  }
+  for (int64_t p = 0; p < stage.batch; ++p) {
+    const float *ap = a + p * m * k, *bp = b + p * k * n;
+    float *cp = c + p * m * n;
+    if (m >= n) {
+      // Rows [first, last) of op(A) and of C.
+      share(m, first, last);
+      if (first < last)
+        cblas_sgemm(CblasRowMajor, ta, tb, last - first, n, k, 1.0f,
+                    ap + (stage.transA ? first : first * k), lda, bp, ldb, 0.0f,
+                    cp + first * n, n);
+    } else {
+      // Columns [first, last) of op(B) and of C.
+      share(n, first, last);
+      if (first < last)
+        cblas_sgemm(CblasRowMajor, ta, tb, m, last - first, k, 1.0f, ap, lda,
+                    bp + (stage.transB ? first * k : first), ldb, 0.0f,
+                    cp + first, n);
+    }
+  }
 }
 
 void unaryKernel(UnaryFn fn, double value, const float *in, float *out,

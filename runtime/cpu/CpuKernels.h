@@ -24,8 +24,15 @@ namespace meshc::runtime {
 void reducePermute(Reduction fn, const float *src, const NamedShape &srcShape,
                    float *dst, const NamedShape &dstShape);
 
-/// Runs `stage` with cblas_sgemm, one call per batch.
-void runGemm(const GemmStage &stage, const float *a, const float *b, float *c);
+/// Into how many parts (at most `threads`) runGemm shares `stage`: one
+/// unless every part gets a worthwhile share of the multiply-adds.
+int64_t gemmParts(const GemmStage &stage, int threads);
+/// Runs part `part` of `parts` of `stage` with cblas_sgemm: a share of the
+/// batches when there are at least `parts` of them, else of each batch's
+/// rows of C (or columns, when it has more of those). The parts write
+/// disjoint elements of C, so they may run at once on different threads.
+void runGemm(const GemmStage &stage, const float *a, const float *b, float *c,
+             int64_t part = 0, int64_t parts = 1);
 
 /// out[i] = fn(in[i]) for i < count; `value` is the factor of Scale.
 void unaryKernel(UnaryFn fn, double value, const float *in, float *out,

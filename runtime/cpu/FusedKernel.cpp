@@ -173,22 +173,32 @@ private:
 } // namespace
 
 void fusedKernel(const FusedAttrs &attrs, const std::vector<const float *> &in,
-                 const std::vector<float *> &out, float *scratch) {
+                 const std::vector<float *> &out, float *scratch, int64_t begin,
+                 int64_t end) {
   const FusedPlan &plan = attrs.plan;
-  int64_t run = plan.blocked ? std::min(plan.inner, kFusedBlock) : plan.inner;
+  int64_t run = plan.runLength(), perRow = plan.runsPerRow();
+  if (begin >= end)
+    return;
   Run state(attrs, in.size(), scratch, run);
   size_t operands = in.size() + out.size();
+  // The odometer over the outer dims starts at the row of unit `begin`.
   std::vector<int64_t> base(operands, 0);
   std::vector<int64_t> coords(plan.outerSizes.size(), 0);
-  int64_t rows = plan.rows();
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!plan.blocked)
-      state.evaluate(in, out, base.data(), 0, plan.inner);
-    else
-      for (int64_t begin = 0; begin < plan.inner; begin += run)
-        state.evaluate(in, out, base.data(), begin,
-                       std::min(run, plan.inner - begin));
-    // The next row: an odometer over the outer dims.
+  int64_t row = begin / perRow, block = begin % perRow;
+  for (size_t d = plan.outerSizes.size(), left = size_t(row); d-- > 0;) {
+    coords[d] = int64_t(left % size_t(plan.outerSizes[d]));
+    left /= size_t(plan.outerSizes[d]);
+    for (size_t o = 0; o < operands; ++o)
+      base[o] += coords[d] * plan.outerStrides[o][d];
+  }
+  for (int64_t unit = begin; unit < end;) {
+    for (; block < perRow && unit < end; ++block, ++unit) {
+      int64_t first = block * run;
+      state.evaluate(in, out, base.data(), first,
+                     std::min(run, plan.inner - first));
+    }
+    block = 0;
+    // The next row.
     for (size_t d = plan.outerSizes.size(); d-- > 0;) {
       for (size_t o = 0; o < operands; ++o)
         base[o] += plan.outerStrides[o][d];

@@ -1,7 +1,7 @@
 //===- FusedKernel.h - The CPU's fused steps --------------------*- C++ -*-===//
 //
 // Runs a fused step's body (FusedStep.h) row by row of its plan: each inner
-// run (a block of at most kFusedBlock elements when the body does not
+// run (a block of at most FusedPlan::kBlock elements when the body does not
 // reduce, else a whole row) is read once, every instruction runs on it as
 // a vector (VectorMath.h) or, for values the same all along it, as a
 // scalar, and the outputs are written once.
@@ -15,11 +15,14 @@
 
 namespace meshc::runtime {
 
-/// Runs `attrs` with inputs `in` (one pointer per Step::in) and outputs
-/// `out` (one per FusedAttrs::outs); `scratch` holds the plan's vectors
-/// (Step::scratchBytes).
+/// Runs units [begin, end) of FusedPlan::units() of `attrs` with inputs
+/// `in` (one pointer per Step::in) and outputs `out` (one per
+/// FusedAttrs::outs); `scratch` holds the plan's vectors for this thread
+/// (FusedPlan::scratchFloats). Units are independent: threads may run
+/// disjoint ranges at once, each with its own scratch.
 void fusedKernel(const FusedAttrs &attrs, const std::vector<const float *> &in,
-                 const std::vector<float *> &out, float *scratch);
+                 const std::vector<float *> &out, float *scratch, int64_t begin,
+                 int64_t end);
 
 } // namespace meshc::runtime
 

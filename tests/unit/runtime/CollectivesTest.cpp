@@ -3,8 +3,9 @@
 // Every CPU collective runs on real threads, one per device, and is compared
 // with a single-threaded loop over the same group: empty, one-element, odd
 // and large buffers, on groups of 1, 2, 4 and 8 devices and on the sub-groups
-// of 2x4 and 2x2x2 meshes. Values are small integers, so sums are exact
-// whatever order the ring adds them in.
+// of 2x4 and 2x2x2 meshes; the barrier in its sleeping and spinning modes.
+// Values are small integers, so sums are exact whatever order the ring adds
+// them in.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,8 @@
 #include "runtime/cpu/CpuCollectives.h"
 
 #include <gtest/gtest.h>
+
+#include <atomic>
 
 #include <cstring>
 #include <functional>
@@ -380,9 +383,37 @@ TEST(PartitionMeshTest, FirstListedAxisIsMostSignificant) {
             (std::vector<std::vector<int64_t>>{{0, 4, 1, 5}, {2, 6, 3, 7}}));
 }
 
-TEST(CpuCollectivesTest, AbortReleasesWaitingMembers) {
+/// The barrier in both modes: sleeping at once, and spinning first.
+class BarrierTest : public testing::TestWithParam<bool> {};
+
+TEST_P(BarrierTest, NoMemberLeavesAPhaseBeforeAllArrived) {
+  // Each member writes its slot for phase p, waits, checks every slot holds
+  // p, waits again (nobody writes phase p + 1 before all checked).
+  const int members = 4, phases = 2000;
+  Barrier barrier(members, GetParam());
+  std::vector<std::atomic<int>> slots(members);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < members; ++t)
+    threads.emplace_back([&, t] {
+      for (int p = 1; p <= phases; ++p) {
+        slots[t].store(p, std::memory_order_relaxed);
+        barrier.wait();
+        for (int other = 0; other < members; ++other)
+          if (slots[other].load(std::memory_order_relaxed) != p)
+            ++wrong;
+        barrier.wait();
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_P(BarrierTest, AbortReleasesWaitingMembers) {
   layout::Mesh m = mesh("d:4");
   CpuCollectives collectives;
+  collectives.setSpinning(GetParam());
   std::vector<std::unique_ptr<Communicator>> comms =
       collectives.split(partitionMesh(m, {"d"}));
   std::vector<int> aborted(4, 0);
@@ -406,5 +437,10 @@ TEST(CpuCollectivesTest, AbortReleasesWaitingMembers) {
   EXPECT_THROW(comms[3]->allReduce(&x, 1, DType::F32, Reduction::Sum),
                CollectiveAborted);
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, BarrierTest, testing::Values(false, true),
+                         [](const testing::TestParamInfo<bool> &info) {
+                           return info.param ? "spinning" : "sleeping";
+                         });
 
 } // namespace

@@ -73,6 +73,9 @@ public:
   void run(const nlohmann::json &step, const RunContext &context = {}) {
     Program program = load(step);
     std::unique_ptr<Backend> backend = createBackend(backendName);
+    // One device in this process, as meshrun on one device has it: the CPU
+    // device then has every core (or MESHC_CPU_THREADS threads).
+    backend->setLocalDevices(1);
     std::unique_ptr<Device> device = backend->createDevice(program, 0);
     device->allocate(program.arenaBytes, program.scratchBytes);
     for (const Entry &entry : entries)

@@ -1,0 +1,125 @@
+//===- WorkerPool.cpp - The cores of one CPU device -----------------------===//
+
+#include "runtime/cpu/WorkerPool.h"
+
+#include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace meshc::runtime {
+namespace {
+
+/// How long a helper (or the caller, for the helpers) spins before it
+/// sleeps (or yields): the next step of a device usually comes within it.
+constexpr std::chrono::microseconds kSpin{200};
+
+/// One iteration of a spin loop.
+void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+} // namespace
+
+WorkerPool::WorkerPool(int threads) {
+  for (int part = 1; part < threads; ++part)
+    helpers.emplace_back([this, part] { helperLoop(part); });
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+    generation.fetch_add(1, std::memory_order_release);
+  }
+  wake.notify_all();
+  for (std::thread &helper : helpers)
+    helper.join();
+}
+
+void WorkerPool::share(int64_t units, int parts, int part, int64_t &begin,
+                       int64_t &end) {
+  int64_t each = units / parts, extra = units % parts;
+  begin = part * each + std::min<int64_t>(part, extra);
+  end = begin + each + (part < extra ? 1 : 0);
+}
+
+void WorkerPool::helperLoop(int part) {
+  uint64_t seen = 0;
+  for (;;) {
+    auto since = std::chrono::steady_clock::now();
+    for (int spins = 0; generation.load(std::memory_order_acquire) == seen;
+         ++spins) {
+      relax();
+      if (spins % 64 != 63 || std::chrono::steady_clock::now() - since < kSpin)
+        continue;
+      std::unique_lock<std::mutex> lock(mutex);
+      wake.wait(lock, [&] {
+        return generation.load(std::memory_order_acquire) != seen;
+      });
+    }
+    seen = generation.load(std::memory_order_acquire);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (stopping)
+        return;
+    }
+    if (part < parts) {
+      int64_t begin, end;
+      share(units, parts, part, begin, end);
+      try {
+        (*body)(begin, end, part);
+      } catch (...) {
+        errors[size_t(part)] = std::current_exception();
+      }
+    }
+    pending.fetch_sub(1, std::memory_order_release);
+  }
+}
+
+void WorkerPool::parallelFor(
+    int64_t count, int64_t minUnits,
+    const std::function<void(int64_t, int64_t, int)> &task) {
+  int64_t most = minUnits > 0 ? count / minUnits : count;
+  int used = static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(threads(), most)));
+  if (used == 1) {
+    task(0, count, 0);
+    return;
+  }
+  body = &task;
+  units = count;
+  parts = used;
+  errors.assign(size_t(threads()), nullptr);
+  pending.store(static_cast<int>(helpers.size()), std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    generation.fetch_add(1, std::memory_order_release);
+  }
+  wake.notify_all();
+  int64_t begin, end;
+  share(count, used, 0, begin, end);
+  try {
+    task(begin, end, 0);
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  auto since = std::chrono::steady_clock::now();
+  for (int spins = 0; pending.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins % 64 == 63 && std::chrono::steady_clock::now() - since > kSpin)
+      std::this_thread::yield();
+    else
+      relax();
+  }
+  for (const std::exception_ptr &error : errors)
+    if (error)
+      std::rethrow_exception(error);
+}
+
+} // namespace meshc::runtime
