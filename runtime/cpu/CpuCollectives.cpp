@@ -34,10 +34,10 @@ void Barrier::wait() {
   uint64_t myPhase = phase.load(std::memory_order_acquire);
   if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == count) {
     arrived.store(0, std::memory_order_relaxed);
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      phase.store(myPhase + 1, std::memory_order_release);
-    }
+    // Notified under the lock: a released member may leave (and the group
+    // end) only after this thread is done with the barrier.
+    std::lock_guard<std::mutex> lock(mutex);
+    phase.store(myPhase + 1, std::memory_order_release);
     released.notify_all();
     return;
   }
@@ -66,10 +66,8 @@ void Barrier::wait() {
 }
 
 void Barrier::abort() {
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    aborted.store(true, std::memory_order_release);
-  }
+  std::lock_guard<std::mutex> lock(mutex);
+  aborted.store(true, std::memory_order_release);
   released.notify_all();
 }
 

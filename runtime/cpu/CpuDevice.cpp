@@ -61,8 +61,9 @@ int64_t CpuDevice::HostMemory::residentBytes() const {
 }
 
 int64_t CpuDevice::residentBytes() const {
-  return arena.residentBytes() + scratch.residentBytes() +
-         helperScratch.residentBytes();
+  // The plan's memory; the helpers' vectors are outside it, like their
+  // stacks (docs/runtime.md).
+  return arena.residentBytes() + scratch.residentBytes();
 }
 
 void CpuDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
@@ -74,6 +75,8 @@ void CpuDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
       if (const auto *fused = std::get_if<FusedAttrs>(&step.attrs))
         helperScratchFloats =
             std::max(helperScratchFloats, fused->plan.scratchFloats());
+  // Each helper's vectors start on their own cache line.
+  helperScratchFloats = (helperScratchFloats + 15) / 16 * 16;
   helperScratch.allocate((pool.threads() - 1) * helperScratchFloats *
                          int64_t(sizeof(float)));
 }
@@ -167,9 +170,12 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
       if (stage.isGemm)
         runGemmStage(stage.gemm);
       else
-        reducePermute(Reduction::Sum, f32(at(stage.reduce.src)),
-                      stage.reduce.src.shape, f32(at(stage.reduce.dst)),
-                      stage.reduce.dst.shape);
+        shareOver(
+            rowParts(stage.reduce.src.shape.elements()), [&](Share share) {
+              reducePermute(Reduction::Sum, f32(at(stage.reduce.src)),
+                            stage.reduce.src.shape, f32(at(stage.reduce.dst)),
+                            stage.reduce.dst.shape, share);
+            });
     }
     return;
   case OpKind::Unary: {
@@ -197,21 +203,30 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
     runFused(step);
     return;
   case OpKind::Reduce:
-    reducePermute(step.as<ReduceAttrs>().fn, f32(at(step.in[0])),
-                  step.in[0].shape, f32(at(out)), out.shape);
+    shareOver(rowParts(step.in[0].shape.elements()), [&](Share share) {
+      reducePermute(step.as<ReduceAttrs>().fn, f32(at(step.in[0])),
+                    step.in[0].shape, f32(at(out)), out.shape, share);
+    });
     return;
   case OpKind::Softmax:
-    softmaxKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)),
-                  out.shape, step.as<SoftmaxAttrs>().dim);
+    shareOver(rowParts(out.shape.elements()), [&](Share share) {
+      softmaxKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)),
+                    out.shape, step.as<SoftmaxAttrs>().dim, share);
+    });
     return;
   case OpKind::LogSumExp:
-    logSumExpKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)),
-                    out.shape, step.as<LogSumExpAttrs>().dim);
+    shareOver(rowParts(step.in[0].shape.elements()), [&](Share share) {
+      logSumExpKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)),
+                      out.shape, step.as<LogSumExpAttrs>().dim, share);
+    });
     return;
   case OpKind::SoftmaxCrossEntropy:
-    crossEntropyKernel(f32(at(step.in[0])), step.in[0].shape,
-                       i32(at(step.in[1])), step.in[1].shape, f32(at(out)),
-                       out.shape, step.as<SoftmaxCrossEntropyAttrs>().dim);
+    shareOver(rowParts(step.in[0].shape.elements()), [&](Share share) {
+      crossEntropyKernel(f32(at(step.in[0])), step.in[0].shape,
+                         i32(at(step.in[1])), step.in[1].shape, f32(at(out)),
+                         out.shape, step.as<SoftmaxCrossEntropyAttrs>().dim,
+                         share);
+    });
     return;
   case OpKind::OneHot: {
     const OneHotAttrs &hot = step.as<OneHotAttrs>();
@@ -270,6 +285,17 @@ void CpuDevice::runFused(const Step &step) {
   const FusedPlan &plan = fused.plan;
   int64_t minUnits =
       std::max<int64_t>(1, kMinShare / std::max<int64_t>(1, plan.runLength()));
+  // An output that lacks a dim the runs are cut along (its stride is 0) is
+  // written by several runs: those stay on one thread.
+  bool shareable = true;
+  for (size_t o = step.in.size(); o < step.in.size() + outs.size(); ++o) {
+    for (size_t d = 0; d < plan.outerSizes.size(); ++d)
+      shareable &= plan.outerStrides[o][d] != 0 || plan.outerSizes[d] == 1;
+    shareable &=
+        !plan.blocked || plan.innerStride[o] != 0 || plan.runsPerRow() <= 1;
+  }
+  if (!shareable)
+    minUnits = plan.units() + 1;
   pool.parallelFor(
       plan.units(), minUnits, [&](int64_t begin, int64_t end, int part) {
         float *vectors = part == 0 ? f32(scratch.data())
@@ -282,11 +308,23 @@ void CpuDevice::runFused(const Step &step) {
 void CpuDevice::runGemmStage(const GemmStage &stage) {
   const float *a = f32(at(stage.a)), *b = f32(at(stage.b));
   float *c = f32(at(stage.c));
-  int64_t parts = gemmParts(stage, pool.threads());
+  shareOver(gemmParts(stage, pool.threads()),
+            [&](Share share) { runGemm(stage, a, b, c, share); });
+}
+
+void CpuDevice::shareOver(int64_t parts,
+                          const std::function<void(Share)> &kernel) {
   pool.parallelFor(parts, 1, [&](int64_t begin, int64_t end, int) {
     for (int64_t part = begin; part < end; ++part)
-      runGemm(stage, a, b, c, part, parts);
+      kernel(Share{part, parts});
   });
+}
+
+int64_t CpuDevice::rowParts(int64_t elements) const {
+  // Below this many elements a share is not worth a helper's wake-up.
+  constexpr int64_t kMinShare = 16384;
+  return std::max<int64_t>(
+      1, std::min<int64_t>(pool.threads(), elements / kMinShare));
 }
 
 void CpuDevice::runCollective(const Step &step, Communicator &comm) {
@@ -319,26 +357,26 @@ static int allowedCores() {
 }
 
 void CpuBackend::setLocalDevices(int64_t count) {
-  threads = 1;
-  cpuCollectives.setSpinning(count <= allowedCores());
-  if (count == 1) {
-    threads = allowedCores();
-    // Ranks of one mpirun on one machine share its cores.
-    if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
-      threads = std::max(1, threads / std::max(1, std::atoi(local)));
-  }
-  if (count != 1)
-    return;
-  if (const char *forced = std::getenv("MESHC_CPU_THREADS")) {
+  int forced = 0;
+  if (const char *text = std::getenv("MESHC_CPU_THREADS")) {
     char *end = nullptr;
     errno = 0;
-    long value = std::strtol(forced, &end, 10);
-    if (end == forced || *end != '\0' || errno != 0 || value < 1 ||
-        value > 1024)
-      throw RuntimeError(std::string("MESHC_CPU_THREADS='") + forced +
+    long value = std::strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno != 0 || value < 1 || value > 1024)
+      throw RuntimeError(std::string("MESHC_CPU_THREADS='") + text +
                          "': expected a number of threads from 1 to 1024");
-    threads = static_cast<int>(value);
+    forced = static_cast<int>(value);
   }
+  cpuCollectives.setSpinning(count <= allowedCores());
+  threads = 1;
+  if (count != 1)
+    return;
+  threads = allowedCores();
+  // Ranks of one mpirun on one machine share its cores.
+  if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+    threads = std::max(1, threads / std::max(1, std::atoi(local)));
+  if (forced > 0)
+    threads = forced;
 }
 
 std::unique_ptr<Device> CpuBackend::createDevice(const Program &program,

@@ -14,10 +14,12 @@
 
 #include "runtime/Device.h"
 #include "runtime/cpu/CpuCollectives.h"
+#include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/WorkerPool.h"
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -84,6 +86,10 @@ private:
   void runFused(const Step &step);
   /// Runs an einsum's GEMM stage, shared over the pool's threads.
   void runGemmStage(const GemmStage &stage);
+  /// Runs kernel(Share{p, parts}) for p < parts on the pool's threads.
+  void shareOver(int64_t parts, const std::function<void(Share)> &kernel);
+  /// Into how many parts a row-wise kernel over `elements` is shared.
+  int64_t rowParts(int64_t elements) const;
 
   const Program &program;
   /// Program::blockOffsets of this device, computed once.

@@ -31,6 +31,33 @@ template <size_t Operands> struct Walk {
   size_t rank = 0;
   int64_t sizes[kMaxRank] = {};
   int64_t strides[Operands][kMaxRank] = {};
+  /// Where each operand's offsets start, and whether the walk has no index
+  /// at all (a share that got none).
+  int64_t base[Operands] = {};
+  bool none = false;
+  /// The dim share() cut (-1: none) and the range it kept.
+  int cut = -1;
+  int64_t first = 0, last = 0;
+
+  /// Keeps share `share` of the walk: a contiguous range of its outermost
+  /// dim with at least `share.parts` indices among those `allowed` (all
+  /// when null). When there is none, part 0 keeps every index and the
+  /// other parts none.
+  void keep(Share share, const bool *allowed = nullptr) {
+    if (share.parts == 1)
+      return;
+    for (size_t d = 0; d < rank; ++d) {
+      if (sizes[d] < share.parts || (allowed && !allowed[d]))
+        continue;
+      share.range(sizes[d], first, last);
+      for (size_t k = 0; k < Operands; ++k)
+        base[k] += first * strides[k][d];
+      sizes[d] = last - first;
+      cut = static_cast<int>(d);
+      return;
+    }
+    none = share.part != 0;
+  }
 
   /// Appends a dim of `size` along which operand i advances by `step[i]`.
   void addDim(int64_t size, const int64_t (&step)[Operands]) {
@@ -42,10 +69,14 @@ template <size_t Operands> struct Walk {
 
   /// Calls fn(offsets) for every index, last dim fastest.
   template <typename Fn> void run(Fn fn) const {
+    if (none)
+      return;
     for (size_t d = 0; d < rank; ++d)
       if (sizes[d] == 0)
         return;
-    int64_t offset[Operands] = {};
+    int64_t offset[Operands];
+    for (size_t k = 0; k < Operands; ++k)
+      offset[k] = base[k];
     if (rank == 0) {
       fn(offset);
       return;
@@ -165,33 +196,67 @@ Rows rowsAlong(const NamedShape &shape, const NamedShape &other,
 } // namespace
 
 void reducePermute(Reduction fn, const float *src, const NamedShape &srcShape,
-                   float *dst, const NamedShape &dstShape) {
+                   float *dst, const NamedShape &dstShape, Share share) {
   float init =
       fn == Reduction::Sum ? 0.0f : -std::numeric_limits<float>::infinity();
-  std::fill(dst, dst + dstShape.elements(), init);
-  if (srcShape.elements() == 0)
-    return;
   int64_t srcStrides[kMaxRank], dstStrides[kMaxRank];
   contiguousStrides(srcShape, srcStrides);
   contiguousStrides(dstShape, dstStrides);
-  // Rows along src's last dim (stride 1 in src), walked over the others.
   size_t rank = srcShape.names.size();
+  // Rows along src's last dim (stride 1 in src), walked over the others. A
+  // share takes a range of an outer dim that dst keeps (its elements get
+  // no other share's sums), else of the row when dst keeps it.
+  Walk<2> walk;
+  bool kept[kMaxRank] = {};
+  for (size_t d = 0; d + 1 < rank; ++d) {
+    int64_t to = strideOf(dstShape, dstStrides, srcShape.names[d]);
+    walk.addDim(srcShape.sizes[d], {srcStrides[d], to});
+    kept[d] = to != 0;
+  }
+  int64_t n = rank == 0 ? 1 : srcShape.sizes[rank - 1];
+  int64_t step =
+      rank == 0 ? 0 : strideOf(dstShape, dstStrides, srcShape.names[rank - 1]);
+  walk.keep(share, kept);
+  int64_t rowFirst = 0, rowLast = n;
+  if (share.parts > 1 && walk.cut < 0 && step != 0 && n >= share.parts) {
+    walk.none = false;
+    share.range(n, rowFirst, rowLast);
+  }
+  // This share's elements of dst start at `init`: the dims of dst, the cut
+  // one (or the row's) restricted to the share's range.
+  {
+    const std::string *cutName =
+        walk.cut >= 0            ? &srcShape.names[size_t(walk.cut)]
+        : rowLast - rowFirst < n ? &srcShape.names[rank - 1]
+                                 : nullptr;
+    bool whole = share.parts == 1 || (!cutName && share.part == 0);
+    if (whole) {
+      std::fill(dst, dst + dstShape.elements(), init);
+    } else if (cutName) {
+      int64_t first = walk.cut >= 0 ? walk.first : rowFirst,
+              last = walk.cut >= 0 ? walk.last : rowLast;
+      Walk<1> fill;
+      for (size_t e = 0; e < dstShape.names.size(); ++e) {
+        bool isCut = dstShape.names[e] == *cutName;
+        fill.addDim(isCut ? last - first : dstShape.sizes[e], {dstStrides[e]});
+        if (isCut)
+          fill.base[0] = first * dstStrides[e];
+      }
+      fill.run([&](const int64_t *o) { dst[o[0]] = init; });
+    }
+  }
+  if (srcShape.elements() == 0 || walk.none)
+    return;
   if (rank == 0) {
     dst[0] = fn == Reduction::Sum ? dst[0] + src[0] : maxOf(dst[0], src[0]);
     return;
   }
-  Walk<2> walk;
-  for (size_t d = 0; d + 1 < rank; ++d)
-    walk.addDim(
-        srcShape.sizes[d],
-        {srcStrides[d], strideOf(dstShape, dstStrides, srcShape.names[d])});
-  int64_t n = srcShape.sizes[rank - 1];
-  int64_t step = strideOf(dstShape, dstStrides, srcShape.names[rank - 1]);
+  n = rowLast - rowFirst;
   bool sum = fn == Reduction::Sum;
   BinaryFn combine = sum ? BinaryFn::Add : BinaryFn::Max;
   walk.run([&](const int64_t *o) {
-    const float *row = src + o[0];
-    float *to = dst + o[1];
+    const float *row = src + o[0] + rowFirst;
+    float *to = dst + o[1] + rowFirst * step;
     if (step == 1) {
       // dst's row too: elementwise into it.
       vmath::binary(combine, to, row, to, n);
@@ -219,15 +284,14 @@ int64_t gemmParts(const GemmStage &stage, int threads) {
 }
 
 void runGemm(const GemmStage &stage, const float *a, const float *b, float *c,
-             int64_t part, int64_t parts) {
+             Share part) {
   if (stage.batch == 0 || stage.m == 0 || stage.n == 0)
     return;
   // The share [first, last) of the batches, of C's rows or of its columns.
   auto share = [&](int64_t units, int64_t &first, int64_t &last) {
-    int64_t each = units / parts, extra = units % parts;
-    first = part * each + std::min(part, extra);
-    last = first + each + (part < extra ? 1 : 0);
+    part.range(units, first, last);
   };
+  const int64_t parts = part.parts;
   int64_t first, last;
   if (stage.k == 0) {
     share(stage.batch * stage.m * stage.n, first, last);
@@ -450,16 +514,20 @@ void dropoutKernel(const DropoutMask &mask,
 }
 
 void logSumExpKernel(const float *in, const NamedShape &inShape, float *out,
-                     const NamedShape &outShape, const std::string &dim) {
+                     const NamedShape &outShape, const std::string &dim,
+                     Share share) {
   Rows rows = rowsAlong(inShape, outShape, dim);
+  rows.walk.keep(share);
   rows.walk.run([&](const int64_t *o) {
     out[o[1]] = logSumExpRow(in + o[0], rows.step, rows.length);
   });
 }
 
 void softmaxKernel(const float *in, const NamedShape &inShape, float *out,
-                   const NamedShape &outShape, const std::string &dim) {
+                   const NamedShape &outShape, const std::string &dim,
+                   Share share) {
   Rows rows = rowsAlong(inShape, outShape, dim);
+  rows.walk.keep(share);
   int64_t n = rows.length, inStep = rows.step, outStep = rows.otherStep;
   // A row that is not contiguous in and out is gathered into a buffer.
   std::vector<float> buffer(inStep == 1 && outStep == 1 ? 0 : n);
@@ -484,7 +552,7 @@ void softmaxKernel(const float *in, const NamedShape &inShape, float *out,
 void crossEntropyKernel(const float *logits, const NamedShape &logitsShape,
                         const int32_t *labels, const NamedShape &labelsShape,
                         float *out, const NamedShape &outShape,
-                        const std::string &dim) {
+                        const std::string &dim, Share share) {
   int64_t logitStrides[kMaxRank], labelStrides[kMaxRank], outStrides[kMaxRank];
   contiguousStrides(logitsShape, logitStrides);
   contiguousStrides(labelsShape, labelStrides);
@@ -498,6 +566,7 @@ void crossEntropyKernel(const float *logits, const NamedShape &logitsShape,
   }
   int64_t n = logitsShape.sizes[logitsShape.position(dim)];
   int64_t step = strideOf(logitsShape, logitStrides, dim);
+  rows.keep(share);
   rows.run([&](const int64_t *o) {
     const float *x = logits + o[0];
     int32_t label = labels[o[1]];

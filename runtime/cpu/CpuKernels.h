@@ -19,20 +19,36 @@
 
 namespace meshc::runtime {
 
+/// Part `part` of `parts` of a kernel's work, for kernels that threads share
+/// (WorkerPool.h): the parts of one call write disjoint elements, so they
+/// may run at once, and together they do what the whole call does.
+struct Share {
+  int64_t part = 0;
+  int64_t parts = 1;
+  /// The contiguous range [first, last) of `units` that this part takes.
+  void range(int64_t units, int64_t &first, int64_t &last) const {
+    int64_t each = units / parts, extra = units % parts;
+    first = part * each + (part < extra ? part : extra);
+    last = first + each + (part < extra ? 1 : 0);
+  }
+};
+
 /// dst = `fn` of src over the dims dst lacks, in dst's dim order; dst's dims
 /// are a subset of src's with the same sizes. Max over no elements is -inf.
+/// A share takes a range of a dim dst keeps (an outer one of src's, else
+/// its last); when dst keeps none, part 0 does it all.
 void reducePermute(Reduction fn, const float *src, const NamedShape &srcShape,
-                   float *dst, const NamedShape &dstShape);
+                   float *dst, const NamedShape &dstShape, Share share = {});
 
 /// Into how many parts (at most `threads`) runGemm shares `stage`: one
 /// unless every part gets a worthwhile share of the multiply-adds.
 int64_t gemmParts(const GemmStage &stage, int threads);
-/// Runs part `part` of `parts` of `stage` with cblas_sgemm: a share of the
+/// Runs share `share` of `stage` with cblas_sgemm: a share of the
 /// batches when there are at least `parts` of them, else of each batch's
 /// rows of C (or columns, when it has more of those). The parts write
 /// disjoint elements of C, so they may run at once on different threads.
 void runGemm(const GemmStage &stage, const float *a, const float *b, float *c,
-             int64_t part = 0, int64_t parts = 1);
+             Share share = {});
 
 /// out[i] = fn(in[i]) for i < count; `value` is the factor of Scale.
 void unaryKernel(UnaryFn fn, double value, const float *in, float *out,
@@ -98,12 +114,14 @@ void dropoutKernel(const DropoutMask &mask,
 /// out = logsumexp of in along `dim` (logSumExpRow); out has the dims of in
 /// without `dim`, in any order.
 void logSumExpKernel(const float *in, const NamedShape &inShape, float *out,
-                     const NamedShape &outShape, const std::string &dim);
+                     const NamedShape &outShape, const std::string &dim,
+                     Share share = {});
 
 /// out = softmax of in along `dim` (numerically stable); out has the same
 /// dims as in, in any order.
 void softmaxKernel(const float *in, const NamedShape &inShape, float *out,
-                   const NamedShape &outShape, const std::string &dim);
+                   const NamedShape &outShape, const std::string &dim,
+                   Share share = {});
 
 /// out = logsumexp(logits) - logits[label] along `dim`; labels and out have
 /// the dims of logits except `dim`, in any order. Throws RuntimeError for a
@@ -111,7 +129,7 @@ void softmaxKernel(const float *in, const NamedShape &inShape, float *out,
 void crossEntropyKernel(const float *logits, const NamedShape &logitsShape,
                         const int32_t *labels, const NamedShape &labelsShape,
                         float *out, const NamedShape &outShape,
-                        const std::string &dim);
+                        const std::string &dim, Share share = {});
 
 /// Converts `count` elements; f32 to i32 truncates toward zero, saturates at
 /// the i32 range and maps NaN to 0; to bf16 and f16 rounds to nearest, ties

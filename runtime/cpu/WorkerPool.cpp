@@ -2,8 +2,12 @@
 
 #include "runtime/cpu/WorkerPool.h"
 
+#include "runtime/Error.h"
+
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <system_error>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -28,19 +32,30 @@ void relax() {
 } // namespace
 
 WorkerPool::WorkerPool(int threads) {
-  for (int part = 1; part < threads; ++part)
-    helpers.emplace_back([this, part] { helperLoop(part); });
+  try {
+    for (int part = 1; part < threads; ++part)
+      helpers.emplace_back([this, part] { helperLoop(part); });
+  } catch (const std::system_error &error) {
+    stop();
+    throw RuntimeError("cannot start helper thread " +
+                       std::to_string(helpers.size() + 1) + " of " +
+                       std::to_string(threads) + ": " + error.what() +
+                       " (MESHC_CPU_THREADS sets fewer)");
+  }
 }
 
-WorkerPool::~WorkerPool() {
+WorkerPool::~WorkerPool() { stop(); }
+
+void WorkerPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex);
-    stopping = true;
+    stopping.store(true, std::memory_order_relaxed);
     generation.fetch_add(1, std::memory_order_release);
+    wake.notify_all();
   }
-  wake.notify_all();
   for (std::thread &helper : helpers)
     helper.join();
+  helpers.clear();
 }
 
 void WorkerPool::share(int64_t units, int parts, int part, int64_t &begin,
@@ -65,11 +80,8 @@ void WorkerPool::helperLoop(int part) {
       });
     }
     seen = generation.load(std::memory_order_acquire);
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (stopping)
-        return;
-    }
+    if (stopping.load(std::memory_order_relaxed))
+      return;
     if (part < parts) {
       int64_t begin, end;
       share(units, parts, part, begin, end);
@@ -101,8 +113,8 @@ void WorkerPool::parallelFor(
   {
     std::lock_guard<std::mutex> lock(mutex);
     generation.fetch_add(1, std::memory_order_release);
+    wake.notify_all();
   }
-  wake.notify_all();
   int64_t begin, end;
   share(count, used, 0, begin, end);
   try {

@@ -34,6 +34,7 @@ namespace meshc::runtime {
 class WorkerPool {
 public:
   /// The caller's thread and `threads - 1` helpers (none for threads <= 1).
+  /// Throws RuntimeError when the system cannot start them.
   explicit WorkerPool(int threads);
   WorkerPool(const WorkerPool &) = delete;
   WorkerPool &operator=(const WorkerPool &) = delete;
@@ -49,13 +50,16 @@ public:
   /// Calls body(begin, end, part) for parts 0..P-1 of [0, units), part 0 on
   /// the calling thread and the others on helpers, and returns when all are
   /// done. P = min(threads(), units / minUnits), at least 1: a range too
-  /// small to be worth sharing runs on the caller alone. Rethrows the first
-  /// exception a part threw, after every part finished.
+  /// small to be worth sharing runs on the caller alone. After every part
+  /// finished, rethrows the exception of the lowest-numbered part that
+  /// threw.
   void parallelFor(int64_t units, int64_t minUnits,
                    const std::function<void(int64_t, int64_t, int)> &body);
 
 private:
   void helperLoop(int part);
+  /// Ends and joins the helpers.
+  void stop();
 
   std::vector<std::thread> helpers;
   std::mutex mutex;
@@ -64,7 +68,7 @@ private:
   std::atomic<uint64_t> generation{0};
   /// Helpers still running the current task.
   std::atomic<int> pending{0};
-  bool stopping = false;
+  std::atomic<bool> stopping{false};
   /// The current task: its body, range and number of parts.
   const std::function<void(int64_t, int64_t, int)> *body = nullptr;
   int64_t units = 0;

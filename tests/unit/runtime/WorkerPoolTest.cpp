@@ -2,10 +2,10 @@
 //
 // The WorkerPool's shares and error handling, and a one-device CPU program
 // run with MESHC_CPU_THREADS = 1, 2, 3 and 5: fused steps (rows of a
-// layer-norm body; blocks of an elementwise body, shares starting inside a
-// row) give bit-identical results for every thread count, and GEMMs shared
-// by batches, rows or columns (transposed operands included) equal a
-// double-precision loop.
+// layer-norm body over two outer dims; blocks of an elementwise body, shares
+// starting inside a row) give bit-identical results for every thread count,
+// and GEMMs shared by batches, rows or columns (transposed operands included)
+// equal a double-precision loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +27,7 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 using namespace meshc::runtime;
 using namespace meshc::runtime::testing;
@@ -154,22 +155,24 @@ void expectBitIdentical(const std::vector<std::vector<float>> &got,
 }
 
 TEST(WorkerPoolTest, FusedRowsOnSeveralThreadsAreBitIdentical) {
-  // y = layer_norm(gelu(x) + r) * g over d, x stored [d, batch]; the mean
-  // per row is a second output. 1200 rows of 37: each thread takes rows.
-  const int64_t batch = 1200, d = 37;
+  // y = layer_norm(gelu(x) + r) * g over d, for each of 30 x 40 rows (s, t):
+  // two outer dims, x stored [d, t, s] (the outer dims reversed) and the
+  // per-row mean written [t, s], so a share starting at the wrong row is
+  // caught. Each thread takes rows.
+  const int64_t S = 30, T = 40, d = 37, rows = S * T;
   std::vector<std::vector<float>> inputs = {
-      testData("x", batch * d), testData("r", batch * d), testData("g", d)};
+      testData("x", rows * d), testData("r", rows * d), testData("g", d)};
   auto step = [&](const std::vector<int64_t> &ids) -> json {
     return {
         {"op", "fused"},
-        {"dims", {"batch", "d"}},
+        {"dims", {"s", "t", "d"}},
         {"reduced", 1},
-        {"sizes", {{"batch", batch}, {"d", d}}},
+        {"sizes", {{"s", S}, {"t", T}, {"d", d}}},
         {"in",
-         {operand(ids[0], {"d", "batch"}), operand(ids[1], {"batch", "d"}),
+         {operand(ids[0], {"d", "t", "s"}), operand(ids[1], {"s", "t", "d"}),
           operand(ids[2], {"d"})}},
         {"out",
-         {output(ids[3], {"batch", "d"}, 13), output(ids[4], {"batch"}, 6)}},
+         {output(ids[3], {"s", "t", "d"}, 13), output(ids[4], {"t", "s"}, 6)}},
         {"body",
          {instr("gelu", {0}),
           instr("add", {3, 1}),
@@ -184,22 +187,23 @@ TEST(WorkerPoolTest, FusedRowsOnSeveralThreadsAreBitIdentical) {
           instr("mul", {12, 2})}}};
   };
   std::vector<std::vector<float>> one =
-      runFused(1, inputs, {batch * d, batch}, step);
+      runFused(1, inputs, {rows * d, rows}, step);
   // The one-thread result is the formula's (FusedStepTest checks the
   // kernel in detail; here a spot check that the body is the intended one).
-  for (int64_t b : {int64_t(0), batch - 1}) {
+  for (auto [s, t] :
+       {std::pair<int64_t, int64_t>{0, 0}, {3, 17}, {S - 1, T - 1}}) {
     double mean = 0;
     for (int64_t i = 0; i < d; ++i) {
-      double x = inputs[0][i * batch + b];
+      double x = inputs[0][(i * T + t) * S + s];
       mean += 0.5 * x *
                   (1 + std::tanh(std::sqrt(2 / M_PI) *
                                  (x + 0.044715 * x * x * x))) +
-              inputs[1][b * d + i];
+              inputs[1][(s * T + t) * d + i];
     }
-    EXPECT_NEAR(one[1][b], mean / d, 1e-5) << "row " << b;
+    EXPECT_NEAR(one[1][t * S + s], mean / d, 1e-5) << "row " << s << ", " << t;
   }
   for (int threads : {2, 3, 5})
-    expectBitIdentical(runFused(threads, inputs, {batch * d, batch}, step), one,
+    expectBitIdentical(runFused(threads, inputs, {rows * d, rows}, step), one,
                        threads);
 }
 
