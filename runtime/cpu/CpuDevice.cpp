@@ -308,7 +308,9 @@ void CpuDevice::runFused(const Step &step) {
 void CpuDevice::runGemmStage(const GemmStage &stage) {
   const float *a = f32(at(stage.a)), *b = f32(at(stage.b));
   float *c = f32(at(stage.c));
-  shareOver(gemmParts(stage, pool.threads()),
+  // Two chunks per thread: each GEMM call packs its own panels.
+  int threads = pool.threads();
+  shareOver(gemmParts(stage, threads == 1 ? 1 : 2 * threads),
             [&](Share share) { runGemm(stage, a, b, c, share); });
 }
 
@@ -323,8 +325,11 @@ void CpuDevice::shareOver(int64_t parts,
 int64_t CpuDevice::rowParts(int64_t elements) const {
   // Below this many elements a share is not worth a helper's wake-up.
   constexpr int64_t kMinShare = 16384;
+  if (pool.threads() == 1)
+    return 1;
   return std::max<int64_t>(
-      1, std::min<int64_t>(pool.threads(), elements / kMinShare));
+      1, std::min<int64_t>(WorkerPool::kChunksPerThread * pool.threads(),
+                           elements / kMinShare));
 }
 
 void CpuDevice::runCollective(const Step &step, Communicator &comm) {

@@ -274,13 +274,14 @@ void reducePermute(Reduction fn, const float *src, const NamedShape &srcShape,
   });
 }
 
-int64_t gemmParts(const GemmStage &stage, int threads) {
-  // Below about 2^18 multiply-adds a share is not worth a helper's wake-up.
-  constexpr int64_t kMinShare = int64_t(1) << 18;
+int64_t gemmParts(const GemmStage &stage, int most) {
+  // Below about 2^20 multiply-adds (some 20 us) a share is not worth a
+  // helper's wake-up and its own packing of the panels.
+  constexpr int64_t kMinShare = int64_t(1) << 20;
   int64_t work = stage.batch * stage.m * stage.n * stage.k;
-  int64_t most = std::max(stage.batch, std::max(stage.m, stage.n));
+  int64_t largest = std::max(stage.batch, std::max(stage.m, stage.n));
   return std::max<int64_t>(
-      1, std::min<int64_t>({int64_t(threads), work / kMinShare, most}));
+      1, std::min<int64_t>({int64_t(most), work / kMinShare, largest}));
 }
 
 void runGemm(const GemmStage &stage, const float *a, const float *b, float *c,

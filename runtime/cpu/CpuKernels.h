@@ -40,9 +40,9 @@ struct Share {
 void reducePermute(Reduction fn, const float *src, const NamedShape &srcShape,
                    float *dst, const NamedShape &dstShape, Share share = {});
 
-/// Into how many parts (at most `threads`) runGemm shares `stage`: one
-/// unless every part gets a worthwhile share of the multiply-adds.
-int64_t gemmParts(const GemmStage &stage, int threads);
+/// Into how many parts (at most `most`) runGemm shares `stage`: one unless
+/// every part gets a worthwhile share of the multiply-adds.
+int64_t gemmParts(const GemmStage &stage, int most);
 /// Runs share `share` of `stage` with cblas_sgemm: a share of the
 /// batches when there are at least `parts` of them, else of each batch's
 /// rows of C (or columns, when it has more of those). The parts write

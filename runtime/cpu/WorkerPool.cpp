@@ -65,7 +65,25 @@ void WorkerPool::share(int64_t units, int parts, int part, int64_t &begin,
   end = begin + each + (part < extra ? 1 : 0);
 }
 
-void WorkerPool::helperLoop(int part) {
+void WorkerPool::drain(int worker) {
+  for (;;) {
+    int64_t chunk = next.fetch_add(1, std::memory_order_relaxed);
+    if (chunk >= chunks)
+      return;
+    int64_t begin, end;
+    share(units, static_cast<int>(chunks), static_cast<int>(chunk), begin, end);
+    try {
+      (*body)(begin, end, worker);
+    } catch (...) {
+      if (!errors[size_t(worker)])
+        errors[size_t(worker)] = std::current_exception();
+      // The other chunks are not worth running.
+      next.store(chunks, std::memory_order_relaxed);
+    }
+  }
+}
+
+void WorkerPool::helperLoop(int worker) {
   uint64_t seen = 0;
   for (;;) {
     auto since = std::chrono::steady_clock::now();
@@ -82,15 +100,7 @@ void WorkerPool::helperLoop(int part) {
     seen = generation.load(std::memory_order_acquire);
     if (stopping.load(std::memory_order_relaxed))
       return;
-    if (part < parts) {
-      int64_t begin, end;
-      share(units, parts, part, begin, end);
-      try {
-        (*body)(begin, end, part);
-      } catch (...) {
-        errors[size_t(part)] = std::current_exception();
-      }
-    }
+    drain(worker);
     pending.fetch_sub(1, std::memory_order_release);
   }
 }
@@ -99,15 +109,16 @@ void WorkerPool::parallelFor(
     int64_t count, int64_t minUnits,
     const std::function<void(int64_t, int64_t, int)> &task) {
   int64_t most = minUnits > 0 ? count / minUnits : count;
-  int used = static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>(threads(), most)));
-  if (used == 1) {
+  int64_t used = std::max<int64_t>(
+      1, std::min<int64_t>(int64_t(threads()) * kChunksPerThread, most));
+  if (used == 1 || helpers.empty()) {
     task(0, count, 0);
     return;
   }
   body = &task;
   units = count;
-  parts = used;
+  chunks = used;
+  next.store(0, std::memory_order_relaxed);
   errors.assign(size_t(threads()), nullptr);
   pending.store(static_cast<int>(helpers.size()), std::memory_order_relaxed);
   {
@@ -115,13 +126,7 @@ void WorkerPool::parallelFor(
     generation.fetch_add(1, std::memory_order_release);
     wake.notify_all();
   }
-  int64_t begin, end;
-  share(count, used, 0, begin, end);
-  try {
-    task(begin, end, 0);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
+  drain(0);
   auto since = std::chrono::steady_clock::now();
   for (int spins = 0; pending.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins % 64 == 63 && std::chrono::steady_clock::now() - since > kSpin)

@@ -2,12 +2,16 @@
 //
 // When a process runs one device and may use several cores, the device runs
 // its large steps on all of them: the device's own thread plus `threads - 1`
-// helper threads of a WorkerPool, each taking a contiguous share of the
-// step's runs (fused steps) or of a GEMM's batches, rows or columns. Shares
-// are fixed by the range and the thread count alone, so a run is
-// deterministic; a fused step computes every element exactly as one thread
-// would (bit-identical for any thread count), a shared GEMM as OpenBLAS
-// computes that part of C.
+// helper threads of a WorkerPool. A step's range (a fused step's runs, a
+// GEMM's parts, a row kernel's parts) is cut into up to kChunksPerThread
+// chunks per thread at fixed boundaries, and the threads take chunks from a
+// shared counter until none is left: a thread that the machine slows down
+// (a busy neighbour on a shared VM) takes fewer chunks instead of holding
+// the others up. The boundaries depend on the range and the thread count
+// alone and each element is computed within one chunk, so which thread
+// takes a chunk changes nothing: a fused step computes every element
+// exactly as one thread would (bit-identical for any thread count), a
+// shared GEMM as OpenBLAS computes that part of C.
 //
 // Helpers spin for a few microseconds after each task (the next step usually
 // follows at once) and then sleep; they never run when the pool has one
@@ -47,17 +51,26 @@ public:
   static void share(int64_t units, int parts, int part, int64_t &begin,
                     int64_t &end);
 
-  /// Calls body(begin, end, part) for parts 0..P-1 of [0, units), part 0 on
-  /// the calling thread and the others on helpers, and returns when all are
-  /// done. P = min(threads(), units / minUnits), at least 1: a range too
-  /// small to be worth sharing runs on the caller alone. After every part
-  /// finished, rethrows the exception of the lowest-numbered part that
-  /// threw.
+  /// How many chunks per thread parallelFor cuts a range into at most.
+  static constexpr int64_t kChunksPerThread = 4;
+
+  /// Cuts [0, units) into C = min(kChunksPerThread * threads(), units /
+  /// minUnits) chunks (at least 1) and calls body(begin, end, worker) once
+  /// per chunk, on the calling thread (worker 0) and the helpers (workers
+  /// 1..threads() - 1), each of which may run several chunks one after
+  /// another; returns when all are done. A range too small to be worth
+  /// sharing (C = 1), or any range of a pool without helpers, runs on the
+  /// caller as one chunk. When a chunk throws, the
+  /// chunks no thread has started are skipped, and once every thread
+  /// stopped the exception of the lowest-numbered worker that threw is
+  /// rethrown.
   void parallelFor(int64_t units, int64_t minUnits,
                    const std::function<void(int64_t, int64_t, int)> &body);
 
 private:
-  void helperLoop(int part);
+  void helperLoop(int worker);
+  /// Runs chunks of the current task until none is left.
+  void drain(int worker);
   /// Ends and joins the helpers.
   void stop();
 
@@ -69,10 +82,12 @@ private:
   /// Helpers still running the current task.
   std::atomic<int> pending{0};
   std::atomic<bool> stopping{false};
-  /// The current task: its body, range and number of parts.
+  /// The current task: its body, range and number of chunks, and the next
+  /// chunk to take.
   const std::function<void(int64_t, int64_t, int)> *body = nullptr;
   int64_t units = 0;
-  int parts = 1;
+  int64_t chunks = 1;
+  std::atomic<int64_t> next{0};
   std::vector<std::exception_ptr> errors;
 };
 

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -51,48 +52,94 @@ TEST(WorkerPoolTest, SharesCoverTheRangeInOrder) {
     }
 }
 
-TEST(WorkerPoolTest, EveryUnitRunsOnceOnAsManyThreadsAsWorthwhile) {
+TEST(WorkerPoolTest, EveryUnitRunsOnceInAsManyChunksAsWorthwhile) {
   for (int threads : {1, 2, 3, 5}) {
     WorkerPool pool(threads);
     EXPECT_EQ(pool.threads(), threads);
     for (int64_t units : {0, 1, 5, 40, 997})
       for (int64_t minUnits : {1, 10, 1000}) {
         std::vector<int> runs(size_t(units), 0);
-        std::set<int> parts;
+        std::vector<std::pair<int64_t, int64_t>> chunks;
+        std::set<int> workers;
         std::set<std::thread::id> ids;
         std::mutex mutex;
         pool.parallelFor(units, minUnits,
-                         [&](int64_t begin, int64_t end, int part) {
+                         [&](int64_t begin, int64_t end, int worker) {
                            std::lock_guard<std::mutex> lock(mutex);
-                           parts.insert(part);
+                           chunks.push_back({begin, end});
+                           workers.insert(worker);
                            ids.insert(std::this_thread::get_id());
                            for (int64_t u = begin; u < end; ++u)
                              ++runs[size_t(u)];
                          });
+        std::string what = std::to_string(threads) + " threads, " +
+                           std::to_string(units) + " units, min " +
+                           std::to_string(minUnits);
         for (int64_t u = 0; u < units; ++u)
-          ASSERT_EQ(runs[size_t(u)], 1) << "unit " << u;
+          ASSERT_EQ(runs[size_t(u)], 1) << what << ": unit " << u;
         int64_t want =
-            std::max<int64_t>(1, std::min<int64_t>(threads, units / minUnits));
-        EXPECT_EQ(int64_t(parts.size()), want)
-            << threads << " threads, " << units << " units, min " << minUnits;
-        EXPECT_EQ(ids.size(), parts.size());
+            threads == 1
+                ? 1
+                : std::max<int64_t>(
+                      1,
+                      std::min<int64_t>(WorkerPool::kChunksPerThread * threads,
+                                        units / minUnits));
+        EXPECT_EQ(int64_t(chunks.size()), want) << what;
+        // The chunks are the fixed shares, whoever ran them.
+        std::sort(chunks.begin(), chunks.end());
+        for (size_t c = 0; c < chunks.size(); ++c) {
+          int64_t begin, end;
+          WorkerPool::share(units, int(want), int(c), begin, end);
+          EXPECT_EQ(chunks[c], std::make_pair(begin, end)) << what;
+        }
+        EXPECT_LE(int64_t(workers.size()), std::min<int64_t>(threads, want));
+        EXPECT_LE(*workers.rbegin(), threads - 1);
+        EXPECT_EQ(ids.size(), workers.size());
         if (want == 1)
           EXPECT_EQ(*ids.begin(), std::this_thread::get_id());
       }
   }
 }
 
-TEST(WorkerPoolTest, AHelpersExceptionReachesTheCallerAfterAllParts) {
+TEST(WorkerPoolTest, AStalledThreadLeavesItsChunksToTheOthers) {
+  // The helper's first chunk waits until every other chunk is done: with
+  // chunks taken from a counter the caller runs them all meanwhile (with
+  // fixed shares it would wait for the helper, and this would time out).
+  WorkerPool pool(2);
+  std::atomic<int> done{0};
+  std::atomic<bool> stalled{false}, timedOut{false};
+  pool.parallelFor(8, 1, [&](int64_t, int64_t, int worker) {
+    if (worker == 1 && !stalled.exchange(true)) {
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (done.load() < 7 &&
+             !(timedOut = std::chrono::steady_clock::now() > until))
+        std::this_thread::yield();
+    }
+    ++done;
+  });
+  EXPECT_EQ(done.load(), 8);
+  EXPECT_FALSE(timedOut.load())
+      << "the other chunks waited for the stalled one";
+}
+
+TEST(WorkerPoolTest, AChunksExceptionReachesTheCallerAfterAllThreadsStopped) {
   WorkerPool pool(3);
-  std::atomic<int> finished{0};
-  EXPECT_THROW(pool.parallelFor(3, 1,
-                                [&](int64_t, int64_t, int part) {
-                                  if (part == 2)
-                                    throw std::runtime_error("part 2");
+  std::atomic<int> running{0}, finished{0};
+  EXPECT_THROW(pool.parallelFor(12, 1,
+                                [&](int64_t begin, int64_t, int) {
+                                  ++running;
+                                  if (begin == 5)
+                                    throw std::runtime_error("chunk 5");
+                                  std::this_thread::sleep_for(
+                                      std::chrono::milliseconds(1));
                                   ++finished;
+                                  --running;
                                 }),
                std::runtime_error);
-  EXPECT_EQ(finished.load(), 2);
+  // Every thread stopped before the exception came back; the chunks after
+  // the failing one were (mostly) skipped.
+  EXPECT_EQ(running.load(), 1);
+  EXPECT_LT(finished.load(), 11);
   // The pool still works afterwards.
   int64_t sum = 0;
   std::mutex mutex;
