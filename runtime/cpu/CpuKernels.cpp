@@ -39,21 +39,32 @@ template <size_t Operands> struct Walk {
   int cut = -1;
   int64_t first = 0, last = 0;
 
-  /// Keeps share `share` of the walk: a contiguous range of its outermost
-  /// dim with at least `share.parts` indices among those `allowed` (all
-  /// when null). When there is none, part 0 keeps every index and the
-  /// other parts none.
+  /// Keeps share `share` of the walk: a contiguous range of one of its
+  /// dims among those `allowed` (all when null): the outermost with at
+  /// least `share.parts` indices, else the largest (some parts then keep
+  /// none). When no allowed dim has two indices, part 0 keeps every index
+  /// and the other parts none.
   void keep(Share share, const bool *allowed = nullptr) {
     if (share.parts == 1)
       return;
+    int chosen = -1;
     for (size_t d = 0; d < rank; ++d) {
-      if (sizes[d] < share.parts || (allowed && !allowed[d]))
+      if ((allowed && !allowed[d]) || sizes[d] < 2)
         continue;
+      if (sizes[d] >= share.parts) {
+        chosen = static_cast<int>(d);
+        break;
+      }
+      if (chosen < 0 || sizes[d] > sizes[chosen])
+        chosen = static_cast<int>(d);
+    }
+    if (chosen >= 0) {
+      size_t d = size_t(chosen);
       share.range(sizes[d], first, last);
       for (size_t k = 0; k < Operands; ++k)
         base[k] += first * strides[k][d];
       sizes[d] = last - first;
-      cut = static_cast<int>(d);
+      cut = chosen;
       return;
     }
     none = share.part != 0;
@@ -218,7 +229,7 @@ void reducePermute(Reduction fn, const float *src, const NamedShape &srcShape,
       rank == 0 ? 0 : strideOf(dstShape, dstStrides, srcShape.names[rank - 1]);
   walk.keep(share, kept);
   int64_t rowFirst = 0, rowLast = n;
-  if (share.parts > 1 && walk.cut < 0 && step != 0 && n >= share.parts) {
+  if (share.parts > 1 && walk.cut < 0 && step != 0 && n > 1) {
     walk.none = false;
     share.range(n, rowFirst, rowLast);
   }

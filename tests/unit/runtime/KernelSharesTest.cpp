@@ -2,11 +2,11 @@
 //
 // The kernels a device with several cores shares (reducePermute, softmax,
 // logsumexp, softmax cross-entropy): running every Share{p, P} of a call,
-// in reverse order, onto an output full of garbage gives bit-identical
-// results to the unshared call, for P = 1 to 5. The cases cover each way a
+// in either order, onto an output full of garbage gives bit-identical
+// results to the unshared call, for P = 2 to 8. The cases cover each way a
 // reduction is cut: an outer dim dst keeps, the row when dst keeps only it
-// (contiguous and strided), a dim too small to cut, and a full reduction
-// that part 0 does alone.
+// (contiguous and strided), dims smaller than P, and reductions that part 0
+// does alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,8 +32,9 @@ NamedShape shape(std::vector<std::string> names, std::vector<int64_t> sizes) {
   return s;
 }
 
-/// Runs `kernel` whole and in P shares for P = 2..5 (last part first) onto
-/// `outCount` elements that start as NaN, and expects the same bits.
+/// Runs `kernel` whole and in P shares for P = 2, 3, 4, 5 and 8 (first part
+/// first, and last part first) onto `outCount` elements that start as NaN,
+/// and expects the same bits.
 void expectSharesEqualWhole(int64_t outCount,
                             const std::function<void(float *, Share)> &kernel,
                             const std::string &what) {
@@ -42,15 +43,17 @@ void expectSharesEqualWhole(int64_t outCount,
   kernel(whole.data(), Share{});
   for (float v : whole)
     ASSERT_FALSE(std::isnan(v)) << what << ": the whole call left garbage";
-  for (int64_t parts = 2; parts <= 5; ++parts) {
-    std::vector<float> shared(size_t(outCount), garbage);
-    for (int64_t part = parts; part-- > 0;)
-      kernel(shared.data(), Share{part, parts});
-    for (size_t i = 0; i < whole.size(); ++i)
-      ASSERT_EQ(std::memcmp(&shared[i], &whole[i], sizeof(float)), 0)
-          << what << " in " << parts << " parts, element " << i << ": "
-          << shared[i] << " vs " << whole[i];
-  }
+  for (int64_t parts : {2, 3, 4, 5, 8})
+    for (bool reverse : {false, true}) {
+      std::vector<float> shared(size_t(outCount), garbage);
+      for (int64_t k = 0; k < parts; ++k)
+        kernel(shared.data(), Share{reverse ? parts - 1 - k : k, parts});
+      for (size_t i = 0; i < whole.size(); ++i)
+        ASSERT_EQ(std::memcmp(&shared[i], &whole[i], sizeof(float)), 0)
+            << what << " in " << parts << " parts"
+            << (reverse ? " (last first)" : "") << ", element " << i << ": "
+            << shared[i] << " vs " << whole[i];
+    }
 }
 
 struct ReduceCase {
@@ -76,6 +79,13 @@ TEST(KernelSharesTest, ReducePermuteSharesEqualTheWholeCall) {
       {"full", shape({"c", "a"}, {8, 3}), shape({}, {})},
       // An empty dim: the output is the initial value.
       {"empty", shape({"a", "c"}, {4, 0}), shape({"a"}, {4})},
+      // More parts than the cut dim has indices: some parts get none.
+      {"small dims", shape({"a", "b", "c"}, {3, 2, 5}), shape({"a"}, {3})},
+      // One dim: a copy (the row cut), and a sum (part 0 alone).
+      {"copy", shape({"c"}, {7}), shape({"c"}, {7})},
+      {"sum", shape({"c"}, {7}), shape({}, {})},
+      // A scalar source.
+      {"scalar", shape({}, {}), shape({}, {})},
   };
   for (const ReduceCase &c : cases)
     for (Reduction fn : {Reduction::Sum, Reduction::Max}) {
@@ -113,6 +123,14 @@ TEST(KernelSharesTest, RowKernelsSharesEqualTheWholeCall) {
         logSumExpKernel(x.data(), in, y, reduced, "b", share);
       },
       "logsumexp along b");
+  // One row: nothing to cut, part 0 does it.
+  NamedShape row = shape({"b"}, {7});
+  expectSharesEqualWhole(
+      row.elements(),
+      [&](float *y, Share share) {
+        softmaxKernel(x.data(), row, y, row, "b", share);
+      },
+      "softmax of one row");
   std::vector<int32_t> labels(size_t(reduced.elements()));
   for (size_t i = 0; i < labels.size(); ++i)
     labels[i] = int32_t(i % 7);
