@@ -78,6 +78,9 @@ public:
   /// Told before the first createDevice how many devices this process
   /// runs (its threads), so a backend can share the cores among them.
   virtual void setLocalDevices(int64_t /*count*/) {}
+  /// The threads each device of this process runs on (after
+  /// setLocalDevices).
+  virtual int threadsPerDevice() const { return 1; }
 };
 
 /// Refuses `program` on `backend` before anything runs: throws RuntimeError

@@ -220,6 +220,10 @@ void Loop::printHeader() {
       << session.numDevices() << " " << session.backendName() << " device"
       << (session.numDevices() == 1 ? "" : "s")
       << (processes ? " (one per " + processes->transport() + " rank)" : "")
+      << (session.threadsPerDevice() > 1
+              ? " (" + std::to_string(session.threadsPerDevice()) + " threads" +
+                    (processes ? " each" : "") + ")"
+              : "")
       << (program.mesh.rank() ? ", mesh " + program.mesh.str() : "")
       << ", seed " << session.seed() << "\n";
   if (program.training)

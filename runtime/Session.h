@@ -107,6 +107,8 @@ public:
   uint64_t seed() const { return seedValue; }
   /// The backend's name.
   std::string backendName() const { return backend->name(); }
+  /// The threads each of this process's devices runs on.
+  int threadsPerDevice() const { return backend->threadsPerDevice(); }
 
   /// Writes the inputs (of training run trainingRuns(), datasets included),
   /// then runs the program once on every device (one thread each): all

@@ -113,7 +113,7 @@ public:
   /// MESHC_CPU_THREADS overrides); several devices run on one thread each.
   void setLocalDevices(int64_t count) override;
   /// The threads each device of this process runs on.
-  int threadsPerDevice() const { return threads; }
+  int threadsPerDevice() const override { return threads; }
   std::string name() const override { return "cpu"; }
   std::unique_ptr<Device> createDevice(const Program &program,
                                        int64_t deviceId) override;
