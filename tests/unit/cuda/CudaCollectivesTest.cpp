@@ -175,10 +175,6 @@ json dim(const std::string &name, int64_t size,
   return {{"name", name}, {"size", size}, {"axes", axes}};
 }
 
-json operand(int64_t buf, std::vector<std::string> dims) {
-  return {{"buf", buf}, {"dims", dims}};
-}
-
 /// Mesh b:2;m:4; input x (buffer 0, `xElements` per device) goes through
 /// `step` into output y (buffer 1, `yElements`).
 Program reshardProgram(const json &xDims, int64_t xElements, const json &yDims,

@@ -23,16 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-json operand(int64_t buf, std::vector<std::string> dims) {
-  return {{"buf", buf}, {"dims", dims}};
-}
-json output(int64_t buf, std::vector<std::string> dims, int value) {
-  return {{"buf", buf}, {"dims", dims}, {"value", value}};
-}
-json instr(const char *fn, std::vector<int> args) {
-  return {{"fn", fn}, {"args", args}};
-}
-
 double gelu(double x) {
   return 0.5 * x *
          (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));

@@ -34,10 +34,6 @@ void expectNear(const std::vector<float> &got,
         << "element " << i;
 }
 
-json operand(int64_t buf, std::vector<std::string> dims) {
-  return {{"buf", buf}, {"dims", dims}};
-}
-
 struct UnaryCase {
   const char *fn;
   std::function<double(double)> reference;

@@ -36,6 +36,21 @@ inline std::vector<float> testData(const std::string &name, int64_t count) {
   return values;
 }
 
+/// A step operand: buffer `buf` seen with `dims`.
+inline nlohmann::json operand(int64_t buf, std::vector<std::string> dims) {
+  return {{"buf", buf}, {"dims", dims}};
+}
+/// A fused step's output: buffer `buf` with `dims`, storing body value
+/// `value`.
+inline nlohmann::json output(int64_t buf, std::vector<std::string> dims,
+                             int value) {
+  return {{"buf", buf}, {"dims", dims}, {"value", value}};
+}
+/// A fused body instruction: `fn` of the values `args`.
+inline nlohmann::json instr(const char *fn, std::vector<int> args) {
+  return {{"fn", fn}, {"args", args}};
+}
+
 /// Builds, loads and runs one-step programs on one device.
 class StepHarness {
 public:

@@ -160,16 +160,6 @@ public:
   ~CpuThreads() { unsetenv("MESHC_CPU_THREADS"); }
 };
 
-json operand(int64_t buf, std::vector<std::string> dims) {
-  return {{"buf", buf}, {"dims", dims}};
-}
-json output(int64_t buf, std::vector<std::string> dims, int value) {
-  return {{"buf", buf}, {"dims", dims}, {"value", value}};
-}
-json instr(const char *fn, std::vector<int> args) {
-  return {{"fn", fn}, {"args", args}};
-}
-
 /// Runs a fused step over buffers made from `inputs` on `threads` threads
 /// and returns its outputs (of `outSizes` elements).
 std::vector<std::vector<float>>
