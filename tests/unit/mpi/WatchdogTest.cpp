@@ -108,8 +108,15 @@ TEST(Watchdog, RanksInDifferentCollectivesNameEachOther) {
                        " #1 over ranks {0,1}");
   // Complete both receives so that the next test starts clean, once both
   // ranks have timed out (else the first one's send would end the other's
-  // wait before its deadline).
-  MESHC_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  // wait before its deadline). A rank that finished its diagnosis first
+  // keeps answering queries while it waits for the other (a plain barrier
+  // would not: on a loaded machine the other rank's query may come after
+  // this rank got its own answer); each wait that times out diagnoses again
+  // and is retried until the barrier completes.
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  MESHC_MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &barrier));
+  while (!timeoutOf(watchdog, barrier, "barrier", {0, 1}).empty()) {
+  }
   int one = 1;
   MESHC_MPI_CHECK(MPI_Send(&one, 1, MPI_INT, static_cast<int>(1 - rank), 99,
                            MPI_COMM_WORLD));
