@@ -55,6 +55,7 @@ jax() { # CORES
   taskset -c "$1" "$python" "$root/bench/jax_lm_train.py" "$model" "$fortunes" "$steps" | median_ms
 }
 declare -A times
+last() { echo "${times[$1]}" | awk '{ print $NF }'; }
 for ((round = 1; round <= rounds; ++round)); do
   times[one1]+=" $(meshrun 0 one)"
   times[unfused1]+=" $(meshrun 0 unfused)"
@@ -62,7 +63,6 @@ for ((round = 1; round <= rounds; ++round)); do
   times[one2]+=" $(meshrun 0,1 one)"
   times[two2]+=" $(meshrun 0,1 two)"
   times[jax2]+=" $(jax 0,1)"
-  last() { echo "${times[$1]}" | awk '{ print $NF }'; }
   awk -v r="$round" -v a="$(last one1)" -v u="$(last unfused1)" -v j="$(last jax1)" \
     -v o="$(last one2)" -v t="$(last two2)" -v k="$(last jax2)" 'BEGIN {
       printf "round %d: 1 core meshc %.1f, unfused %.1f, JAX %.1f (%.2f); ", r, a, u, j, a / j

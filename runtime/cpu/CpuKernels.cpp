@@ -299,14 +299,11 @@ void runGemm(const GemmStage &stage, const float *a, const float *b, float *c,
              Share part) {
   if (stage.batch == 0 || stage.m == 0 || stage.n == 0)
     return;
-  // The share [first, last) of the batches, of C's rows or of its columns.
-  auto share = [&](int64_t units, int64_t &first, int64_t &last) {
-    part.range(units, first, last);
-  };
+  // `part` takes [first, last) of the batches, of C's rows or its columns.
   const int64_t parts = part.parts;
   int64_t first, last;
   if (stage.k == 0) {
-    share(stage.batch * stage.m * stage.n, first, last);
+    part.range(stage.batch * stage.m * stage.n, first, last);
     std::fill(c + first, c + last, 0.0f);
     return;
   }
@@ -317,13 +314,13 @@ void runGemm(const GemmStage &stage, const float *a, const float *b, float *c,
   if (m == 1 && n == 1) {
     // Batched dot products (element-wise einsums): a GEMM call per element
     // would cost far more than the arithmetic.
-    share(stage.batch, first, last);
+    part.range(stage.batch, first, last);
     for (int64_t p = first; p < last; ++p)
       c[p] = cblas_sdot(k, a + p * k, 1, b + p * k, 1);
     return;
   }
   if (parts == 1 || stage.batch >= parts) {
-    share(stage.batch, first, last);
+    part.range(stage.batch, first, last);
     for (int64_t p = first; p < last; ++p)
       cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a + p * m * k, lda,
                   b + p * k * n, ldb, 0.0f, c + p * m * n, n);
@@ -334,14 +331,14 @@ void runGemm(const GemmStage &stage, const float *a, const float *b, float *c,
     float *cp = c + p * m * n;
     if (m >= n) {
       // Rows [first, last) of op(A) and of C.
-      share(m, first, last);
+      part.range(m, first, last);
       if (first < last)
         cblas_sgemm(CblasRowMajor, ta, tb, last - first, n, k, 1.0f,
                     ap + (stage.transA ? first : first * k), lda, bp, ldb, 0.0f,
                     cp + first * n, n);
     } else {
       // Columns [first, last) of op(B) and of C.
-      share(n, first, last);
+      part.range(n, first, last);
       if (first < last)
         cblas_sgemm(CblasRowMajor, ta, tb, m, last - first, k, 1.0f, ap, lda,
                     bp + (stage.transB ? first * k : first), ldb, 0.0f,
@@ -660,16 +657,6 @@ void castKernel(DType from, DType to, const void *in, void *out,
     widenKernel(from, src + begin * dtypeBytes(from), wide, n);
     narrowKernel(wide, to, dst + begin * dtypeBytes(to), n);
   }
-}
-
-AroundDim aroundDim(const NamedShape &shape, const std::string &dim) {
-  AroundDim view;
-  int pos = shape.position(dim);
-  for (int d = 0; d < static_cast<int>(shape.sizes.size()); ++d)
-    (d < pos    ? view.outer
-     : d == pos ? view.size
-                : view.inner) *= shape.sizes[d];
-  return view;
 }
 
 } // namespace meshc::runtime

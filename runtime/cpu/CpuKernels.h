@@ -13,25 +13,12 @@
 #define MESHC_RUNTIME_CPU_CPUKERNELS_H
 
 #include "runtime/Program.h"
+#include "runtime/cpu/Share.h"
 
 #include <cstdint>
 #include <string>
 
 namespace meshc::runtime {
-
-/// Part `part` of `parts` of a kernel's work, for kernels that threads share
-/// (WorkerPool.h): the parts of one call write disjoint elements, so they
-/// may run at once, and together they do what the whole call does.
-struct Share {
-  int64_t part = 0;
-  int64_t parts = 1;
-  /// The contiguous range [first, last) of `units` that this part takes.
-  void range(int64_t units, int64_t &first, int64_t &last) const {
-    int64_t each = units / parts, extra = units % parts;
-    first = part * each + (part < extra ? part : extra);
-    last = first + each + (part < extra ? 1 : 0);
-  }
-};
 
 /// dst = `fn` of src over the dims dst lacks, in dst's dim order; dst's dims
 /// are a subset of src's with the same sizes. Max over no elements is -inf.
@@ -139,15 +126,6 @@ void castKernel(DType from, DType to, const void *in, void *out, int64_t count);
 void widenKernel(DType from, const void *in, float *out, int64_t count);
 /// `count` f32 elements converted to `to`, as castKernel does.
 void narrowKernel(const float *in, DType to, void *out, int64_t count);
-
-/// A row-major tensor seen as [outer, size, inner] around one of its dims.
-struct AroundDim {
-  int64_t outer = 1;
-  int64_t size = 1;
-  int64_t inner = 1;
-};
-/// `shape` seen around dim `dim`.
-AroundDim aroundDim(const NamedShape &shape, const std::string &dim);
 
 } // namespace meshc::runtime
 

@@ -58,20 +58,13 @@ void WorkerPool::stop() {
   helpers.clear();
 }
 
-void WorkerPool::share(int64_t units, int parts, int part, int64_t &begin,
-                       int64_t &end) {
-  int64_t each = units / parts, extra = units % parts;
-  begin = part * each + std::min<int64_t>(part, extra);
-  end = begin + each + (part < extra ? 1 : 0);
-}
-
 void WorkerPool::drain(int worker) {
   for (;;) {
     int64_t chunk = next.fetch_add(1, std::memory_order_relaxed);
     if (chunk >= chunks)
       return;
     int64_t begin, end;
-    share(units, static_cast<int>(chunks), static_cast<int>(chunk), begin, end);
+    Share{chunk, chunks}.range(units, begin, end);
     try {
       (*body)(begin, end, worker);
     } catch (...) {

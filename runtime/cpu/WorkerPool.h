@@ -22,6 +22,8 @@
 #ifndef MESHC_RUNTIME_CPU_WORKERPOOL_H
 #define MESHC_RUNTIME_CPU_WORKERPOOL_H
 
+#include "runtime/cpu/Share.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -47,19 +49,15 @@ public:
   /// How many threads run a task (the caller included).
   int threads() const { return static_cast<int>(helpers.size()) + 1; }
 
-  /// The share [begin, end) of `units` that part `part` of `parts` takes.
-  static void share(int64_t units, int parts, int part, int64_t &begin,
-                    int64_t &end);
-
   /// How many chunks per thread parallelFor cuts a range into at most.
   static constexpr int64_t kChunksPerThread = 4;
 
-  /// Cuts [0, units) into C = min(kChunksPerThread * threads(), units /
-  /// minUnits) chunks (at least 1) and calls body(begin, end, worker) once
-  /// per chunk, on the calling thread (worker 0) and the helpers (workers
-  /// 1..threads() - 1), each of which may run several chunks one after
-  /// another; returns when all are done. A range too small to be worth
-  /// sharing (C = 1), or any range of a pool without helpers, runs on the
+  /// Cuts [0, units) (with Share::range) into C = min(kChunksPerThread *
+  /// threads(), units / minUnits) chunks (at least 1) and calls body(begin,
+  /// end, worker) once per chunk, on the calling thread (worker 0) and the
+  /// helpers (workers 1..threads() - 1), each of which may run several chunks
+  /// one after another; returns when all are done. A range too small to be
+  /// worth sharing (C = 1), or any range of a pool without helpers, runs on the
   /// caller as one chunk. When a chunk throws, the
   /// chunks no thread has started are skipped, and once every thread
   /// stopped the exception of the lowest-numbered worker that threw is

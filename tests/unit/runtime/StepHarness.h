@@ -51,6 +51,25 @@ inline nlohmann::json instr(const char *fn, std::vector<int> args) {
   return {{"fn", fn}, {"args", args}};
 }
 
+/// The body of y = layer_norm(gelu(x) + r) * g over a reduced dim of size
+/// `d`, with inputs 0 x, 1 r, 2 g. Values: 3 gelu, 4 add, 5 sum, 6 mean,
+/// 7 sub, 8 sq, 9 sum, 10 var, 11 eps, 12 var+eps, 13 rsqrt, 14 norm, 15 y.
+inline nlohmann::json layerNormBody(int64_t d) {
+  return {instr("gelu", {0}),
+          instr("add", {3, 1}),
+          instr("reduce_sum", {4}),
+          {{"fn", "scale"}, {"args", {5}}, {"value", 1.0 / d}},
+          instr("sub", {4, 6}),
+          instr("mul", {7, 7}),
+          instr("reduce_sum", {8}),
+          {{"fn", "scale"}, {"args", {9}}, {"value", 1.0 / d}},
+          {{"fn", "const"}, {"value", 1e-5}},
+          instr("add", {10, 11}),
+          instr("rsqrt", {12}),
+          instr("mul", {7, 13}),
+          instr("mul", {14, 2})};
+}
+
 /// Builds, loads and runs one-step programs on one device.
 class StepHarness {
 public:

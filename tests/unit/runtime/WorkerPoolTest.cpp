@@ -43,7 +43,7 @@ TEST(WorkerPoolTest, SharesCoverTheRangeInOrder) {
       int64_t next = 0;
       for (int part = 0; part < parts; ++part) {
         int64_t begin, end;
-        WorkerPool::share(units, parts, part, begin, end);
+        Share{part, parts}.range(units, begin, end);
         EXPECT_EQ(begin, next) << units << " units, part " << part;
         EXPECT_GE(end - begin, units / parts);
         EXPECT_LE(end - begin, units / parts + 1);
@@ -90,7 +90,7 @@ TEST(WorkerPoolTest, EveryUnitRunsOnceInAsManyChunksAsWorthwhile) {
         std::sort(chunks.begin(), chunks.end());
         for (size_t c = 0; c < chunks.size(); ++c) {
           int64_t begin, end;
-          WorkerPool::share(units, int(want), int(c), begin, end);
+          Share{int64_t(c), want}.range(units, begin, end);
           EXPECT_EQ(chunks[c], std::make_pair(begin, end)) << what;
         }
         EXPECT_LE(int64_t(workers.size()), std::min<int64_t>(threads, want));
@@ -209,19 +209,8 @@ TEST(WorkerPoolTest, FusedRowsOnSeveralThreadsAreBitIdentical) {
          {operand(ids[0], {"d", "t", "s"}), operand(ids[1], {"s", "t", "d"}),
           operand(ids[2], {"d"})}},
         {"out",
-         {output(ids[3], {"s", "t", "d"}, 13), output(ids[4], {"t", "s"}, 6)}},
-        {"body",
-         {instr("gelu", {0}),
-          instr("add", {3, 1}),
-          instr("reduce_sum", {4}),
-          {{"fn", "scale"}, {"args", {5}}, {"value", 1.0 / d}},
-          instr("sub", {4, 6}),
-          instr("mul", {7, 7}),
-          instr("reduce_sum", {8}),
-          {{"fn", "scale"}, {"args", {9}}, {"value", 1.0 / d}},
-          {{"fn", "rsqrt"}, {"args", {10}}},
-          instr("mul", {7, 11}),
-          instr("mul", {12, 2})}}};
+         {output(ids[3], {"s", "t", "d"}, 15), output(ids[4], {"t", "s"}, 6)}},
+        {"body", layerNormBody(d)}};
   };
   std::vector<std::vector<float>> one =
       runFused(1, inputs, {rows * d, rows}, step);
