@@ -11,6 +11,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
+include "dialect/MtfInterfaces.td"
 
 def Mtf_Dialect : Dialect {
   let name = "mtf";
@@ -76,7 +77,9 @@ def Mtf_Dialect : Dialect {
   }];
 }
 
+// Every mtf op states how it becomes .mprog steps.
 class Mtf_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Mtf_Dialect, mnemonic, traits>;
+    : Op<Mtf_Dialect, mnemonic,
+         !listconcat([DeclareOpInterfaceMethods<Mtf_StepOpInterface>], traits)>;
 
 #endif // MESHC_DIALECT_MTFBASE_TD

@@ -21,6 +21,8 @@
 #include "llvm/ADT/Hashing.h"
 
 #include "dialect/PartitionRule.h"
+#include "runtime/ElementFunctions.h"
+#include "runtime/core/StepKinds.h"
 
 namespace mlir {
 namespace mtf {
@@ -83,6 +85,45 @@ namespace mlir {
 namespace mtf {
 class OpEmitter;
 class GradientSink;
+class StepWriter;
+class FusedProgramBuilder;
+
+/// What a reduction op reduces with (ReductionOpInterface).
+enum class Reduction { Sum, Mean, Max };
+
+/// How mtf-precision (--precision=bf16) chooses an op's element types: the
+/// op's Precision trait (Mtf_Precision in MtfInterfaces.td), one per op.
+enum class PrecisionRule {
+  /// As written: the results keep their types, operands are not cast.
+  Keep,
+  /// Float operands and results in the low precision (einsum).
+  Low,
+  /// Float operands and results in f32 (reductions, the loss).
+  Full,
+  /// The low precision when a float operand has it, else as written.
+  Follow,
+  /// A sink (output, train): float operands cast to f32.
+  Sink,
+  /// Never in a program mtf-precision sees (the container, local programs'
+  /// ops, ops that later passes make): the pass fails at it.
+  Refuse,
+};
+
+/// The trait that gives an op its PrecisionRule.
+template <PrecisionRule Rule> struct Precision {
+  template <typename ConcreteType>
+  class Impl : public OpTrait::TraitBase<ConcreteType, Impl> {};
+};
+
+/// The rules of the Precision traits `name` carries (exactly one for every
+/// mtf op).
+SmallVector<PrecisionRule, 1> precisionRulesOf(OperationName name);
+
+/// A view: the op's result is its operand's data under another type or name
+/// (to_tensor, from_tensor, rename); it becomes no step and shares its
+/// operand's buffer.
+template <typename ConcreteType>
+class View : public OpTrait::TraitBase<ConcreteType, View> {};
 
 /// A piecewise-constant op (a comparison, a mask, an index): mtf-autodiff
 /// sends no gradient through it.
@@ -99,6 +140,9 @@ class UnaryElementwise
 
 #include "dialect/MtfInterfaces.h.inc"
 
+#include "dialect/FusedProgram.h"
+#include "dialect/StepWriter.h"
+
 #define GET_OP_CLASSES
 #include "dialect/MtfOps.h.inc"
 
@@ -113,9 +157,11 @@ LogicalResult verifyLayout(function_ref<InFlightDiagnostic()> emitError,
 /// Whether the program `op` is in (or is) was laid out with device weights
 /// or --uneven, so that its splits may cut sizes their axes do not divide.
 bool allowsUnequalBlocks(Operation *op);
-/// Whether `op` may stand in an mtf.fused body: an f32 elementwise op (a
-/// UnaryElementwise op, add, sub, mul, div, max, min), a constant or a
-/// reduction (reduce_sum, reduce_mean, reduce_max).
+/// The step kind `op` becomes (StepOpInterface); none when it becomes no
+/// step of its own or states no steps.
+std::optional<meshc::runtime::OpKind> stepKindOf(Operation *op);
+/// Whether `op` may stand in an mtf.fused body: it has FusibleOpInterface
+/// (an elementwise function, a constant, a reduction).
 bool isFusible(Operation *op);
 } // namespace mtf
 } // namespace mlir

@@ -87,4 +87,85 @@ def Mtf_DecomposeOpInterface : OpInterface<"DecomposeOpInterface"> {
   ];
 }
 
+// What a .mprog view is: the op's result is its operand's data under another
+// type or name (to_tensor, from_tensor, rename): it becomes no step and
+// shares its operand's buffer.
+def Mtf_View : NativeOpTrait<"View"> {
+  let cppNamespace = "::mlir::mtf";
+}
+
+// How mtf-precision (--precision=bf16) types an op (PrecisionRule in
+// MtfDialect.h): every op carries exactly one.
+class Mtf_Precision<string rule>
+    : ParamNativeOpTrait<"Precision", "::mlir::mtf::PrecisionRule::" # rule> {
+  let cppNamespace = "::mlir::mtf";
+}
+def Mtf_KeepsPrecision : Mtf_Precision<"Keep">;
+def Mtf_LowPrecision : Mtf_Precision<"Low">;
+def Mtf_FullPrecision : Mtf_Precision<"Full">;
+def Mtf_FollowsPrecision : Mtf_Precision<"Follow">;
+def Mtf_PrecisionSink : Mtf_Precision<"Sink">;
+def Mtf_NoPrecisionRule : Mtf_Precision<"Refuse">;
+
+def Mtf_StepOpInterface : OpInterface<"StepOpInterface"> {
+  let cppNamespace = "::mlir::mtf";
+  let description = [{
+    How the op of a local program becomes `.mprog` steps: the step kind it
+    names from `runtime/core/StepKinds.def`, and the steps themselves,
+    written through a `StepWriter` that knows the program's buffers, dim
+    names and per-device sizes (the emitter, `lowering/EmitMprog.cpp`, is
+    generic over it). Ops that become no step of their own (sources, views,
+    outputs) name no kind; ops that cannot stand in a local program (the
+    container, `train`) fail with an error at the op. Every mtf op has it
+    (`Mtf_Op`); the upstream `shard` collectives get it as external models
+    (`lowering/CollectiveSteps.cpp`).
+  }];
+  let methods = [
+    InterfaceMethod<
+      [{The kind of the step the op becomes; none when it becomes no step of
+        its own (a source, a view, an output, a container).}],
+      "::std::optional<::meshc::runtime::OpKind>", "getStepKind">,
+    InterfaceMethod<
+      [{Appends the op's steps to the program through `writer`; fails with
+        an error at the op when it cannot be written.}],
+      "::mlir::LogicalResult", "writeSteps",
+      (ins "::mlir::mtf::StepWriter &":$writer)>,
+    InterfaceMethod<
+      [{Whether the step may write its result over operand 0 when nothing
+        reads that operand afterwards (an all-reduce works in place).}],
+      "bool", "mayWorkInPlace", (ins), [{}], [{ return false; }]>,
+  ];
+}
+
+def Mtf_ReductionOpInterface : OpInterface<"ReductionOpInterface"> {
+  let cppNamespace = "::mlir::mtf";
+  let description = [{
+    A reduction over the dimensions the result drops (reduce_sum,
+    reduce_mean, reduce_max): which one, for the passes that treat the three
+    alike (the reduce step, fusion, `--explain`).
+  }];
+  let methods = [
+    InterfaceMethod<"What the op reduces with.", "::mlir::mtf::Reduction",
+                    "getReduction">,
+  ];
+}
+
+def Mtf_FusibleOpInterface : OpInterface<"FusibleOpInterface"> {
+  let cppNamespace = "::mlir::mtf";
+  let description = [{
+    An op that may stand in an `mtf.fused` body (`mtf-fuse` groups such ops
+    when they are f32): an elementwise function, a constant or a reduction.
+    It writes the instructions of the fused step's expression program
+    (docs/mprog.md) that compute its value.
+  }];
+  let methods = [
+    InterfaceMethod<
+      [{Appends the instructions that compute the op's result, whose
+        operands `program` has numbered, and returns the number of the
+        result's value.}],
+      "int64_t", "writeFusedInstructions",
+      (ins "::mlir::mtf::FusedProgramBuilder &":$program)>,
+  ];
+}
+
 #endif // MESHC_DIALECT_MTFINTERFACES_TD

@@ -668,11 +668,7 @@ namespace mlir {
 namespace mtf {
 
 /// Whether `op` may stand in an mtf.fused body (besides its yield).
-bool isFusible(Operation *op) {
-  return op->hasTrait<UnaryElementwise>() ||
-         llvm::isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, ConstantOp,
-                   ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op);
-}
+bool isFusible(Operation *op) { return llvm::isa<FusibleOpInterface>(op); }
 
 /// The dim names of `type`, as a set.
 static llvm::StringSet<> dimSet(TensorType type) {
@@ -726,7 +722,7 @@ LogicalResult FusedOp::verifyRegions() {
     if (llvm::isa<ConstantOp>(op))
       continue;
     llvm::StringSet<> dims = dimSet(tensorOf(op.getOperand(0)));
-    if (llvm::isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
+    if (llvm::isa<ReductionOpInterface>(op)) {
       llvm::StringSet<> result = dimSet(tensorOf(op.getResult(0))), gone;
       for (const auto &name : dims)
         if (!result.contains(name.getKey()))

@@ -19,7 +19,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Container
 //===----------------------------------------------------------------------===//
 
-def Mtf_ProgramOp : Mtf_Op<"program", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_ProgramOp : Mtf_Op<"program", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, IsolatedFromAbove, NoTerminator,
                                        SingleBlock, Symbol]> {
   let summary = "a whole model: one straight-line block of mtf operations";
@@ -64,7 +64,7 @@ def Mtf_ProgramOp : Mtf_Op<"program", [DeclareOpInterfaceMethods<Mtf_PartitionRu
 // Sources
 //===----------------------------------------------------------------------===//
 
-def Mtf_InputOp : Mtf_Op<"input", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_InputOp : Mtf_Op<"input", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "a tensor fed to the program at every step";
   let description = [{
@@ -82,7 +82,7 @@ def Mtf_InputOp : Mtf_Op<"input", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOp
   }];
 }
 
-def Mtf_ParamOp : Mtf_Op<"param", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_ParamOp : Mtf_Op<"param", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "a trainable parameter with its initializer";
   let description = [{
@@ -110,7 +110,7 @@ def Mtf_ParamOp : Mtf_Op<"param", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOp
   }];
 }
 
-def Mtf_ConstantOp : Mtf_Op<"constant", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_ConstantOp : Mtf_Op<"constant", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<Mtf_FusibleOpInterface>, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "a tensor with the same value everywhere";
   let description = [{
@@ -132,7 +132,7 @@ def Mtf_ConstantOp : Mtf_Op<"constant", [DeclareOpInterfaceMethods<Mtf_Partition
   }];
 }
 
-def Mtf_DropoutMaskOp : Mtf_Op<"dropout_mask", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_DropoutMaskOp : Mtf_Op<"dropout_mask", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "a fresh random keep-mask, scaled by 1/(1 - rate)";
   let description = [{
@@ -161,7 +161,7 @@ def Mtf_DropoutMaskOp : Mtf_Op<"dropout_mask", [DeclareOpInterfaceMethods<Mtf_Pa
 // Contraction and layout changes
 //===----------------------------------------------------------------------===//
 
-def Mtf_EinsumOp : Mtf_Op<"einsum", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_EinsumOp : Mtf_Op<"einsum", [Mtf_LowPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "product of tensors summed over the dimensions the result drops";
   let description = [{
@@ -184,7 +184,7 @@ def Mtf_EinsumOp : Mtf_Op<"einsum", [DeclareOpInterfaceMethods<Mtf_PartitionRule
   }];
 }
 
-def Mtf_RenameOp : Mtf_Op<"rename", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_RenameOp : Mtf_Op<"rename", [Mtf_FollowsPrecision, Mtf_View, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "gives one dimension a new name";
   let description = [{
@@ -206,7 +206,7 @@ def Mtf_RenameOp : Mtf_Op<"rename", [DeclareOpInterfaceMethods<Mtf_PartitionRule
   }];
 }
 
-def Mtf_ConstrainOp : Mtf_Op<"constrain", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_ConstrainOp : Mtf_Op<"constrain", [Mtf_FollowsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "pins the layout of one tensor, whatever the layout rules say";
   let description = [{
@@ -229,7 +229,7 @@ def Mtf_ConstrainOp : Mtf_Op<"constrain", [DeclareOpInterfaceMethods<Mtf_Partiti
   }];
 }
 
-def Mtf_ToTensorOp : Mtf_Op<"to_tensor", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_ToTensorOp : Mtf_Op<"to_tensor", [Mtf_NoPrecisionRule, Mtf_View, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "views a named tensor as a builtin ranked tensor";
   let description = [{
@@ -252,7 +252,7 @@ def Mtf_ToTensorOp : Mtf_Op<"to_tensor", [DeclareOpInterfaceMethods<Mtf_Partitio
   }];
 }
 
-def Mtf_FromTensorOp : Mtf_Op<"from_tensor", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_FromTensorOp : Mtf_Op<"from_tensor", [Mtf_NoPrecisionRule, Mtf_View, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "names the dimensions of a builtin ranked tensor";
   let description = [{
@@ -280,8 +280,9 @@ def Mtf_FromTensorOp : Mtf_Op<"from_tensor", [DeclareOpInterfaceMethods<Mtf_Part
 class Mtf_UnaryFloatOp<string mnemonic, string what,
                        string rule = "PartitionRule::parallel()",
                        list<Trait> traits = []>
-    : Mtf_Op<mnemonic, !listconcat([DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
-    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_UnaryElementwise, Pure,
+    : Mtf_Op<mnemonic, !listconcat([Mtf_FollowsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, DeclareOpInterfaceMethods<Mtf_FusibleOpInterface>,
+    Mtf_UnaryElementwise, Pure,
     SameOperandsAndResultType], traits)> {
   let summary = "elementwise " # what;
   let description = [{
@@ -295,6 +296,15 @@ class Mtf_UnaryFloatOp<string mnemonic, string what,
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return }] # rule # [{;
+    }
+    std::optional<::meshc::runtime::OpKind> $cppClass::getStepKind() {
+      return ::meshc::runtime::OpKind::Unary;
+    }
+    ::mlir::LogicalResult $cppClass::writeSteps(StepWriter &writer) {
+      return writeUnaryStep(*this, writer);
+    }
+    int64_t $cppClass::writeFusedInstructions(FusedProgramBuilder &program) {
+      return program.add(getOperation(), getOperationName().drop_front(4));
     }
   }];
 }
@@ -314,7 +324,7 @@ def Mtf_PositiveOp : Mtf_UnaryFloatOp<"positive", "step function: 1 where x > 0,
     "PartitionRule::parallel()", [Mtf_StopsGradient]>;
 def Mtf_GeluGradOp : Mtf_UnaryFloatOp<"gelu_grad", "derivative of gelu (tanh approximation)">;
 
-def Mtf_LocalGradOp : Mtf_Op<"local_grad", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_LocalGradOp : Mtf_Op<"local_grad", [Mtf_FollowsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "a parameter's gradient under local SGD";
   let description = [{
@@ -337,7 +347,7 @@ def Mtf_LocalGradOp : Mtf_Op<"local_grad", [DeclareOpInterfaceMethods<Mtf_Partit
   }];
 }
 
-def Mtf_CastOp : Mtf_Op<"cast", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_CastOp : Mtf_Op<"cast", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "converts the element type, keeping the dimensions";
   let description = [{
@@ -356,8 +366,8 @@ def Mtf_CastOp : Mtf_Op<"cast", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpIn
   }];
 }
 
-class Mtf_BinaryOp<string mnemonic, string what, string rule = "PartitionRule::parallel()"> : Mtf_Op<mnemonic, [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
-    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>,
+class Mtf_BinaryOp<string mnemonic, string what, string fn, string rule = "PartitionRule::parallel()"> : Mtf_Op<mnemonic, [Mtf_FollowsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, DeclareOpInterfaceMethods<Mtf_FusibleOpInterface>,
     DeclareOpInterfaceMethods<InferTypeOpInterface>, Pure]> {
   let summary = "elementwise " # what # " with broadcasting by dimension name";
   let description = [{
@@ -377,10 +387,23 @@ class Mtf_BinaryOp<string mnemonic, string what, string rule = "PartitionRule::p
     /// Broadcasting fixes the result's dims, not their order.
     static bool isCompatibleReturnTypes(::mlir::TypeRange lhs,
                                         ::mlir::TypeRange rhs);
+    /// The function of the binary step that computes it.
+    static ::meshc::runtime::BinaryFn getBinaryFn() {
+      return ::meshc::runtime::BinaryFn::}] # fn # [{;
+    }
   }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return }] # rule # [{;
+    }
+    std::optional<::meshc::runtime::OpKind> $cppClass::getStepKind() {
+      return ::meshc::runtime::OpKind::Binary;
+    }
+    ::mlir::LogicalResult $cppClass::writeSteps(StepWriter &writer) {
+      return writeBinaryStep(*this, getBinaryFn(), writer);
+    }
+    int64_t $cppClass::writeFusedInstructions(FusedProgramBuilder &program) {
+      return program.add(getOperation(), ::meshc::runtime::binaryFnName(getBinaryFn()));
     }
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *, ::std::optional<::mlir::Location>,
@@ -396,14 +419,14 @@ class Mtf_BinaryOp<string mnemonic, string what, string rule = "PartitionRule::p
   }];
 }
 
-def Mtf_AddOp : Mtf_BinaryOp<"add", "addition", "PartitionRule::linearParallel()">;
-def Mtf_SubOp : Mtf_BinaryOp<"sub", "subtraction", "PartitionRule::linearParallel()">;
-def Mtf_MulOp : Mtf_BinaryOp<"mul", "multiplication">;
-def Mtf_DivOp : Mtf_BinaryOp<"div", "division">;
-def Mtf_MaxOp : Mtf_BinaryOp<"max", "maximum">;
-def Mtf_MinOp : Mtf_BinaryOp<"min", "minimum">;
+def Mtf_AddOp : Mtf_BinaryOp<"add", "addition", "Add", "PartitionRule::linearParallel()">;
+def Mtf_SubOp : Mtf_BinaryOp<"sub", "subtraction", "Sub", "PartitionRule::linearParallel()">;
+def Mtf_MulOp : Mtf_BinaryOp<"mul", "multiplication", "Mul">;
+def Mtf_DivOp : Mtf_BinaryOp<"div", "division", "Div">;
+def Mtf_MaxOp : Mtf_BinaryOp<"max", "maximum", "Max">;
+def Mtf_MinOp : Mtf_BinaryOp<"min", "minimum", "Min">;
 
-def Mtf_EqualOp : Mtf_Op<"equal", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_EqualOp : Mtf_Op<"equal", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, DeclareOpInterfaceMethods<InferTypeOpInterface>,
     Mtf_StopsGradient, Pure]> {
   let summary = "elementwise equality as 1.0 or 0.0, with broadcasting by name";
@@ -423,6 +446,10 @@ def Mtf_EqualOp : Mtf_Op<"equal", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOp
     /// Broadcasting fixes the result's dims, not their order.
     static bool isCompatibleReturnTypes(::mlir::TypeRange lhs,
                                         ::mlir::TypeRange rhs);
+    /// The function of the binary step that computes it.
+    static ::meshc::runtime::BinaryFn getBinaryFn() {
+      return ::meshc::runtime::BinaryFn::Eq;
+    }
   }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
@@ -443,7 +470,7 @@ def Mtf_EqualOp : Mtf_Op<"equal", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOp
   }];
 }
 
-def Mtf_LessOp : Mtf_Op<"less", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_LessOp : Mtf_Op<"less", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, DeclareOpInterfaceMethods<InferTypeOpInterface>,
     Mtf_StopsGradient, Pure]> {
   let summary = "elementwise lhs < rhs as 1.0 or 0.0, with broadcasting by name";
@@ -465,6 +492,10 @@ def Mtf_LessOp : Mtf_Op<"less", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpIn
     /// Broadcasting fixes the result's dims, not their order.
     static bool isCompatibleReturnTypes(::mlir::TypeRange lhs,
                                         ::mlir::TypeRange rhs);
+    /// The function of the binary step that computes it.
+    static ::meshc::runtime::BinaryFn getBinaryFn() {
+      return ::meshc::runtime::BinaryFn::Lt;
+    }
   }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
@@ -485,7 +516,7 @@ def Mtf_LessOp : Mtf_Op<"less", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpIn
   }];
 }
 
-def Mtf_RangeOp : Mtf_Op<"range", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_RangeOp : Mtf_Op<"range", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "the positions 0, 1, ..., n-1 along the result's one dimension";
   let description = [{
@@ -507,7 +538,7 @@ def Mtf_RangeOp : Mtf_Op<"range", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOp
   }];
 }
 
-def Mtf_CumsumOp : Mtf_Op<"cumsum", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_CumsumOp : Mtf_Op<"cumsum", [Mtf_FollowsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "inclusive running sum along one named dimension";
   let description = [{
@@ -532,7 +563,7 @@ def Mtf_CumsumOp : Mtf_Op<"cumsum", [DeclareOpInterfaceMethods<Mtf_PartitionRule
   }];
 }
 
-def Mtf_WindowOp : Mtf_Op<"window", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_WindowOp : Mtf_Op<"window", [Mtf_FollowsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "a window of one dimension, moved by an offset, zeros outside";
   let description = [{
@@ -559,7 +590,7 @@ def Mtf_WindowOp : Mtf_Op<"window", [DeclareOpInterfaceMethods<Mtf_PartitionRule
   }];
 }
 
-def Mtf_TopKOp : Mtf_Op<"top_k", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_TopKOp : Mtf_Op<"top_k", [Mtf_FollowsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_StopsGradient, Pure, SameOperandsAndResultType]> {
   let summary = "1.0 at the k largest elements along one dimension, else 0.0";
   let description = [{
@@ -583,7 +614,7 @@ def Mtf_TopKOp : Mtf_Op<"top_k", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpI
   }];
 }
 
-def Mtf_OneHotOp : Mtf_Op<"one_hot", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_OneHotOp : Mtf_Op<"one_hot", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_StopsGradient, Pure]> {
   let summary = "1.0 at each index along a new dimension, 0.0 elsewhere";
   let description = [{
@@ -606,7 +637,7 @@ def Mtf_OneHotOp : Mtf_Op<"one_hot", [DeclareOpInterfaceMethods<Mtf_PartitionRul
   }];
 }
 
-def Mtf_ArgmaxOp : Mtf_Op<"argmax", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_ArgmaxOp : Mtf_Op<"argmax", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_DecomposeOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Mtf_StopsGradient, Pure]> {
   let summary = "index of the first maximum along one dimension";
@@ -630,8 +661,9 @@ def Mtf_ArgmaxOp : Mtf_Op<"argmax", [DeclareOpInterfaceMethods<Mtf_PartitionRule
 // Reductions and normalisation
 //===----------------------------------------------------------------------===//
 
-class Mtf_ReduceOp<string mnemonic, string what, string rule> : Mtf_Op<mnemonic, [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
-    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
+class Mtf_ReduceOp<string mnemonic, string what, string reduction, string rule> : Mtf_Op<mnemonic, [Mtf_FullPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, DeclareOpInterfaceMethods<Mtf_FusibleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_ReductionOpInterface>, Pure]> {
   let summary = what # " over the dimensions the result drops";
   let description = [{
     The result's dimensions are a subset of the operand's, in the operand's
@@ -649,17 +681,29 @@ class Mtf_ReduceOp<string mnemonic, string what, string rule> : Mtf_Op<mnemonic,
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return }] # rule # [{;
     }
+    ::mlir::mtf::Reduction $cppClass::getReduction() {
+      return ::mlir::mtf::Reduction::}] # reduction # [{;
+    }
+    std::optional<::meshc::runtime::OpKind> $cppClass::getStepKind() {
+      return ::meshc::runtime::OpKind::Reduce;
+    }
+    ::mlir::LogicalResult $cppClass::writeSteps(StepWriter &writer) {
+      return writeReduceSteps(*this, writer);
+    }
+    int64_t $cppClass::writeFusedInstructions(FusedProgramBuilder &program) {
+      return writeReduceInstructions(*this, program);
+    }
   }];
 }
 
-def Mtf_ReduceSumOp : Mtf_ReduceOp<"reduce_sum", "sum",
+def Mtf_ReduceSumOp : Mtf_ReduceOp<"reduce_sum", "sum", "Sum",
     "PartitionRule::contraction(*this, DimRole::Summed)">;
-def Mtf_ReduceMeanOp : Mtf_ReduceOp<"reduce_mean", "mean",
+def Mtf_ReduceMeanOp : Mtf_ReduceOp<"reduce_mean", "mean", "Mean",
     "PartitionRule::contraction(*this, DimRole::Summed, /*mean=*/true)">;
-def Mtf_ReduceMaxOp : Mtf_ReduceOp<"reduce_max", "maximum",
+def Mtf_ReduceMaxOp : Mtf_ReduceOp<"reduce_max", "maximum", "Max",
     "PartitionRule::contraction(*this, DimRole::Maxed)">;
 
-def Mtf_SoftmaxOp : Mtf_Op<"softmax", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_SoftmaxOp : Mtf_Op<"softmax", [Mtf_FollowsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_DecomposeOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "softmax along one named dimension";
@@ -679,7 +723,7 @@ def Mtf_SoftmaxOp : Mtf_Op<"softmax", [DeclareOpInterfaceMethods<Mtf_PartitionRu
   }];
 }
 
-def Mtf_LogSumExpOp : Mtf_Op<"logsumexp", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_LogSumExpOp : Mtf_Op<"logsumexp", [Mtf_FullPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_DecomposeOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "log of the sum of exponentials along one named dimension";
@@ -703,7 +747,7 @@ def Mtf_LogSumExpOp : Mtf_Op<"logsumexp", [DeclareOpInterfaceMethods<Mtf_Partiti
   }];
 }
 
-def Mtf_SoftmaxCrossEntropyOp : Mtf_Op<"softmax_cross_entropy", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_SoftmaxCrossEntropyOp : Mtf_Op<"softmax_cross_entropy", [Mtf_FullPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_DecomposeOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "cross-entropy of softmax(logits) against integer labels";
@@ -732,7 +776,7 @@ def Mtf_SoftmaxCrossEntropyOp : Mtf_Op<"softmax_cross_entropy", [DeclareOpInterf
 // Sinks
 //===----------------------------------------------------------------------===//
 
-def Mtf_OutputOp : Mtf_Op<"output", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_OutputOp : Mtf_Op<"output", [Mtf_PrecisionSink, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>]> {
   let summary = "makes a tensor a named result of the program";
   let description = [{
@@ -749,7 +793,7 @@ def Mtf_OutputOp : Mtf_Op<"output", [DeclareOpInterfaceMethods<Mtf_PartitionRule
   }];
 }
 
-def Mtf_AssignOp : Mtf_Op<"assign", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_AssignOp : Mtf_Op<"assign", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>]> {
   let summary = "the value a parameter or slot holds in the next step";
   let description = [{
@@ -769,7 +813,7 @@ def Mtf_AssignOp : Mtf_Op<"assign", [DeclareOpInterfaceMethods<Mtf_PartitionRule
   }];
 }
 
-def Mtf_TrainOp : Mtf_Op<"train", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_TrainOp : Mtf_Op<"train", [Mtf_PrecisionSink, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>]> {
   let summary = "asks for the program to minimise a scalar loss";
   let description = [{
@@ -798,7 +842,7 @@ def Mtf_TrainOp : Mtf_Op<"train", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOp
 // Fusion (local programs only)
 //===----------------------------------------------------------------------===//
 
-def Mtf_FusedOp : Mtf_Op<"fused", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_FusedOp : Mtf_Op<"fused", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, IsolatedFromAbove,
     SingleBlockImplicitTerminator<"YieldOp">, Pure]> {
   let summary = "a group of elementwise ops and the reductions they feed, run as one step";
@@ -840,7 +884,7 @@ def Mtf_FusedOp : Mtf_Op<"fused", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOp
   }];
 }
 
-def Mtf_YieldOp : Mtf_Op<"yield", [DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_YieldOp : Mtf_Op<"yield", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, HasParent<"FusedOp">, Pure,
     Terminator]> {
   let summary = "the values of an mtf.fused body that the program reads";

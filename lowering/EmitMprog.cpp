@@ -15,9 +15,7 @@
 #include "lowering/EmitMprog.h"
 
 #include "compiler/passes/LayoutBridge.h"
-#include "lowering/FusedProgram.h"
 #include "lowering/Partitioner.h"
-#include "runtime/ElementFunctions.h"
 #include "runtime/core/StepKinds.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -52,7 +50,28 @@ struct BufferInfo {
   MemoryUse use = MemoryUse::Activations;
 };
 
-class MprogEmitter {
+std::string dtypeOf(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isSignlessInteger(32))
+    return "i32";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF16())
+    return "f16";
+  return "?";
+}
+
+Type elementOf(Type type) {
+  if (auto named = llvm::dyn_cast<mtf::TensorType>(type))
+    return named.getElementType();
+  return llvm::cast<RankedTensorType>(type).getElementType();
+}
+
+/// The emitter is the StepWriter of the ops it writes: each op's
+/// StepOpInterface writes its own steps (dialect/MtfSteps.cpp,
+/// CollectiveSteps.cpp).
+class MprogEmitter : public mtf::StepWriter {
 public:
   MprogEmitter(mtf::ProgramOp program, const MprogOptions &options)
       : program(program), options(options),
@@ -62,27 +81,50 @@ public:
   /// The buffers and their plan, without the program's JSON.
   FailureOr<MemoryPlanStats> plan();
 
+  // StepWriter.
+  void push(runtime::OpKind kind, json::Object fields) override;
+  int64_t buffer(Value value) override { return bufferOf(value); }
+  json::Object operand(Value value) override;
+  json::Object sizes(ArrayRef<Value> values) override;
+  /// `size`, or {"axes": [...], "blocks": [...]} when the dim is cut into
+  /// unequal blocks (mtf.blocks), which the loader resolves per device.
+  json::Value extent(Value value, StringRef dim, int64_t size) override;
+  std::string dimName(Value value, int64_t position) override {
+    return dimNames(value)[position];
+  }
+  json::Array globalDims(Value value) override {
+    return std::move(*tensorEntry("", "", value).getArray("dims"));
+  }
+  std::string dtype(Value value) override {
+    return dtypeOf(elementOf(value.getType()));
+  }
+  json::Array axisNames(ArrayRef<int16_t> axes) override;
+  /// Each member's block as a size or, where it differs between groups, a
+  /// per-device size over the dim's other axes.
+  FailureOr<json::Value> memberBlocks(Operation *op, Value cut, StringRef dim,
+                                      ArrayRef<int16_t> group) override;
+  int64_t paramBuffer(StringRef name) override {
+    return paramBuffers.lookup(name);
+  }
+  std::optional<int64_t> snapshotBuffer(Operation *output) override {
+    auto it = snapshots.find(output);
+    return it == snapshots.end() ? std::nullopt
+                                 : std::optional<int64_t>(it->second);
+  }
+
 private:
   LogicalResult assignBuffers();
   void planMemory();
-  LogicalResult emitStep(Operation &op, json::Array &steps);
-  json::Object operand(Value value);
-  json::Object sizesOf(std::initializer_list<Value> values);
-  /// The size of dim `dim` (local size `size`) of `value` on each device:
-  /// `size`, or {"axes": [...], "blocks": [...]} when the dim is cut into
-  /// unequal blocks (mtf.blocks), which the loader resolves per device.
-  json::Value extent(Value value, StringRef dim, int64_t size);
-  /// The "blocks" of a collective `op` over mesh axes `group` that cuts or
-  /// joins dim `dim`, which `cut` holds cut into blocks: each group
-  /// member's block in rank order, as a size or, where it differs between
-  /// groups, a per-device size over the dim's other axes; null when every
-  /// block is equal (docs/mprog.md#per-device-sizes).
-  FailureOr<json::Value> memberBlocks(Operation &op, Value cut, StringRef dim,
-                                      ArrayRef<int16_t> group);
+  LogicalResult emitStep(Operation &op);
   /// The shape of a buffer, each size as extent() gives it.
   json::Array bufferShape(const BufferInfo &info);
-  json::Array axisNames(ArrayRef<int16_t> axes);
   json::Object tensorEntry(StringRef role, StringRef name, Value value);
+  /// The classes synthetic labels `input` range over: those of their first
+  /// consumer, as in the reference interpreter. The labels may reach it
+  /// through views and collectives; its class dimension is always whole
+  /// there (the partitioner gathers it), so the local size is the global
+  /// one; 2 when no consumer takes classes.
+  int64_t labelRange(Value input);
   /// The global entry ({name, size, axes}) of dim `dim` of local `value`,
   /// as tensorEntry describes it.
   json::Object globalDim(Value value, StringRef dim);
@@ -115,14 +157,47 @@ private:
   llvm::DenseMap<Operation *, int64_t> snapshots;
   /// Parameter (and slot) name -> buffer id.
   llvm::StringMap<int64_t> paramBuffers;
+  /// Where push() appends.
+  json::Array steps;
 };
+
+/// What an op is to the program's interface with the world: a tensor the
+/// step reads from outside (an input, a parameter, an optimizer slot), one
+/// it hands out (an output), or neither.
+struct Boundary {
+  enum Kind { None, Input, Param, Slot, Output } kind = None;
+  StringRef name;
+  mtf::InitAttr init; ///< A parameter's or slot's.
+  /// Whether the step reads it from outside (its buffer lives all step).
+  bool isSource() const {
+    return kind == Input || kind == Param || kind == Slot;
+  }
+  bool isParam() const { return kind == Param || kind == Slot; }
+};
+
+Boundary boundaryOf(Operation &op) {
+  if (auto param = llvm::dyn_cast<mtf::ParamOp>(op))
+    return {param.getSlot() ? Boundary::Slot : Boundary::Param, param.getName(),
+            param.getInit()};
+  if (auto input = llvm::dyn_cast<mtf::InputOp>(op))
+    return {Boundary::Input, input.getName(), {}};
+  if (auto output = llvm::dyn_cast<mtf::OutputOp>(op))
+    return {Boundary::Output, output.getName(), {}};
+  return {};
+}
 
 /// What the buffer `op` defines holds.
 MemoryUse useOf(Operation &op) {
-  if (auto param = llvm::dyn_cast<mtf::ParamOp>(op))
-    return param.getSlot() ? MemoryUse::OptimizerSlots : MemoryUse::Parameters;
-  if (llvm::isa<mtf::InputOp>(op))
+  switch (boundaryOf(op).kind) {
+  case Boundary::Param:
+    return MemoryUse::Parameters;
+  case Boundary::Slot:
+    return MemoryUse::OptimizerSlots;
+  case Boundary::Input:
     return MemoryUse::Inputs;
+  default:
+    break;
+  }
   if (llvm::isa<shard::ShardDialect>(op.getDialect()))
     return MemoryUse::Collectives;
   auto phase = op.getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName);
@@ -135,39 +210,28 @@ MemoryUse useOf(Operation &op) {
   return grouped ? MemoryUse::Recomputed : MemoryUse::Backward;
 }
 
-std::string dtypeOf(Type type) {
-  if (type.isF32())
-    return "f32";
-  if (type.isSignlessInteger(32))
-    return "i32";
-  if (type.isBF16())
-    return "bf16";
-  if (type.isF16())
-    return "f16";
-  return "?";
-}
-
-Type elementOf(Type type) {
-  if (auto named = llvm::dyn_cast<mtf::TensorType>(type))
-    return named.getElementType();
-  return llvm::cast<RankedTensorType>(type).getElementType();
-}
+/// Whether `op`'s result is a view of its operand (the View trait).
+bool isView(Operation *op) { return op->hasTrait<mtf::View>(); }
 
 /// The value `value` was resharded or viewed from: follows views and
 /// collectives back to the first value that is neither.
 Value sourceOf(Value value) {
   while (Operation *def = value.getDefiningOp()) {
-    if (!llvm::isa<mtf::ToTensorOp, mtf::FromTensorOp>(def) &&
-        !llvm::isa<shard::ShardDialect>(def->getDialect()))
+    if (!isView(def) && !llvm::isa<shard::ShardDialect>(def->getDialect()))
       break;
     value = def->getOperand(0);
   }
   return value;
 }
 
-/// Whether `op`'s result is a view of (or works in place on) its operand.
-bool isView(Operation *op) {
-  return llvm::isa<mtf::ToTensorOp, mtf::FromTensorOp, mtf::RenameOp>(op);
+/// For a result of an op with a body (mtf.fused), the body value it yields;
+/// else `value`.
+Value yieldedValue(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getNumRegions() != 1)
+    return value;
+  return def->getRegion(0).front().getTerminator()->getOperand(
+      llvm::cast<OpResult>(value).getResultNumber());
 }
 
 LogicalResult MprogEmitter::assignBuffers() {
@@ -186,19 +250,21 @@ LogicalResult MprogEmitter::assignBuffers() {
   llvm::DenseSet<Value> pinnedClasses;
   int64_t position = 0;
   for (Operation &op : body) {
+    Boundary boundary = boundaryOf(op);
     for (Value operand : op.getOperands()) {
       Value leader = aliases.getLeaderValue(operand);
       lastRead[leader] = std::max(lastRead.lookup(leader), position);
-      if (llvm::isa<mtf::OutputOp>(op))
+      if (boundary.kind == Boundary::Output)
         pinnedClasses.insert(leader);
     }
-    if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op))
+    if (boundary.isSource())
       pinnedClasses.insert(aliases.getLeaderValue(op.getResult(0)));
     ++position;
   }
   position = 0;
   for (Operation &op : body) {
-    if (llvm::isa<shard::AllReduceOp>(op)) {
+    auto step = llvm::dyn_cast<mtf::StepOpInterface>(op);
+    if (step && step.mayWorkInPlace()) {
       Value leader = aliases.getLeaderValue(op.getOperand(0));
       if (!pinnedClasses.contains(leader) &&
           lastRead.lookup(leader) == position)
@@ -209,6 +275,7 @@ LogicalResult MprogEmitter::assignBuffers() {
   // One buffer per class, in order of first definition.
   int64_t index = 0;
   for (Operation &op : body) {
+    Boundary boundary = boundaryOf(op);
     for (Value result : op.getResults()) {
       Value leader = aliases.getLeaderValue(result);
       auto [it, inserted] = leaderIndex.try_emplace(leader, buffers.size());
@@ -234,30 +301,28 @@ LogicalResult MprogEmitter::assignBuffers() {
           return op.emitError() << "the .mprog runtime handles f32, i32, "
                                    "bf16 and f16 tensors; got "
                                 << elementOf(result.getType());
-        if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op) && info->dtype != "f32" &&
-            info->dtype != "i32")
+        if (boundary.isSource() && info->dtype != "f32" && info->dtype != "i32")
           return op.emitError()
-                 << (llvm::isa<mtf::InputOp>(op) ? "input" : "param") << " '"
-                 << op.getAttrOfType<StringAttr>("name").getValue() << "' is "
-                 << info->dtype
+                 << (boundary.kind == Boundary::Input ? "input" : "param")
+                 << " '" << boundary.name << "' is " << info->dtype
                  << "; a .mprog's inputs and params are f32 or i32: declare "
                     "it f32 and cast it where it is used";
       }
       info = &buffers[it->second];
-      if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op))
+      if (boundary.isSource())
         info->pinned = true;
     }
     for (Value operand : op.getOperands()) {
       BufferInfo &info = infoOf(operand);
       info.lastUse = std::max(info.lastUse, index);
-      if (llvm::isa<mtf::OutputOp>(op))
+      if (boundary.kind == Boundary::Output)
         info.pinned = true;
     }
-    if (auto output = llvm::dyn_cast<mtf::OutputOp>(op))
-      if (std::string dtype = infoOf(output.getValue()).dtype;
+    if (boundary.kind == Boundary::Output)
+      if (std::string dtype = infoOf(op.getOperand(0)).dtype;
           dtype != "f32" && dtype != "i32")
         return op.emitError()
-               << "output '" << output.getName() << "' is " << dtype
+               << "output '" << boundary.name << "' is " << dtype
                << "; a .mprog's outputs are f32 or i32: output a "
                   "cast(x, f32) of it";
     ++index;
@@ -271,16 +336,18 @@ LogicalResult MprogEmitter::assignBuffers() {
   for (auto assign : body.getOps<mtf::AssignOp>())
     assigned.insert(assign.getName());
   llvm::DenseMap<Value, bool> assignedParams;
-  for (auto param : body.getOps<mtf::ParamOp>())
-    if (assigned.contains(param.getName()))
-      assignedParams[aliases.getLeaderValue(param.getResult())] = true;
-  for (auto output : body.getOps<mtf::OutputOp>()) {
-    if (!assignedParams.lookup(aliases.getLeaderValue(output.getValue())))
+  for (Operation &op : body)
+    if (Boundary param = boundaryOf(op);
+        param.isParam() && assigned.contains(param.name))
+      assignedParams[aliases.getLeaderValue(op.getResult(0))] = true;
+  for (Operation &op : body) {
+    if (boundaryOf(op).kind != Boundary::Output ||
+        !assignedParams.lookup(aliases.getLeaderValue(op.getOperand(0))))
       continue;
-    BufferInfo copy = infoOf(output.getValue());
+    BufferInfo copy = infoOf(op.getOperand(0));
     copy.id = buffers.size();
     copy.pinned = true;
-    snapshots[output] = copy.id;
+    snapshots[&op] = copy.id;
     buffers.push_back(copy);
   }
   return success();
@@ -359,7 +426,12 @@ json::Object MprogEmitter::operand(Value value) {
   return json::Object{{"buf", bufferOf(value)}, {"dims", std::move(dims)}};
 }
 
-json::Object MprogEmitter::sizesOf(std::initializer_list<Value> values) {
+void MprogEmitter::push(runtime::OpKind kind, json::Object fields) {
+  fields["op"] = runtime::opName(kind);
+  steps.push_back(std::move(fields));
+}
+
+json::Object MprogEmitter::sizes(ArrayRef<Value> values) {
   json::Object sizes;
   for (Value value : values) {
     std::vector<std::string> names = dimNames(value);
@@ -374,15 +446,14 @@ json::Object MprogEmitter::sizesOf(std::initializer_list<Value> values) {
 /// that makes a fused result, the input a fused body's argument stands for.
 static Operation *blocksSource(Value value) {
   if (auto arg = llvm::dyn_cast<BlockArgument>(value)) {
-    auto fused = llvm::dyn_cast<mtf::FusedOp>(arg.getOwner()->getParentOp());
-    return fused ? blocksSource(fused.getInputs()[arg.getArgNumber()])
-                 : nullptr;
+    Operation *parent = arg.getOwner()->getParentOp();
+    return parent && arg.getArgNumber() < parent->getNumOperands()
+               ? blocksSource(parent->getOperand(arg.getArgNumber()))
+               : nullptr;
   }
-  Operation *def = value.getDefiningOp();
-  if (auto fused = llvm::dyn_cast<mtf::FusedOp>(def))
-    return blocksSource(fused.getBodyBlock().getTerminator()->getOperand(
-        llvm::cast<OpResult>(value).getResultNumber()));
-  return def;
+  if (Value yielded = yieldedValue(value); yielded != value)
+    return blocksSource(yielded);
+  return value.getDefiningOp();
 }
 
 json::Value MprogEmitter::extent(Value value, StringRef dim, int64_t size) {
@@ -399,7 +470,7 @@ json::Value MprogEmitter::extent(Value value, StringRef dim, int64_t size) {
   return json::Object{{"axes", std::move(axes)}, {"blocks", std::move(sizes)}};
 }
 
-FailureOr<json::Value> MprogEmitter::memberBlocks(Operation &op, Value cut,
+FailureOr<json::Value> MprogEmitter::memberBlocks(Operation *op, Value cut,
                                                   StringRef dim,
                                                   ArrayRef<int16_t> group) {
   std::optional<DimBlocks> blocks = blocksOf(blocksSource(cut), dim);
@@ -410,7 +481,7 @@ FailureOr<json::Value> MprogEmitter::memberBlocks(Operation &op, Value cut,
   std::vector<int64_t> groupShape, otherShape;
   for (int16_t axis : group) {
     if (!llvm::is_contained(blocks->axes, mesh.axisName(axis)))
-      return op.emitError()
+      return op->emitError()
              << "the collective moves '" << dim << "' over mesh axis '"
              << mesh.axisName(axis) << "', which does not cut it";
     groupShape.push_back(mesh.axisSize(axis));
@@ -496,11 +567,8 @@ json::Object MprogEmitter::tensorEntry(StringRef role, StringRef name,
     def = source.getDefiningOp();
   }
   // A fused result has the layout of the body op that makes it.
-  if (auto fused = llvm::dyn_cast_or_null<mtf::FusedOp>(def))
-    def = fused.getBodyBlock()
-              .getTerminator()
-              ->getOperand(llvm::cast<OpResult>(source).getResultNumber())
-              .getDefiningOp();
+  if (def)
+    def = yieldedValue(source).getDefiningOp();
   auto type = llvm::cast<mtf::TensorType>(value.getType());
   auto attr = def ? def->getAttrOfType<mtf::LayoutAttr>(
                         mtf::MtfDialect::kLayoutAttrName)
@@ -576,9 +644,9 @@ json::Object MprogEmitter::trainingEntry(DictionaryAttr training) {
     json::Array axisList, bufferList;
     for (size_t axis : axes)
       axisList.push_back(mesh.axisName(axis));
-    for (auto param : program.getBodyBlock().getOps<mtf::ParamOp>())
-      if (!param.getSlot())
-        bufferList.push_back(bufferOf(param.getResult()));
+    for (Operation &op : program.getBodyBlock())
+      if (boundaryOf(op).kind == Boundary::Param)
+        bufferList.push_back(bufferOf(op.getResult(0)));
     entry["sync"] = json::Object{{"every", *syncEvery},
                                  {"axes", std::move(axisList)},
                                  {"buffers", std::move(bufferList)}};
@@ -586,349 +654,22 @@ json::Object MprogEmitter::trainingEntry(DictionaryAttr training) {
   return entry;
 }
 
-StringRef reductionName(shard::ReductionKind kind) {
-  return kind == shard::ReductionKind::Max ? "max" : "sum";
-}
-
-LogicalResult MprogEmitter::emitStep(Operation &op, json::Array &steps) {
-  auto result = [&]() { return op.getResult(0); };
-  if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
-    auto it = snapshots.find(output);
-    if (it != snapshots.end())
-      steps.push_back(
-          json::Object{{"op", runtime::opName(runtime::OpKind::Copy)},
-                       {"in", bufferOf(output.getValue())},
-                       {"out", it->second}});
-    return success();
-  }
-  if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op) || isView(&op))
-    return success();
-  if (auto constant = llvm::dyn_cast<mtf::ConstantOp>(op)) {
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::Fill)},
-                     {"out", bufferOf(result())},
-                     {"value", constant.getValue().convertToDouble()}});
-    return success();
-  }
-  if (auto fused = llvm::dyn_cast<mtf::FusedOp>(op)) {
-    FusedProgram program = fusedProgram(fused);
-    json::Array inputs, outputs;
-    json::Object sizes;
-    auto record = [&](Value value) {
-      for (auto &[name, size] : sizesOf({value}))
-        sizes[name] = size;
-    };
-    for (Value input : fused.getInputs()) {
-      inputs.push_back(operand(input));
-      record(input);
-    }
-    for (auto [result, value] :
-         llvm::zip(fused.getResults(), program.resultValues)) {
-      json::Object out = operand(result);
-      out["value"] = value;
-      outputs.push_back(std::move(out));
-      record(result);
-    }
-    fused.getBodyBlock().walk([&](Operation *inner) {
-      for (Value value : inner->getResults())
-        record(value);
-    });
-    json::Object step = std::move(program.attrs);
-    step["op"] = runtime::opName(runtime::OpKind::Fused);
-    step["in"] = std::move(inputs);
-    step["out"] = std::move(outputs);
-    step["sizes"] = std::move(sizes);
-    steps.push_back(std::move(step));
-    return success();
-  }
-  if (std::optional<StringRef> fn = unaryFnOf(op)) {
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::Unary)},
-                     {"fn", *fn},
-                     {"in", bufferOf(op.getOperand(0))},
-                     {"out", bufferOf(result())}});
-    return success();
-  }
-  if (llvm::isa<mtf::CastOp>(op)) {
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::Cast)},
-                     {"in", bufferOf(op.getOperand(0))},
-                     {"out", bufferOf(result())},
-                     {"from", dtypeOf(elementOf(op.getOperand(0).getType()))},
-                     {"to", dtypeOf(elementOf(result().getType()))}});
-    return success();
-  }
-  if (std::optional<StringRef> fn = binaryFnOf(op)) {
-    if (!llvm::isa<FloatType>(elementOf(op.getOperand(0).getType())) &&
-        !llvm::isa<mtf::EqualOp, mtf::LessOp>(op))
-      return op.emitError()
-             << "the runtime has no i32 elementwise arithmetic yet ('"
-             << op.getName() << "'); cast the operands to f32 first";
-    steps.push_back(json::Object{
-        {"op", runtime::opName(runtime::OpKind::Binary)},
-        {"fn", *fn},
-        {"lhs", operand(op.getOperand(0))},
-        {"rhs", operand(op.getOperand(1))},
-        {"out", operand(result())},
-        {"sizes", sizesOf({op.getOperand(0), op.getOperand(1), result()})}});
-    return success();
-  }
-  if (auto mask = llvm::dyn_cast<mtf::DropoutMaskOp>(op)) {
-    json::Object global = tensorEntry("", "", result());
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::Dropout)},
-                     {"out", operand(result())},
-                     {"sizes", sizesOf({result()})},
-                     {"name", mask.getName()},
-                     {"rate", mask.getRate().convertToDouble()},
-                     {"dims", std::move(*global.get("dims"))}});
-    return success();
-  }
-  if (auto oneHot = llvm::dyn_cast<mtf::OneHotOp>(op)) {
-    json::Object step{{"op", runtime::opName(runtime::OpKind::OneHot)},
-                      {"in", operand(oneHot.getIndices())},
-                      {"out", operand(result())},
-                      {"dim", oneHot.getDim()},
-                      {"sizes", sizesOf({oneHot.getIndices(), result()})}};
-    // A split class dim: this device's block of the global classes.
-    json::Object classes = globalDim(result(), oneHot.getDim());
-    if (!classes.getArray("axes")->empty()) {
-      classes.erase("name");
-      step["classes"] = std::move(classes);
-    }
-    steps.push_back(std::move(step));
-    return success();
-  }
-  if (llvm::isa<mtf::RangeOp>(op)) {
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::Range)},
-                     {"out", operand(result())},
-                     {"sizes", sizesOf({result()})}});
-    return success();
-  }
-  if (auto window = llvm::dyn_cast<mtf::WindowOp>(op)) {
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::Window)},
-                     {"in", operand(window.getInput())},
-                     {"out", operand(result())},
-                     {"from", window.getFrom()},
-                     {"to", window.getTo()},
-                     {"offset", static_cast<int64_t>(window.getOffset())},
-                     {"sizes", sizesOf({window.getInput(), result()})}});
-    return success();
-  }
-  if (auto topK = llvm::dyn_cast<mtf::TopKOp>(op)) {
-    steps.push_back(json::Object{{"op", runtime::opName(runtime::OpKind::TopK)},
-                                 {"in", operand(topK.getInput())},
-                                 {"out", operand(result())},
-                                 {"dim", topK.getDim()},
-                                 {"k", static_cast<int64_t>(topK.getK())},
-                                 {"sizes", sizesOf({topK.getInput()})}});
-    return success();
-  }
-  if (auto cumsum = llvm::dyn_cast<mtf::CumsumOp>(op)) {
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::Cumsum)},
-                     {"in", operand(cumsum.getInput())},
-                     {"out", operand(result())},
-                     {"dim", cumsum.getDim()},
-                     {"reverse", cumsum.getReverse()},
-                     {"sizes", sizesOf({cumsum.getInput()})}});
-    return success();
-  }
-  if (auto lse = llvm::dyn_cast<mtf::LogSumExpOp>(op)) {
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::LogSumExp)},
-                     {"in", operand(lse.getInput())},
-                     {"out", operand(result())},
-                     {"dim", lse.getDim()},
-                     {"sizes", sizesOf({lse.getInput()})}});
-    return success();
-  }
-  if (auto argmax = llvm::dyn_cast<mtf::ArgmaxOp>(op)) {
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::Argmax)},
-                     {"in", operand(argmax.getInput())},
-                     {"out", operand(result())},
-                     {"dim", argmax.getDim()},
-                     {"sizes", sizesOf({argmax.getInput()})}});
-    return success();
-  }
-  if (auto assign = llvm::dyn_cast<mtf::AssignOp>(op)) {
-    int64_t from = bufferOf(assign.getValue());
-    int64_t to = paramBuffers.lookup(assign.getName());
-    if (from != to)
-      steps.push_back(
-          json::Object{{"op", runtime::opName(runtime::OpKind::Copy)},
-                       {"in", from},
-                       {"out", to}});
-    return success();
-  }
-  if (auto einsum = llvm::dyn_cast<mtf::EinsumOp>(op)) {
-    json::Array inputs;
-    json::Object sizes = sizesOf({result()});
-    for (Value input : einsum.getInputs()) {
-      inputs.push_back(operand(input));
-      for (auto &[key, size] : sizesOf({input}))
-        sizes[key] = size;
-    }
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::Einsum)},
-                     {"in", std::move(inputs)},
-                     {"out", operand(result())},
-                     {"sizes", std::move(sizes)}});
-    return success();
-  }
-  if (llvm::isa<mtf::ReduceSumOp, mtf::ReduceMaxOp, mtf::ReduceMeanOp>(op)) {
-    bool isMax = llvm::isa<mtf::ReduceMaxOp>(op);
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::Reduce)},
-                     {"fn", isMax ? "max" : "sum"},
-                     {"in", operand(op.getOperand(0))},
-                     {"out", operand(result())},
-                     {"sizes", sizesOf({op.getOperand(0)})}});
-    if (llvm::isa<mtf::ReduceMeanOp>(op)) {
-      // Only ever local here: the partitioner turns a mean over split
-      // dimensions into a sum, its reduction and a scale.
-      int64_t count =
-          llvm::cast<mtf::TensorType>(op.getOperand(0).getType())
-              .getNumElements() /
-          llvm::cast<mtf::TensorType>(result().getType()).getNumElements();
-      steps.push_back(
-          json::Object{{"op", runtime::opName(runtime::OpKind::Unary)},
-                       {"fn", runtime::unaryFnName(runtime::UnaryFn::Scale)},
-                       {"in", bufferOf(result())},
-                       {"out", bufferOf(result())},
-                       {"value", 1.0 / static_cast<double>(count)}});
-    }
-    return success();
-  }
-  if (auto softmax = llvm::dyn_cast<mtf::SoftmaxOp>(op)) {
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::Softmax)},
-                     {"in", operand(softmax.getInput())},
-                     {"out", operand(result())},
-                     {"dim", softmax.getDim()},
-                     {"sizes", sizesOf({softmax.getInput()})}});
-    return success();
-  }
-  if (auto xent = llvm::dyn_cast<mtf::SoftmaxCrossEntropyOp>(op)) {
-    steps.push_back(json::Object{
-        {"op", runtime::opName(runtime::OpKind::SoftmaxCrossEntropy)},
-        {"logits", operand(xent.getLogits())},
-        {"labels", operand(xent.getLabels())},
-        {"out", operand(result())},
-        {"dim", xent.getDim()},
-        {"sizes", sizesOf({xent.getLogits()})}});
-    return success();
-  }
-  if (auto reduce = llvm::dyn_cast<shard::AllReduceOp>(op)) {
-    Value input = reduce.getInput();
-    if (bufferOf(input) != bufferOf(result()))
-      steps.push_back(
-          json::Object{{"op", runtime::opName(runtime::OpKind::Copy)},
-                       {"in", bufferOf(input)},
-                       {"out", bufferOf(result())}});
-    steps.push_back(
-        json::Object{{"op", runtime::opName(runtime::OpKind::AllReduce)},
-                     {"buf", bufferOf(result())},
-                     {"axes", axisNames(reduce.getGridAxes())},
-                     {"reduction", reductionName(reduce.getReduction())}});
-    return success();
-  }
-  auto named = [&](Value value, int64_t axis) { return dimNames(value)[axis]; };
-  // A collective that cuts or joins unequal blocks lists each member's
-  // ("blocks"; for all_to_all "split_blocks", "concat_blocks" and the
-  // joined "concat_size").
-  auto withBlocks = [&](json::Object step, StringRef key, Value cut,
-                        StringRef dim,
-                        ArrayRef<int16_t> group) -> FailureOr<json::Object> {
-    FailureOr<json::Value> blocks = memberBlocks(op, cut, dim, group);
-    if (failed(blocks))
-      return failure();
-    if (blocks->kind() != json::Value::Null)
-      step[key] = std::move(*blocks);
-    return step;
-  };
-  auto push = [&](FailureOr<json::Object> step) -> LogicalResult {
-    if (failed(step))
-      return failure();
-    steps.push_back(std::move(*step));
-    return success();
-  };
-  if (auto gather = llvm::dyn_cast<shard::AllGatherOp>(op)) {
-    std::string dim =
-        named(gather.getInput(), gather.getGatherAxis().getZExtValue());
-    return push(withBlocks(
-        json::Object{{"op", runtime::opName(runtime::OpKind::AllGather)},
-                     {"in", operand(gather.getInput())},
-                     {"out", operand(result())},
-                     {"dim", dim},
-                     {"axes", axisNames(gather.getGridAxes())},
-                     {"sizes", sizesOf({result()})}},
-        "blocks", gather.getInput(), dim, gather.getGridAxes()));
-  }
-  if (auto slice = llvm::dyn_cast<shard::AllSliceOp>(op)) {
-    std::string dim =
-        named(slice.getInput(), slice.getSliceAxis().getZExtValue());
-    return push(
-        withBlocks(json::Object{{"op", runtime::opName(runtime::OpKind::Slice)},
-                                {"in", operand(slice.getInput())},
-                                {"out", operand(result())},
-                                {"dim", dim},
-                                {"axes", axisNames(slice.getGridAxes())},
-                                {"sizes", sizesOf({slice.getInput()})}},
-                   "blocks", result(), dim, slice.getGridAxes()));
-  }
-  if (auto scatter = llvm::dyn_cast<shard::ReduceScatterOp>(op)) {
-    std::string dim =
-        named(scatter.getInput(), scatter.getScatterAxis().getZExtValue());
-    return push(withBlocks(
-        json::Object{{"op", runtime::opName(runtime::OpKind::ReduceScatter)},
-                     {"in", operand(scatter.getInput())},
-                     {"out", operand(result())},
-                     {"dim", dim},
-                     {"axes", axisNames(scatter.getGridAxes())},
-                     {"reduction", reductionName(scatter.getReduction())},
-                     {"sizes", sizesOf({scatter.getInput()})}},
-        "blocks", result(), dim, scatter.getGridAxes()));
-  }
-  if (auto exchange = llvm::dyn_cast<shard::AllToAllOp>(op)) {
-    Value input = exchange.getInput();
-    std::string split = named(input, exchange.getSplitAxis().getZExtValue());
-    std::string concat = named(input, exchange.getConcatAxis().getZExtValue());
-    FailureOr<json::Object> step = withBlocks(
-        json::Object{{"op", runtime::opName(runtime::OpKind::AllToAll)},
-                     {"in", operand(input)},
-                     {"out", operand(result())},
-                     {"split_dim", split},
-                     {"concat_dim", concat},
-                     {"axes", axisNames(exchange.getGridAxes())},
-                     {"sizes", sizesOf({input})}},
-        "split_blocks", result(), split, exchange.getGridAxes());
-    if (succeeded(step))
-      step = withBlocks(std::move(*step), "concat_blocks", input, concat,
-                        exchange.getGridAxes());
-    if (succeeded(step) && step->get("concat_blocks")) {
-      size_t position = exchange.getConcatAxis().getZExtValue();
-      (*step)["concat_size"] =
-          extent(result(), concat, largestLocalShape(result())[position]);
-    }
-    return push(std::move(step));
-  }
-  return op.emitError() << "'" << op.getName()
-                        << "' cannot be written to a .mprog";
+LogicalResult MprogEmitter::emitStep(Operation &op) {
+  auto step = llvm::dyn_cast<mtf::StepOpInterface>(op);
+  if (!step)
+    return op.emitError() << "'" << op.getName()
+                          << "' cannot be written to a .mprog: it states no "
+                             "steps (StepOpInterface)";
+  return step.writeSteps(*this);
 }
 
 FailureOr<MemoryPlanStats> MprogEmitter::plan() {
-  // Ranked values carry the dim names of the named tensor they came from.
-  for (Operation &op : program.getBodyBlock()) {
-    if (llvm::isa<mtf::ToTensorOp>(op))
+  // Ranked values carry the dim names of the named tensor they came from
+  // (through mtf.to_tensor, then each collective on its operand 0).
+  for (Operation &op : program.getBodyBlock())
+    if (op.getNumResults() == 1 && op.getNumOperands() >= 1 &&
+        llvm::isa<RankedTensorType>(op.getResult(0).getType()))
       rankedNames[op.getResult(0)] = dimNames(op.getOperand(0));
-    else if (op.getNumResults() == 1 && op.getNumOperands() >= 1 &&
-             llvm::isa<RankedTensorType>(op.getResult(0).getType()))
-      rankedNames[op.getResult(0)] = dimNames(op.getOperand(0));
-  }
   if (failed(assignBuffers()))
     return failure();
   planMemory();
@@ -939,70 +680,62 @@ FailureOr<MemoryPlanStats> MprogEmitter::plan() {
   return stats;
 }
 
+int64_t MprogEmitter::labelRange(Value input) {
+  for (Operation &user : program.getBodyBlock()) {
+    if (auto xent = llvm::dyn_cast<mtf::SoftmaxCrossEntropyOp>(user)) {
+      if (sourceOf(xent.getLabels()) != input)
+        continue;
+      auto logits = llvm::cast<mtf::TensorType>(xent.getLogits().getType());
+      return logits.getDims()[*logits.getDimIndex(xent.getDim())].size;
+    }
+    if (auto oneHot = llvm::dyn_cast<mtf::OneHotOp>(user)) {
+      if (sourceOf(oneHot.getIndices()) != input)
+        continue;
+      // The class dim may be split: its global size.
+      return *globalDim(oneHot.getResult(), oneHot.getDim()).getInteger("size");
+    }
+  }
+  return 2;
+}
+
 FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
   FailureOr<MemoryPlanStats> planned = plan();
   if (failed(planned))
     return failure();
 
-  json::Array steps, tensors;
+  json::Array tensors;
   for (Operation &op : program.getBodyBlock())
-    if (auto param = llvm::dyn_cast<mtf::ParamOp>(op))
-      paramBuffers[param.getName()] = bufferOf(param.getResult());
+    if (Boundary param = boundaryOf(op); param.isParam())
+      paramBuffers[param.name] = bufferOf(op.getResult(0));
   for (Operation &op : program.getBodyBlock()) {
     size_t first = steps.size();
-    if (failed(emitStep(op, steps)))
+    if (failed(emitStep(op)))
       return failure();
     if (auto phase =
             op.getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName))
       for (size_t i = first; i < steps.size(); ++i)
         (*steps[i].getAsObject())["phase"] = phase.getValue();
-    if (auto input = llvm::dyn_cast<mtf::InputOp>(op)) {
-      json::Object entry = tensorEntry("input", input.getName(), input);
-      // Synthetic labels range over the classes of their first consumer,
-      // as in the reference interpreter. The labels may reach it through
-      // collectives; its class dimension is always whole there (the
-      // partitioner gathers it), so the local size is the global one.
-      if (dtypeOf(elementOf(input.getType())) == "i32") {
-        int64_t high = 2;
-        for (Operation &user : program.getBodyBlock()) {
-          if (auto xent = llvm::dyn_cast<mtf::SoftmaxCrossEntropyOp>(user)) {
-            if (sourceOf(xent.getLabels()) != input.getResult())
-              continue;
-            auto logits =
-                llvm::cast<mtf::TensorType>(xent.getLogits().getType());
-            high = logits.getDims()[*logits.getDimIndex(xent.getDim())].size;
-            break;
-          }
-          if (auto oneHot = llvm::dyn_cast<mtf::OneHotOp>(user)) {
-            if (sourceOf(oneHot.getIndices()) != input.getResult())
-              continue;
-            // The class dim may be split: its global size.
-            high = *globalDim(oneHot.getResult(), oneHot.getDim())
-                        .getInteger("size");
-            break;
-          }
-        }
-        entry["range"] = json::Array{0, high};
-      }
-      tensors.push_back(std::move(entry));
-    } else if (auto param = llvm::dyn_cast<mtf::ParamOp>(op)) {
-      json::Object entry = tensorEntry("param", param.getName(), param);
-      mtf::InitAttr init = param.getInit();
+    Boundary boundary = boundaryOf(op);
+    if (boundary.kind == Boundary::None)
+      continue;
+    Value value = boundary.isSource() ? op.getResult(0) : op.getOperand(0);
+    StringRef role = boundary.kind == Boundary::Input    ? "input"
+                     : boundary.kind == Boundary::Output ? "output"
+                                                         : "param";
+    json::Object entry = tensorEntry(role, boundary.name, value);
+    if (boundary.kind == Boundary::Input && dtype(value) == "i32")
+      entry["range"] = json::Array{0, labelRange(value)};
+    if (boundary.isParam()) {
       json::Array args;
-      for (double arg : init.getArgs().asArrayRef())
+      for (double arg : boundary.init.getArgs().asArrayRef())
         args.push_back(arg);
-      entry["init"] =
-          json::Object{{"kind", mtf::stringifyInitKind(init.getKind())},
-                       {"args", std::move(args)}};
-      tensors.push_back(std::move(entry));
-    } else if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
-      json::Object entry =
-          tensorEntry("output", output.getName(), output.getValue());
-      auto snapshot = snapshots.find(output);
-      if (snapshot != snapshots.end())
-        entry["buffer"] = snapshot->second;
-      tensors.push_back(std::move(entry));
+      entry["init"] = json::Object{
+          {"kind", mtf::stringifyInitKind(boundary.init.getKind())},
+          {"args", std::move(args)}};
     }
+    if (std::optional<int64_t> snapshot = snapshotBuffer(&op))
+      entry["buffer"] = *snapshot;
+    tensors.push_back(std::move(entry));
   }
 
   json::Array bufferList;

@@ -64,7 +64,12 @@ StringRef phaseOf(Operation *op) {
 }
 
 bool isReduction(Operation *op) {
-  return llvm::isa<mtf::ReduceSumOp, mtf::ReduceMeanOp, mtf::ReduceMaxOp>(op);
+  return llvm::isa<mtf::ReductionOpInterface>(op);
+}
+
+/// Constants are copied into every group that reads them, never grouped.
+bool isConstant(Operation *op) {
+  return llvm::isa_and_nonnull<mtf::ConstantOp>(op);
 }
 
 /// What a group needs of an op's dims: its iteration space and, when it
@@ -118,7 +123,7 @@ private:
 };
 
 bool Fuser::candidate(Operation *op) const {
-  if (!mtf::isFusible(op) || llvm::isa<mtf::ConstantOp>(op))
+  if (!mtf::isFusible(op) || isConstant(op))
     return false;
   for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults())) {
     mtf::TensorType type = tensorOf(value);
@@ -208,7 +213,7 @@ bool Fuser::tryJoin(Operation *op, ArrayRef<int> merge) {
   for (Operation *member : ordered)
     for (Value operand : member->getOperands()) {
       Operation *def = operand.getDefiningOp();
-      if (!def || (!members.contains(def) && !llvm::isa<mtf::ConstantOp>(def)))
+      if (!def || (!members.contains(def) && !isConstant(def)))
         inputs.insert(operand);
     }
   if (inputs.size() > kMaxInputs)
@@ -331,7 +336,7 @@ void Fuser::build(Group &group) {
     locs.push_back(member->getLoc());
     for (Value operand : member->getOperands()) {
       Operation *def = operand.getDefiningOp();
-      if (!def || (!members.contains(def) && !llvm::isa<mtf::ConstantOp>(def)))
+      if (!def || (!members.contains(def) && !isConstant(def)))
         inputs.insert(operand);
     }
     for (Value result : member->getResults())

@@ -5,9 +5,6 @@
 #include "compiler/passes/LayoutBridge.h"
 #include "dialect/MtfDialect.h"
 
-#include "mlir/Dialect/Shard/IR/ShardDialect.h"
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
-
 #include "llvm/ADT/StringMap.h"
 
 namespace meshc {
@@ -83,14 +80,17 @@ cost::StepWork workOf(Operation *op) {
     work.bytes += static_cast<double>(bytesOf(result));
     elements = std::max(elements, static_cast<double>(elementsOf(result)));
   }
-  if (llvm::isa<mtf::EinsumOp>(op)) {
+  std::optional<runtime::OpKind> kind = mtf::stepKindOf(op);
+  if (kind == runtime::OpKind::Einsum) {
     work.gemm = true;
     work.bf16 = op->getNumOperands() > 0 && isBf16(op->getOperand(0));
     einsumWork(op, work);
-  } else if (auto fused = llvm::dyn_cast<mtf::FusedOp>(op)) {
+  } else if (kind == runtime::OpKind::Fused) {
+    // Every body op but the constants (fills) is arithmetic per element.
     int64_t bodyOps = 0;
-    for (Operation &inner : fused.getBody().front())
-      if (!llvm::isa<mtf::YieldOp, mtf::ConstantOp>(inner))
+    for (Operation &inner : op->getRegion(0).front())
+      if (mtf::stepKindOf(&inner) &&
+          mtf::stepKindOf(&inner) != runtime::OpKind::Fill)
         ++bodyOps;
     work.flops = elements * static_cast<double>(bodyOps);
   } else {
@@ -99,20 +99,20 @@ cost::StepWork workOf(Operation *op) {
   return work;
 }
 
-/// Whether `op` becomes no step of its own (EmitMprog emits nothing for it).
-bool launchesNoStep(Operation *op) {
-  return llvm::isa<mtf::InputOp, mtf::ParamOp, mtf::OutputOp, mtf::ToTensorOp,
-                   mtf::FromTensorOp, mtf::RenameOp>(op) ||
-         op->hasTrait<OpTrait::IsTerminator>();
-}
-
-layout::CollectiveKind kindOf(Operation *op) {
-  return llvm::isa<shard::AllReduceOp>(op)   ? layout::CollectiveKind::AllReduce
-         : llvm::isa<shard::AllGatherOp>(op) ? layout::CollectiveKind::AllGather
-         : llvm::isa<shard::ReduceScatterOp>(op)
-             ? layout::CollectiveKind::ReduceScatter
-         : llvm::isa<shard::AllToAllOp>(op) ? layout::CollectiveKind::AllToAll
-                                            : layout::CollectiveKind::Slice;
+/// The collective a step of kind `kind` (one that uses its group) is.
+layout::CollectiveKind collectiveKindOf(runtime::OpKind kind) {
+  switch (kind) {
+  case runtime::OpKind::AllReduce:
+    return layout::CollectiveKind::AllReduce;
+  case runtime::OpKind::AllGather:
+    return layout::CollectiveKind::AllGather;
+  case runtime::OpKind::ReduceScatter:
+    return layout::CollectiveKind::ReduceScatter;
+  case runtime::OpKind::AllToAll:
+    return layout::CollectiveKind::AllToAll;
+  default:
+    return layout::CollectiveKind::Slice;
+  }
 }
 
 /// Whether `op` works on a tensor cut over mesh axis `axis` (an operand or
@@ -166,10 +166,13 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
   spmd.walk([&](mtf::ProgramOp program) {
     layout::AxisWeights weights = axisWeightsOf(program, mesh);
     for (Operation &op : program.getBodyBlock()) {
-      if (llvm::isa<shard::ShardDialect>(op.getDialect())) {
+      std::optional<runtime::OpKind> kind = mtf::stepKindOf(&op);
+      if (!kind)
+        continue;
+      if (runtime::usesGroup(*kind)) {
         CollectiveCost collective;
         collective.op = &op;
-        collective.kind = kindOf(&op);
+        collective.kind = collectiveKindOf(*kind);
         if (auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
           for (int16_t axis : axes.asArrayRef())
             collective.axes.push_back(static_cast<size_t>(axis));
@@ -189,8 +192,6 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
         result.collectives.push_back(collective);
         continue;
       }
-      if (launchesNoStep(&op))
-        continue;
       result.prediction.compute += cost::stepSeconds(machine, workOf(&op)) *
                                    weightedSlowdown(&op, mesh, weights);
       ++result.prediction.steps;

@@ -187,9 +187,7 @@ void explainFusion(ModuleOp spmd, llvm::raw_ostream &os) {
             dims += (dims.empty() ? "" : "×") + dim.name.getValue().str();
         }
       }
-      if (llvm::isa<mtf::ReduceSumOp, mtf::ReduceMeanOp, mtf::ReduceMaxOp>(
-              op) &&
-          reduced.empty()) {
+      if (llvm::isa<mtf::ReductionOpInterface>(op) && reduced.empty()) {
         auto in = llvm::cast<mtf::TensorType>(op.getOperand(0).getType());
         auto out = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
         for (const mtf::NamedDim &dim : in.getDims())

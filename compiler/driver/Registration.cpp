@@ -4,6 +4,7 @@
 
 #include "compiler/passes/Passes.h"
 #include "dialect/MtfDialect.h"
+#include "lowering/CollectiveSteps.h"
 #include "lowering/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,6 +15,7 @@ void registerAll(mlir::DialectRegistry &registry) {
   // func is there for tests that check single ops outside a program.
   registry.insert<mlir::mtf::MtfDialect, mlir::shard::ShardDialect,
                   mlir::func::FuncDialect>();
+  registerCollectiveStepModels(registry);
   static bool passesRegistered = [] {
     registerMeshcPasses();
     registerMeshcLoweringPasses();

@@ -1,8 +1,9 @@
 //===- Precision.cpp - mtf-precision --------------------------------------===//
 //
 // Mixed precision (Passes.td: MtfPrecision). One walk over the forward
-// program in order gives each op's results an element type by the op's kind
-// and casts the operands that differ; the backward pass that mtf-autodiff
+// program in order gives each op's results an element type by the op's
+// Precision trait (PrecisionRule, MtfDialect.h) and casts the operands that
+// differ; the backward pass that mtf-autodiff
 // derives afterwards follows the same types (the gradient of a cast is the
 // cast back), so parameter gradients arrive in f32 at the optimizer.
 //
@@ -14,7 +15,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 #include <tuple>
 
@@ -27,40 +27,7 @@ namespace meshc {
 
 namespace {
 
-/// How an op's element type is chosen.
-enum class Rule {
-  /// As written: the op's results keep their types, operands are not cast.
-  Keep,
-  /// Float operands and results in the low precision (einsum).
-  Low,
-  /// Float operands and results in f32 (reductions, the loss).
-  Full,
-  /// The low precision when a float operand has it, else as written.
-  Follow,
-  /// A sink (output, train): float operands cast to f32.
-  Sink,
-};
-
-/// The rule of `op`; none for an op this pass does not know.
-std::optional<Rule> ruleOf(Operation *op) {
-  return llvm::TypeSwitch<Operation *, std::optional<Rule>>(op)
-      .Case<mtf::InputOp, mtf::ParamOp, mtf::ConstantOp, mtf::CastOp,
-            mtf::DropoutMaskOp, mtf::OneHotOp, mtf::RangeOp, mtf::EqualOp,
-            mtf::LessOp, mtf::ArgmaxOp>([](Operation *) { return Rule::Keep; })
-      .Case<mtf::EinsumOp>([](Operation *) { return Rule::Low; })
-      .Case<mtf::ReduceSumOp, mtf::ReduceMeanOp, mtf::ReduceMaxOp,
-            mtf::LogSumExpOp, mtf::SoftmaxCrossEntropyOp>(
-          [](Operation *) { return Rule::Full; })
-      .Case<mtf::ReluOp, mtf::GeluOp, mtf::SiluOp, mtf::SigmoidOp, mtf::ExpOp,
-            mtf::LogOp, mtf::TanhOp, mtf::SqrtOp, mtf::RsqrtOp, mtf::NegateOp,
-            mtf::PositiveOp, mtf::GeluGradOp, mtf::AddOp, mtf::SubOp,
-            mtf::MulOp, mtf::DivOp, mtf::MaxOp, mtf::MinOp, mtf::SoftmaxOp,
-            mtf::CumsumOp, mtf::WindowOp, mtf::TopKOp, mtf::LocalGradOp,
-            mtf::RenameOp, mtf::ConstrainOp>(
-          [](Operation *) { return Rule::Follow; })
-      .Case<mtf::OutputOp, mtf::TrainOp>([](Operation *) { return Rule::Sink; })
-      .Default([](Operation *) { return std::nullopt; });
-}
+using mtf::PrecisionRule;
 
 bool isFloatTensor(Value value) {
   auto type = llvm::dyn_cast<mtf::TensorType>(value.getType());
@@ -116,23 +83,25 @@ struct MtfPrecisionPass
     // Casts go in before the op being visited, never after it.
     for (Operation &each : llvm::make_early_inc_range(program.getBodyBlock())) {
       Operation *op = &each;
-      std::optional<Rule> rule = ruleOf(op);
-      if (!rule) {
+      SmallVector<PrecisionRule, 1> rules =
+          mtf::precisionRulesOf(op->getName());
+      if (rules.size() != 1 || rules.front() == PrecisionRule::Refuse) {
         op->emitOpError() << "has no mixed-precision rule (mtf-precision)";
         return signalPassFailure();
       }
-      switch (*rule) {
-      case Rule::Keep:
+      switch (rules.front()) {
+      case PrecisionRule::Keep:
+      case PrecisionRule::Refuse:
         break;
-      case Rule::Low:
+      case PrecisionRule::Low:
         convertOperands(op, low);
         retypeResults(op, low);
         break;
-      case Rule::Full:
+      case PrecisionRule::Full:
         convertOperands(op, full);
         retypeResults(op, full);
         break;
-      case Rule::Follow: {
+      case PrecisionRule::Follow: {
         bool anyLow = llvm::any_of(op->getOperands(), [&](Value operand) {
           return isFloatTensor(operand) && elementOf(operand) == low;
         });
@@ -142,7 +111,7 @@ struct MtfPrecisionPass
         retypeResults(op, low);
         break;
       }
-      case Rule::Sink:
+      case PrecisionRule::Sink:
         convertOperands(op, full);
         break;
       }

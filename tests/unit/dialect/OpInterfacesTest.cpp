@@ -7,6 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialect/MtfDialect.h"
+#include "lowering/CollectiveSteps.h"
+
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -14,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -55,6 +60,100 @@ TEST(MtfOpRegistry, EveryOpHasAGradientRule) {
       missing.push_back(name.getStringRef().str());
   EXPECT_TRUE(missing.empty()) << "ops without GradientOpInterface: "
                                << ::testing::PrintToString(missing);
+}
+
+/// The .mprog emitter is generic over StepOpInterface: an op that states no
+/// steps would fail only when a model used it.
+TEST(MtfOpRegistry, EveryOpStatesItsSteps) {
+  MLIRContext context;
+  std::vector<std::string> missing;
+  for (RegisteredOperationName name : mtfOps(context))
+    if (!name.hasInterface<mtf::StepOpInterface>())
+      missing.push_back(name.getStringRef().str());
+  EXPECT_TRUE(missing.empty())
+      << "ops without StepOpInterface: " << ::testing::PrintToString(missing);
+}
+
+/// mtf-precision reads one Precision trait per op; none or two would leave
+/// the rule to the order of a chain.
+TEST(MtfOpRegistry, EveryOpHasOnePrecisionRule) {
+  MLIRContext context;
+  std::vector<std::string> wrong;
+  for (RegisteredOperationName name : mtfOps(context))
+    if (mtf::precisionRulesOf(name).size() != 1)
+      wrong.push_back(name.getStringRef().str() + " (" +
+                      std::to_string(mtf::precisionRulesOf(name).size()) +
+                      " rules)");
+  EXPECT_TRUE(wrong.empty()) << "ops without exactly one Precision trait: "
+                             << ::testing::PrintToString(wrong);
+}
+
+/// A unary elementwise op's mnemonic is the unary step's "fn": the runtime
+/// must have a function of that name, and the op must fuse.
+TEST(MtfOpRegistry, UnaryElementwiseOpsNameARuntimeFunctionAndFuse) {
+  MLIRContext context;
+  std::vector<std::string> wrong;
+  int unary = 0;
+  for (RegisteredOperationName name : mtfOps(context)) {
+    if (!name.hasTrait<mtf::UnaryElementwise>())
+      continue;
+    ++unary;
+    StringRef fn = name.getStringRef().drop_front(4); // "mtf."
+    bool known = false;
+    for (size_t index = 0; index < meshc::runtime::kUnaryFnCount; ++index)
+      known |= fn == meshc::runtime::unaryFnName(
+                         static_cast<meshc::runtime::UnaryFn>(index));
+    if (!known || !name.hasInterface<mtf::FusibleOpInterface>())
+      wrong.push_back(name.getStringRef().str());
+  }
+  EXPECT_GE(unary, 10);
+  EXPECT_TRUE(wrong.empty())
+      << "unary ops the runtime cannot run by name or that do not fuse: "
+      << ::testing::PrintToString(wrong);
+}
+
+/// mtf-fuse groups the reductions their elementwise producers feed.
+TEST(MtfOpRegistry, ReductionsFuse) {
+  MLIRContext context;
+  std::vector<std::string> reductions, wrong;
+  for (RegisteredOperationName name : mtfOps(context)) {
+    if (!name.hasInterface<mtf::ReductionOpInterface>())
+      continue;
+    reductions.push_back(name.getStringRef().str());
+    if (!name.hasInterface<mtf::FusibleOpInterface>())
+      wrong.push_back(name.getStringRef().str());
+  }
+  std::sort(reductions.begin(), reductions.end());
+  EXPECT_EQ(reductions,
+            (std::vector<std::string>{"mtf.reduce_max", "mtf.reduce_mean",
+                                      "mtf.reduce_sum"}));
+  EXPECT_TRUE(wrong.empty()) << ::testing::PrintToString(wrong);
+}
+
+/// The shard collectives mtf-partition inserts state their steps through
+/// external models, which only the registration gives them.
+TEST(CollectiveSteps, EveryCollectiveThePartitionerInsertsStatesItsSteps) {
+  DialectRegistry registry;
+  registry.insert<shard::ShardDialect>();
+  meshc::registerCollectiveStepModels(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  auto states = [&](StringRef op) {
+    std::optional<RegisteredOperationName> name =
+        RegisteredOperationName::lookup(op, &context);
+    return name && name->hasInterface<mtf::StepOpInterface>();
+  };
+  for (StringRef op :
+       {"shard.all_reduce", "shard.all_gather", "shard.all_slice",
+        "shard.reduce_scatter", "shard.all_to_all"})
+    EXPECT_TRUE(states(op)) << op.str();
+
+  MLIRContext bare;
+  bare.getOrLoadDialect<shard::ShardDialect>();
+  std::optional<RegisteredOperationName> name =
+      RegisteredOperationName::lookup("shard.all_reduce", &bare);
+  ASSERT_TRUE(name);
+  EXPECT_FALSE(name->hasInterface<mtf::StepOpInterface>());
 }
 
 /// The frontend and the gradient builder take a broadcasting op's result
