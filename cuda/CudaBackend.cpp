@@ -52,7 +52,8 @@ std::unique_ptr<Backend> makeCudaBackend() {
 
 bool cudaSupports(OpKind) {
   // Every kind: CudaDevice::runKernels has a case for each kind of
-  // StepKinds.def.
+  // StepKinds.def (a loop's body steps, which the session runs one by one,
+  // with its buffers moved by RunContext::shifts).
   return true;
 }
 

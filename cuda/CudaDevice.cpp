@@ -48,9 +48,9 @@ CudaDevice::CudaDevice(const Program &program, int64_t deviceId, int gpu,
       lastForward = &step;
   }
   if (lastForward)
-    runEnds.push_back(lastForward->index);
+    runEnds.push_back(program.lastRun(*lastForward).index);
   if (!program.steps.empty())
-    runEnds.push_back(program.steps.back().index);
+    runEnds.push_back(program.lastRun(program.steps.back()).index);
   if (program.training && program.training->sync &&
       !program.training->sync->steps.empty())
     runEnds.push_back(program.training->sync->steps.back().index);
@@ -126,7 +126,8 @@ void CudaDevice::read(int64_t offset, void *dst, int64_t bytes) const {
 }
 
 char *CudaDevice::bufferAt(const Operand &operand) const {
-  return arena + program.buffers[operand.buffer].offset;
+  return arena + program.buffers[operand.buffer].offset +
+         (shifts ? shifts[operand.buffer] : 0);
 }
 
 char *CudaDevice::at(const Operand &operand) const {
@@ -134,7 +135,10 @@ char *CudaDevice::at(const Operand &operand) const {
 }
 
 char *CudaDevice::at(const PlannedTensor &tensor) const {
-  return (tensor.inScratch ? scratch : arena) + tensor.offset;
+  if (tensor.inScratch)
+    return scratch + tensor.offset;
+  return arena + tensor.offset +
+         (shifts && tensor.buffer >= 0 ? shifts[tensor.buffer] : 0);
 }
 
 DType CudaDevice::dtypeOf(const Operand &operand) const {
@@ -151,6 +155,7 @@ void CudaDevice::run(const Step &step, Communicator *comm,
     throw RuntimeError("cuda device " + std::to_string(deviceId) +
                        ": run() before allocate()");
   MESHC_CUDA_CHECK(cudaSetDevice(gpu));
+  shifts = context.shifts;
   if (usesGroup(step.op()) && !comm)
     throw RuntimeError(std::string(opName(step.op())) +
                        " needs its group's communicator");
@@ -284,7 +289,8 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
     }
     const DropoutAttrs &dropout = step.as<DropoutAttrs>();
     DropoutParams mask;
-    mask.key = runKey(context.seed, dropout.name, context.run);
+    mask.key =
+        runKey(context.seed, context.streamName(dropout.name), context.run);
     mask.rate = dropout.rate;
     mask.keptScale = 1.0 / (1.0 - dropout.rate);
     DropoutSpace block =
@@ -323,6 +329,8 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
   case OpKind::Slice:
     runCollective(step, *comm);
     return;
+  case OpKind::Loop:
+    throw RuntimeError("a loop step is run by the session, not a device");
   }
 }
 

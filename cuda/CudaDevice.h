@@ -86,6 +86,8 @@ private:
   /// The step indexes that end a run: the last step, the last forward step
   /// and the last local-SGD sync step.
   std::vector<size_t> runEnds;
+  /// RunContext::shifts of the step being run.
+  const int64_t *shifts = nullptr;
   /// Program::blockOffsets of this device, computed once.
   std::vector<std::vector<int64_t>> blockOffsets;
   cudaStream_t stream = nullptr;

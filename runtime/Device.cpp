@@ -43,6 +43,15 @@ std::string availableBackends() {
 
 } // namespace
 
+std::string RunContext::streamName(const std::string &name) const {
+  if (!iterations)
+    return name;
+  std::string stream = name;
+  for (int64_t iteration : *iterations)
+    stream += "@" + std::to_string(iteration);
+  return stream;
+}
+
 Device::~Device() = default;
 Backend::~Backend() = default;
 
@@ -60,6 +69,9 @@ void requireSupportedSteps(const Backend &backend, const Program &program) {
   };
   for (const Step &step : program.steps)
     check(step, "step " + std::to_string(step.index));
+  for (const std::vector<Step> &body : program.loopBodies)
+    for (const Step &step : body)
+      check(step, program.stepLabel(step.index));
   if (program.training && program.training->sync)
     for (const Step &step : program.training->sync->steps)
       check(step, "training.sync");

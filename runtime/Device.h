@@ -30,6 +30,18 @@ struct RunContext {
   uint64_t run = 0;
   /// An eval run: dropout keeps every element.
   bool eval = false;
+  /// Inside loop steps: per buffer, the bytes the loops moved it by (null
+  /// outside loops).
+  const int64_t *shifts = nullptr;
+  /// Inside loop steps: the iteration of each active loop, outermost first
+  /// (a dropout mask in a loop body is drawn anew per iteration).
+  const std::vector<int64_t> *iterations = nullptr;
+
+  /// The bytes buffer `buffer` is moved by.
+  int64_t shift(size_t buffer) const { return shifts ? shifts[buffer] : 0; }
+  /// The random stream of dropout mask `name` in this iteration: the name,
+  /// then "@i" per active loop ("dropout_0@3").
+  std::string streamName(const std::string &name) const;
 };
 
 /// One mesh device.
@@ -43,7 +55,8 @@ public:
   virtual void write(int64_t offset, const void *src, int64_t bytes) = 0;
   /// Copies `bytes` of the arena at `offset` into host memory `dst`.
   virtual void read(int64_t offset, void *dst, int64_t bytes) const = 0;
-  /// Runs `step` (validated by the loader) on this device. `comm` is the
+  /// Runs `step` (validated by the loader; never a loop, whose body steps
+  /// the session runs one by one) on this device. `comm` is the
   /// device's communicator for the step's group when usesGroup(step.op()),
   /// else null; `context` says which run this is. Throws RuntimeError for
   /// data errors (a label out of range).

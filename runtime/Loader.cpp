@@ -278,7 +278,7 @@ SyncSpec parseSync(const JsonNode &node, Program &program,
 
     // all_reduce(sum) then scale by 1/G, as steps after the program's own.
     Step reduce;
-    reduce.index = program.steps.size() + sync.steps.size();
+    reduce.index = program.stepCount() + sync.steps.size();
     reduce.phase = Phase::Update;
     reduce.out.buffer = buffer->second;
     reduce.out.shape.sizes = {product(
@@ -348,12 +348,14 @@ Program readProgram(const json &document, const std::string &fileName,
   }
   for (const JsonNode &node : root.member("tensors").elements())
     program.tensors.push_back(parseTensor(node, program, bufferIndex));
-  std::vector<JsonNode> steps = root.member("steps").elements();
+  JsonNode stepsNode = root.member("steps");
+  std::vector<JsonNode> steps = stepsNode.elements();
   for (size_t i = 0; i < steps.size(); ++i) {
     program.steps.push_back(parseStep(steps[i], i, program, bufferIndex));
     program.scratchBytes =
         std::max(program.scratchBytes, program.steps.back().scratchBytes);
   }
+  numberBodySteps(stepsNode, program);
   if (std::optional<JsonNode> training = root.optionalMember("training"))
     program.training = parseTraining(*training, program, bufferIndex);
   return program;

@@ -140,8 +140,8 @@ const Tensor *Program::findTensor(Role role, const std::string &name) const {
 
 std::vector<std::vector<int64_t>>
 Program::blockOffsets(int64_t deviceId) const {
-  std::vector<std::vector<int64_t>> offsets(steps.size());
-  for (const Step &step : steps)
+  std::vector<std::vector<int64_t>> offsets(stepCount());
+  auto note = [&](const Step &step) {
     if (step.op() == OpKind::Dropout) {
       const DropoutAttrs &dropout = step.as<DropoutAttrs>();
       offsets[step.index] = dropout.layout.blockOffset(
@@ -151,12 +151,38 @@ Program::blockOffsets(int64_t deviceId) const {
       offsets[step.index] = hot.layout.blockOffset({{hot.dim, hot.classes}},
                                                    mesh, hot.blocks, deviceId);
     }
+  };
+  for (const Step &step : steps)
+    note(step);
+  for (const std::vector<Step> &body : loopBodies)
+    for (const Step &step : body)
+      note(step);
   return offsets;
 }
 
 const Step &Program::step(size_t index) const {
-  return index < steps.size() ? steps[index]
-                              : training->sync->steps[index - steps.size()];
+  if (index < steps.size())
+    return steps[index];
+  if (index < stepCount()) {
+    auto [body, position] = bodySteps[index - steps.size()];
+    return loopBodies[body][position];
+  }
+  return training->sync->steps[index - stepCount()];
+}
+
+std::string Program::stepLabel(size_t index) const {
+  if (index < steps.size())
+    return "step " + std::to_string(index);
+  if (index >= stepCount())
+    return "training.sync";
+  auto [body, position] = bodySteps[index - steps.size()];
+  // The loop step whose body it is: the one naming that body.
+  for (size_t i = 0; i < stepCount(); ++i) {
+    const Step &loop = step(i);
+    if (loop.op() == OpKind::Loop && loop.as<LoopAttrs>().body == body)
+      return stepLabel(i) + " (loop) body step " + std::to_string(position);
+  }
+  return "body step " + std::to_string(position);
 }
 
 int64_t product(const std::vector<int64_t> &shape) {

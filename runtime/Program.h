@@ -140,6 +140,9 @@ struct PlannedTensor {
   bool inScratch = false;
   int64_t offset = 0;
   NamedShape shape;
+  /// For a tensor in the arena: the index of the buffer it is (a loop may
+  /// move it; -1 for none).
+  int64_t buffer = -1;
 };
 
 /// dst = the sum of src over the dims dst lacks, laid out in dst's dim order
@@ -311,6 +314,26 @@ struct FusedAttrs {
   FusedPlan plan;
 };
 
+/// A buffer a loop moves: in iteration i the body sees it `i * stride` bytes
+/// further into the arena (a slice of a stacked tensor: a layer's weights,
+/// its saved activations, its gradient).
+struct StackedBuffer {
+  /// Index into Program::buffers.
+  size_t buffer = 0;
+  int64_t stride = 0;
+};
+
+/// loop: the body (Program::loopBodies[body]) runs `count` times, iteration
+/// i from 0 up (from count - 1 down when `reverse`), each stacked buffer
+/// moved to iteration i's slice. The session runs it; devices run the body's
+/// steps.
+struct LoopAttrs {
+  int64_t count = 1;
+  bool reverse = false;
+  std::vector<StackedBuffer> stacked;
+  size_t body = 0;
+};
+
 namespace detail {
 template <typename First, typename... Rest>
 using VariantOfRest = std::variant<Rest...>;
@@ -394,6 +417,12 @@ struct Program {
   std::vector<Buffer> buffers;
   std::vector<Tensor> tensors;
   std::vector<Step> steps;
+  /// The bodies of the loop steps (LoopAttrs::body), nested loops' after
+  /// their parents'. Their steps are numbered after `steps`, in file order
+  /// (depth first), and the training.sync steps after them.
+  std::vector<std::vector<Step>> loopBodies;
+  /// Per body step, numbered from steps.size(): its body and position.
+  std::vector<std::pair<size_t, size_t>> bodySteps;
   /// The distinct "axes" lists of the steps that use a group, in first-use
   /// order.
   std::vector<std::vector<std::string>> groupAxes;
@@ -414,8 +443,24 @@ struct Program {
   const Program &on(int64_t deviceId) const {
     return perDevice.empty() ? *this : *perDevice[size_t(deviceId)];
   }
-  /// The step at `index`: steps[index], then training.sync's steps.
+  /// The step at `index`: steps[index], then the loop bodies' steps, then
+  /// training.sync's steps.
   const Step &step(size_t index) const;
+  /// How many steps steps and the loop bodies hold: the index of the first
+  /// training.sync step.
+  size_t stepCount() const { return steps.size() + bodySteps.size(); }
+  /// Where step `index` is, for messages: "step 4", "step 4 (loop) body
+  /// step 2", "training.sync".
+  std::string stepLabel(size_t index) const;
+  /// The last step a device runs for `step`: itself, or for a loop the
+  /// last step of its body (in the last iteration).
+  const Step &lastRun(const Step &step) const {
+    return step.op() == OpKind::Loop ? lastRun(bodyOf(step).back()) : step;
+  }
+  /// The steps of loop step `loop`'s body.
+  const std::vector<Step> &bodyOf(const Step &loop) const {
+    return loopBodies[loop.as<LoopAttrs>().body];
+  }
 
   /// The tensor of `role` called `name`, or null.
   const Tensor *findTensor(Role role, const std::string &name) const;

@@ -361,6 +361,32 @@ double Session::runEvalBatch(int64_t batchIndex) {
   return runSteps(evalSteps, {seedValue, runCount, true});
 }
 
+void Session::runLoop(const Step &loop, const Program &own,
+                      std::vector<int64_t> &shifts,
+                      std::vector<int64_t> &iterations, RunContext &context,
+                      const std::function<void(const Step &)> &run) const {
+  const LoopAttrs &attrs = loop.as<LoopAttrs>();
+  if (shifts.empty())
+    shifts.assign(own.buffers.size(), 0);
+  std::vector<int64_t> base;
+  for (const StackedBuffer &stacked : attrs.stacked)
+    base.push_back(shifts[stacked.buffer]);
+  context.shifts = shifts.data();
+  context.iterations = &iterations;
+  iterations.push_back(0);
+  for (int64_t k = 0; k < attrs.count; ++k) {
+    int64_t i = attrs.reverse ? attrs.count - 1 - k : k;
+    iterations.back() = i;
+    for (size_t s = 0; s < attrs.stacked.size(); ++s)
+      shifts[attrs.stacked[s].buffer] = base[s] + i * attrs.stacked[s].stride;
+    for (const Step &step : own.bodyOf(loop))
+      run(step);
+  }
+  iterations.pop_back();
+  for (size_t s = 0; s < attrs.stacked.size(); ++s)
+    shifts[attrs.stacked[s].buffer] = base[s];
+}
+
 double Session::runSteps(const std::vector<const Step *> &steps,
                          const RunContext &context) {
   std::mutex errorMutex;
@@ -372,32 +398,42 @@ double Session::runSteps(const std::vector<const Step *> &steps,
     int64_t id = localIds[d];
     // Under device weights each device runs its own sizes of the steps.
     const Program &own = program.on(id);
+    // Inside loops: where each buffer has moved, and each loop's iteration.
+    std::vector<int64_t> shifts;
+    std::vector<int64_t> iterations;
+    RunContext inLoop = context;
     // Traced steps follow each other: a step starts when the one before
     // it ended, so one clock read per step suffices.
     TraceRecorder::Clock::time_point stepStart;
     if (tracing)
       stepStart = TraceRecorder::Clock::now();
-    try {
-      for (const Step *shared : steps) {
-        const Step *step = &own == &program ? shared : &own.step(shared->index);
-        current = step;
-        std::optional<size_t> group = step->group();
-        Communicator *comm = group ? communicators[*group][id].get() : nullptr;
-        devices[d]->run(*step, comm, context);
-        if (tracing) {
-          auto end = TraceRecorder::Clock::now();
-          tracer->record(d, *step, stepStart, end);
-          stepStart = end;
-        }
+    std::function<void(const Step &)> run = [&](const Step &step) {
+      current = &step;
+      if (step.op() == OpKind::Loop) {
+        runLoop(step, own, shifts, iterations, inLoop, run);
+        return;
       }
+      std::optional<size_t> group = step.group();
+      Communicator *comm = group ? communicators[*group][id].get() : nullptr;
+      devices[d]->run(step, comm, iterations.empty() ? context : inLoop);
+      if (tracing) {
+        auto end = TraceRecorder::Clock::now();
+        tracer->record(d, step, stepStart, end,
+                       iterations.empty() ? -1 : iterations.back());
+        stepStart = end;
+      }
+    };
+    try {
+      for (const Step *shared : steps)
+        run(&own == &program ? *shared : own.step(shared->index));
     } catch (const CollectiveAborted &) {
       // Another device failed first; its error is the one reported.
     } catch (const std::exception &error) {
       std::lock_guard<std::mutex> lock(errorMutex);
       if (firstError.empty()) {
-        std::string where = current->index < program.steps.size()
-                                ? "step " + std::to_string(current->index)
-                                : std::string("training.sync");
+        std::string where = program.stepLabel(current->index);
+        if (!iterations.empty())
+          where += " in iteration " + std::to_string(iterations.back());
         firstError = where + " (" + opName(current->op()) + ") on device " +
                      std::to_string(id) + ": " + error.what();
       }

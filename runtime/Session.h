@@ -21,6 +21,7 @@
 #include "runtime/Trace.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -194,6 +195,14 @@ private:
   /// Runs `steps` on every device with `context`; returns the wall time.
   double runSteps(const std::vector<const Step *> &steps,
                   const RunContext &context);
+  /// Runs loop step `loop` of `own` (one device's program) with `run` for
+  /// each body step of each iteration: `shifts` (per buffer, as
+  /// RunContext::shifts) and `iterations` say where the loops are, and
+  /// `context` points at them.
+  void runLoop(const Step &loop, const Program &own,
+               std::vector<int64_t> &shifts, std::vector<int64_t> &iterations,
+               RunContext &context,
+               const std::function<void(const Step &)> &run) const;
 
   const Program &program;
   uint64_t seedValue;

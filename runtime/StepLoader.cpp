@@ -166,8 +166,9 @@ using SizeOverrides = std::map<std::string, int64_t>;
 class StepParser {
 public:
   StepParser(const JsonNode &node, Program &program,
-             const std::map<int64_t, size_t> &bufferIndex)
-      : node(node), program(program), bufferIndex(bufferIndex) {}
+             const std::map<int64_t, size_t> &bufferIndex,
+             const LoopReach &reach)
+      : node(node), program(program), bufferIndex(bufferIndex), reach(reach) {}
 
   Step parse(size_t index);
 
@@ -286,10 +287,19 @@ private:
                               " keeps the dim order");
   }
 
+  /// How far the enclosing loops move `operand`'s buffer.
+  int64_t reachOf(const Operand &operand) const {
+    return reach.empty() ? 0 : reach[operand.buffer];
+  }
+
+  /// Whether `a` and `b` may share a byte in some iteration of the
+  /// enclosing loops (a moved buffer counts every place it moves to).
   bool overlaps(const Operand &a, const Operand &b) const {
     int64_t aBegin = bufferOf(a).offset, bBegin = bufferOf(b).offset;
     int64_t aEnd = aBegin + bytesOf(a), bEnd = bBegin + bytesOf(b);
-    return aBegin < bEnd && bBegin < aEnd && aEnd > aBegin && bEnd > bBegin;
+    if (aEnd == aBegin || bEnd == bBegin)
+      return false;
+    return aBegin < bEnd + reachOf(b) && bBegin < aEnd + reachOf(a);
   }
 
   /// `out` shares no byte with `in`, or (when `inPlace`) is exactly `in`.
@@ -300,13 +310,18 @@ private:
     if (inPlace && bufferOf(in).offset == bufferOf(out).offset &&
         in.shape.names == out.shape.names)
       return;
+    std::string moved;
+    for (const Operand *operand : {&in, &out})
+      if (reachOf(*operand) > 0 && moved.empty())
+        moved = " (a loop moves " + bufferName(*operand) + " up to " +
+                std::to_string(reachOf(*operand)) + " bytes further)";
     node.member("out").fail(
         bufferName(out) + " [" + std::to_string(bufferOf(out).offset) + ", " +
         std::to_string(bufferOf(out).offset + bytesOf(out)) + ") overlaps " +
         bufferName(in) + " [" + std::to_string(bufferOf(in).offset) + ", " +
         std::to_string(bufferOf(in).offset + bytesOf(in)) + ") that " +
         opName(kind) + " reads" +
-        (inPlace ? " (only an exact in-place update is allowed)" : ""));
+        (inPlace ? " (only an exact in-place update is allowed)" : "") + moved);
   }
 
   /// The "dim"-like member `key`, which must be a dim of `operand`.
@@ -423,6 +438,7 @@ private:
   void parseAttrs(AllToAllAttrs &attrs);
   void parseAttrs(SliceAttrs &attrs);
   void parseAttrs(FusedAttrs &attrs);
+  void parseAttrs(LoopAttrs &attrs);
   /// A fused body instruction that makes value `value`.
   FusedInstr parseInstr(const JsonNode &at, int32_t value, size_t reduced);
 
@@ -449,6 +465,7 @@ private:
   const JsonNode &node;
   Program &program;
   const std::map<int64_t, size_t> &bufferIndex;
+  const LoopReach &reach;
   OpKind kind = OpKind::Fill;
   Step step;
   std::optional<JsonNode> sizesNode;
@@ -490,7 +507,7 @@ Step StepParser::parse(size_t index) {
 /// elements as they are). An einsum's plan reads and writes the copies.
 void StepParser::stageHalfOperands() {
   if (kind == OpKind::Fill || kind == OpKind::Copy || kind == OpKind::Cast ||
-      usesGroup(kind))
+      kind == OpKind::Loop || usesGroup(kind))
     return;
   auto align = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
   int64_t end = align(step.scratchBytes);
@@ -606,14 +623,15 @@ void StepParser::parseAttrs(EinsumAttrs &attrs) {
       inputs.elements()[i].fail("einsum needs float operands but " +
                                 bufferName(step.in[i]) + " is i32");
     requireNoOverlap(step.in[i], step.out);
-    planned.push_back({false, bufferOf(step.in[i]).offset, step.in[i].shape});
+    planned.push_back({false, bufferOf(step.in[i]).offset, step.in[i].shape,
+                       int64_t(step.in[i].buffer)});
   }
   for (const std::string &name : step.out.shape.names)
     if (std::none_of(step.in.begin(), step.in.end(),
                      [&](const Operand &in) { return in.shape.has(name); }))
       node.member("out").fail("dim '" + name + "' is in no einsum operand");
-  attrs.plan =
-      planEinsum(planned, {false, bufferOf(step.out).offset, step.out.shape});
+  attrs.plan = planEinsum(planned, {false, bufferOf(step.out).offset,
+                                    step.out.shape, int64_t(step.out.buffer)});
   step.scratchBytes = attrs.plan.scratchBytes;
 }
 
@@ -1127,11 +1145,128 @@ void StepParser::parseAttrs(FusedAttrs &attrs) {
   step.scratchBytes = attrs.plan.scratchFloats() * int64_t(sizeof(float));
 }
 
+void StepParser::parseAttrs(LoopAttrs &attrs) {
+  attrs.count = node.member("count").integerAtLeast(1);
+  if (std::optional<JsonNode> reverse = node.optionalMember("reverse")) {
+    if (!reverse->json().is_boolean())
+      reverse->fail("expected true or false, got " +
+                    describeJson(reverse->json()));
+    attrs.reverse = reverse->json().get<bool>();
+  }
+  LoopReach inner =
+      reach.empty() ? LoopReach(program.buffers.size(), 0) : reach;
+  if (std::optional<JsonNode> stacked = node.optionalMember("stacked"))
+    for (const JsonNode &entry : stacked->elements()) {
+      StackedBuffer moved;
+      JsonNode ref = entry.member("buf");
+      moved.buffer = bufferRef(ref);
+      const Buffer &buffer = program.buffers[moved.buffer];
+      std::string name = "buffer " + std::to_string(buffer.id);
+      for (const StackedBuffer &other : attrs.stacked)
+        if (other.buffer == moved.buffer)
+          ref.fail(name + " is stacked twice in one loop");
+      for (const Tensor &tensor : program.tensors)
+        if (tensor.buffer == moved.buffer)
+          ref.fail(name + " holds " + roleName(tensor.role) + " '" +
+                   tensor.name +
+                   "', which never moves; a loop moves buffers of slices");
+      JsonNode strideNode = entry.member("stride");
+      moved.stride = strideNode.integerAtLeast(1);
+      if (moved.stride < buffer.bytes)
+        strideNode.fail("stride " + std::to_string(moved.stride) +
+                        " is less than the " + std::to_string(buffer.bytes) +
+                        " bytes of " + name + ": its slices would overlap");
+      int64_t far = 0, end = 0;
+      if (__builtin_mul_overflow(attrs.count - 1, moved.stride, &far) ||
+          __builtin_add_overflow(far, inner[moved.buffer], &far) ||
+          __builtin_add_overflow(buffer.offset + buffer.bytes, far, &end) ||
+          end > program.arenaBytes)
+        strideNode.fail(name + " at [" + std::to_string(buffer.offset) + ", " +
+                        std::to_string(buffer.offset + buffer.bytes) +
+                        ") moved " + std::to_string(attrs.count - 1) +
+                        " times by " + std::to_string(moved.stride) +
+                        " bytes leaves the arena of " +
+                        std::to_string(program.arenaBytes) + " bytes");
+      inner[moved.buffer] = far;
+      attrs.stacked.push_back(moved);
+    }
+  JsonNode bodyNode = node.member("body");
+  std::vector<JsonNode> bodySteps = bodyNode.elements();
+  if (bodySteps.empty())
+    bodyNode.fail("a loop needs at least one step in its body");
+  attrs.body = program.loopBodies.size();
+  program.loopBodies.emplace_back();
+  std::vector<Step> body;
+  for (size_t i = 0; i < bodySteps.size(); ++i) {
+    Step bodyStep = parseStep(bodySteps[i], i, program, bufferIndex, inner);
+    if (std::optional<JsonNode> phase = bodySteps[i].optionalMember("phase");
+        phase && bodyStep.phase != step.phase)
+      phase->fail(std::string("a body step runs in its loop's phase (\"") +
+                  phaseName(step.phase) + "\")");
+    bodyStep.phase = step.phase;
+    step.scratchBytes = std::max(step.scratchBytes, bodyStep.scratchBytes);
+    body.push_back(std::move(bodyStep));
+  }
+  program.loopBodies[attrs.body] = std::move(body);
+}
+
+/// The buffers step `step` reads or writes.
+std::vector<size_t> buffersOf(const Step &step) {
+  std::vector<size_t> buffers;
+  for (const Operand &in : step.in)
+    buffers.push_back(in.buffer);
+  for (const Operand *out : step.outputs())
+    buffers.push_back(out->buffer);
+  return buffers;
+}
+
+/// Fails at the first step of `steps` (at `nodes`) that uses a buffer of
+/// `moved` (every buffer some loop moves) outside the loops that move it
+/// (`enclosing`), recursing into bodies.
+void checkMovedUses(const std::vector<JsonNode> &nodes,
+                    const std::vector<Step> &steps, const Program &program,
+                    const std::set<size_t> &moved, std::set<size_t> enclosing) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step &step = steps[i];
+    if (step.op() == OpKind::Loop) {
+      std::set<size_t> inner = enclosing;
+      for (const StackedBuffer &stacked : step.as<LoopAttrs>().stacked)
+        inner.insert(stacked.buffer);
+      checkMovedUses(nodes[i].member("body").elements(), program.bodyOf(step),
+                     program, moved, inner);
+      continue;
+    }
+    for (size_t buffer : buffersOf(step))
+      if (moved.count(buffer) && !enclosing.count(buffer))
+        nodes[i].fail("buffer " + std::to_string(program.buffers[buffer].id) +
+                      " is moved by a loop this step is not in; only that "
+                      "loop's body may use it");
+  }
+}
+
 } // namespace
 
 Step parseStep(const JsonNode &node, size_t index, Program &program,
-               const std::map<int64_t, size_t> &bufferIndex) {
-  return StepParser(node, program, bufferIndex).parse(index);
+               const std::map<int64_t, size_t> &bufferIndex,
+               const LoopReach &reach) {
+  return StepParser(node, program, bufferIndex, reach).parse(index);
+}
+
+void numberBodySteps(const JsonNode &steps, Program &program) {
+  program.bodySteps.clear();
+  std::set<size_t> moved;
+  for (size_t body = 0; body < program.loopBodies.size(); ++body)
+    for (size_t position = 0; position < program.loopBodies[body].size();
+         ++position) {
+      program.loopBodies[body][position].index = program.stepCount();
+      program.bodySteps.emplace_back(body, position);
+    }
+  for (size_t i = 0; i < program.stepCount(); ++i)
+    if (const Step &step = program.step(i); step.op() == OpKind::Loop)
+      for (const StackedBuffer &stacked : step.as<LoopAttrs>().stacked)
+        moved.insert(stacked.buffer);
+  if (!moved.empty())
+    checkMovedUses(steps.elements(), program.steps, program, moved, {});
 }
 
 } // namespace meshc::runtime

@@ -52,11 +52,24 @@ programBlock(const Program &program, const std::vector<layout::Dim> &dims,
              const layout::TensorLayout &layout,
              const layout::TensorLayout::BlockLists &blocks);
 
-/// Parses step `index` of `program`, whose mesh and buffers are loaded;
-/// `bufferIndex` maps buffer ids to positions in program.buffers. Adds the
-/// step's axes to program.groupAxes when they are new.
+/// Per buffer, the most bytes the loops around a step move it by (empty
+/// outside loops): where a step inside a loop may find it.
+using LoopReach = std::vector<int64_t>;
+
+/// Parses step `index` of `program`, whose mesh, buffers and tensors are
+/// loaded; `bufferIndex` maps buffer ids to positions in program.buffers,
+/// `reach` says how far the enclosing loops move them. Adds the step's axes
+/// to program.groupAxes when they are new, and a loop's body (parsed
+/// recursively, its steps numbered later by numberBodySteps) to
+/// program.loopBodies.
 Step parseStep(const JsonNode &node, size_t index, Program &program,
-               const std::map<int64_t, size_t> &bufferIndex);
+               const std::map<int64_t, size_t> &bufferIndex,
+               const LoopReach &reach = {});
+
+/// Numbers the loop bodies' steps after program.steps (Program::bodySteps)
+/// and checks that no step uses a buffer a loop moves from outside that
+/// loop, failing at the step (`steps` is the "steps" array).
+void numberBodySteps(const JsonNode &steps, Program &program);
 
 } // namespace meshc::runtime
 

@@ -69,6 +69,8 @@ void appendEvents(std::string &out, const Program &program, int64_t pid,
       extra = ",\"bytes\":" + std::to_string(collectiveBytes(step)) +
               ",\"group\":\"" + axes + "\"";
     }
+    if (event.iteration >= 0)
+      extra += ",\"iteration\":" + std::to_string(event.iteration);
     // A training run is numbered from 1; an eval run by the training runs
     // before it.
     uint64_t run = event.eval ? event.run : event.run + 1;
@@ -93,6 +95,18 @@ std::string processMetadata(int64_t pid, const std::string &name) {
 
 } // namespace
 
+/// How many steps a device runs for `steps` (loops run their bodies
+/// `count` times).
+static size_t leafRuns(const Program &program, const std::vector<Step> &steps) {
+  size_t runs = 0;
+  for (const Step &step : steps)
+    runs += step.op() == OpKind::Loop
+                ? size_t(step.as<LoopAttrs>().count) *
+                      leafRuns(program, program.bodyOf(step))
+                : 1;
+  return runs;
+}
+
 const char *stepCategory(const Step &step) {
   if (step.op() == OpKind::Einsum) {
     for (const EinsumStage &stage : step.as<EinsumAttrs>().plan.stages)
@@ -107,10 +121,10 @@ TraceRecorder::TraceRecorder(const Program &program, size_t localDevices,
                              int64_t runLimit)
     : program(program), runLimit(runLimit), origin(Clock::now()),
       events(localDevices) {
-  size_t steps =
-      program.steps.size() + (program.training && program.training->sync
-                                  ? program.training->sync->steps.size()
-                                  : 0);
+  size_t steps = leafRuns(program, program.steps) +
+                 (program.training && program.training->sync
+                      ? program.training->sync->steps.size()
+                      : 0);
   int64_t runs =
       runLimit > 0 ? std::min(runLimit, kReservedRuns) : kReservedRuns;
   for (std::vector<TraceEvent> &device : events)

@@ -39,6 +39,8 @@ struct TraceEvent {
   /// Nanoseconds since the recorder's clock started.
   int64_t startNs = 0;
   int64_t endNs = 0;
+  /// In a loop's body: the innermost loop's iteration; else -1.
+  int64_t iteration = -1;
 };
 
 /// "gemm", "elementwise", "reduction", "collective" or "copy": what kind of
@@ -64,9 +66,10 @@ public:
   /// Records `step` of the current run on local device `local`; only that
   /// device's thread calls it for `local`.
   void record(size_t local, const Step &step, Clock::time_point start,
-              Clock::time_point end) {
+              Clock::time_point end, int64_t iteration = -1) {
     events[local].push_back({static_cast<uint32_t>(step.index), currentEval,
-                             currentRun, nanoseconds(start), nanoseconds(end)});
+                             currentRun, nanoseconds(start), nanoseconds(end),
+                             iteration});
   }
   /// The events of local device `local`, in order.
   const std::vector<TraceEvent> &deviceEvents(size_t local) const {

@@ -92,7 +92,8 @@ void CpuDevice::read(int64_t offset, void *dst, int64_t bytes) const {
 }
 
 char *CpuDevice::bufferAt(const Operand &operand) const {
-  return arena.data() + program.buffers[operand.buffer].offset;
+  return arena.data() + program.buffers[operand.buffer].offset +
+         (shifts ? shifts[operand.buffer] : 0);
 }
 
 char *CpuDevice::at(const Operand &operand) const {
@@ -106,7 +107,10 @@ DType CpuDevice::kernelType(const Operand &operand) const {
 }
 
 char *CpuDevice::at(const PlannedTensor &tensor) const {
-  return (tensor.inScratch ? scratch.data() : arena.data()) + tensor.offset;
+  if (tensor.inScratch)
+    return scratch.data() + tensor.offset;
+  return arena.data() + tensor.offset +
+         (shifts && tensor.buffer >= 0 ? shifts[tensor.buffer] : 0);
 }
 
 int64_t CpuDevice::elementBytes(const Operand &operand) const {
@@ -123,13 +127,15 @@ void CpuDevice::runDropout(const Step &step, const RunContext &context) {
     return;
   }
   const DropoutAttrs &dropout = step.as<DropoutAttrs>();
-  DropoutMask mask(context.seed, dropout.name, context.run, dropout.rate);
+  DropoutMask mask(context.seed, context.streamName(dropout.name), context.run,
+                   dropout.rate);
   dropoutKernel(mask, dropout.dims, blockOffsets[step.index], out,
                 step.out.shape);
 }
 
 void CpuDevice::run(const Step &step, Communicator *comm,
                     const RunContext &context) {
+  shifts = context.shifts;
   for (const Operand &in : step.in)
     if (in.staging >= 0)
       widenKernel(program.buffers[in.buffer].dtype, bufferAt(in), f32(at(in)),
@@ -269,6 +275,8 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
   case OpKind::Slice:
     runCollective(step, *comm);
     return;
+  case OpKind::Loop:
+    throw RuntimeError("a loop step is run by the session, not a device");
   }
 }
 

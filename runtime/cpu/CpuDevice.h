@@ -100,6 +100,8 @@ private:
   /// program's largest fused step for each helper.
   HostMemory helperScratch;
   int64_t helperScratchFloats = 0;
+  /// RunContext::shifts of the step being run.
+  const int64_t *shifts = nullptr;
   WorkerPool pool;
 };
 

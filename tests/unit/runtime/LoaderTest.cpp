@@ -192,7 +192,7 @@ TEST(LoaderTest, StepErrors) {
             "einsum, unary, cast, binary, reduce, softmax, logsumexp, "
             "softmax_cross_entropy, one_hot, argmax, dropout, range, cumsum, "
             "window, top_k, all_reduce, "
-            "all_gather, reduce_scatter, all_to_all, slice, fused)");
+            "all_gather, reduce_scatter, all_to_all, slice, fused, loop)");
   EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["sizes"]["io"] = 8; }),
             "p.mprog: steps[0].in[0]: operand [batch=2, io=8] needs 64 bytes "
             "but buffer 0 has 32");
