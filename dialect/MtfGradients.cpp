@@ -91,6 +91,10 @@ LogicalResult AssignOp::buildGradients(OpEmitter &, Value, GradientSink &) {
 LogicalResult FusedOp::buildGradients(OpEmitter &, Value, GradientSink &) {
   return noGradient(*this);
 }
+LogicalResult LoopOp::buildGradients(OpEmitter &, Value, GradientSink &) {
+  return emitOpError() << "is not differentiated by mtf-autodiff yet; "
+                          "compile with --repeat=unroll";
+}
 LogicalResult YieldOp::buildGradients(OpEmitter &, Value, GradientSink &) {
   return noGradient(*this);
 }

@@ -884,11 +884,95 @@ def Mtf_FusedOp : Mtf_Op<"fused", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethod
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Loops
+//===----------------------------------------------------------------------===//
+
+def Mtf_LoopOp : Mtf_Op<"loop", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">, AttrSizedOperandSegments,
+    AttrSizedResultSegments, RecursiveMemoryEffects]> {
+  let summary = "a layer compiled once: its body run once per position of a named dim";
+  let description = [{
+    `repeat layers block(x, extra...)`: the body (one block) runs `count`
+    times, once per position of the named dim `dim` (the layer dim). Its
+    operands come in three kinds, and so do the body's arguments, in this
+    order:
+
+    - `carry`: the values passed from one iteration to the next (the
+      body's first arguments, then the first values it yields); the loop's
+      first results are their values after the last iteration;
+    - `stacked`: tensors stacked along `dim`, which must be their first dim
+      (`count` long): the body sees iteration i's slice, without `dim` (a
+      layer's weights);
+    - `invariant`: the same value in every iteration (a mask).
+
+    The values the body yields after the carried ones are stacked along
+    `dim` into the loop's other results (iteration i's value at position i
+    of a new first dim). The body is isolated from above: everything it
+    reads is an operand; no body value has `dim`.
+
+    ```mlir
+    %y = mtf.loop "layers" 2 carry(%x : !mtf.tensor<[b=8, d=4], f32>)
+        stacked(%w : !mtf.tensor<[layers=2, d=4, e=4], f32>)
+        -> (!mtf.tensor<[b=8, d=4], f32>) {
+    ^bb0(%h: !mtf.tensor<[b=8, d=4], f32>, %wi: !mtf.tensor<[d=4, e=4], f32>):
+      %t = mtf.einsum %h, %wi : !mtf.tensor<[b=8, d=4], f32>, !mtf.tensor<[d=4, e=4], f32> -> !mtf.tensor<[b=8, e=4], f32>
+      %n = mtf.rename %t "e" to "d" : !mtf.tensor<[b=8, e=4], f32> -> !mtf.tensor<[b=8, d=4], f32>
+      mtf.yield %n : !mtf.tensor<[b=8, d=4], f32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$dim, ConfinedAttr<I64Attr, [IntPositive]>:$count,
+                       Variadic<Mtf_AnyTensor>:$carried,
+                       Variadic<Mtf_AnyTensor>:$stacked,
+                       Variadic<Mtf_AnyTensor>:$invariant);
+  let results = (outs Variadic<Mtf_AnyTensor>:$finals,
+                      Variadic<Mtf_AnyTensor>:$stackedResults);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $dim $count
+    (`carry` `(` $carried^ `:` type($carried) `)`)?
+    (`stacked` `(` $stacked^ `:` type($stacked) `)`)?
+    (`invariant` `(` $invariant^ `:` type($invariant) `)`)?
+    `->` `(` type($finals) `)` (`stacked` `(` type($stackedResults)^ `)`)?
+    attr-dict-with-keyword $body
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    /// The body's arguments for the carried, stacked and invariant operands.
+    ::mlir::Block::BlockArgListType getCarriedArgs() {
+      return getBodyBlock().getArguments().take_front(getCarried().size());
+    }
+    ::mlir::Block::BlockArgListType getStackedArgs() {
+      return getBodyBlock().getArguments().slice(getCarried().size(),
+                                                 getStacked().size());
+    }
+    ::mlir::Block::BlockArgListType getInvariantArgs() {
+      return getBodyBlock().getArguments().drop_front(getCarried().size() +
+                                                      getStacked().size());
+    }
+    /// The type of one iteration's slice of a value of type `stacked`
+    /// stacked along `dim` (its first dim), or null when it is not.
+    static TensorType sliceType(::mlir::Type stacked, ::llvm::StringRef dim,
+                                int64_t count);
+    /// `slice` stacked along `dim`: `dim`=`count` first, then its dims.
+    static TensorType stackedType(TensorType slice, ::llvm::StringRef dim,
+                                  int64_t count);
+  }];
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("is a loop: compile with --repeat=unroll until mtf-partition partitions loops");
+    }
+  }];
+}
+
 def Mtf_YieldOp : Mtf_Op<"yield", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
-    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, HasParent<"FusedOp">, Pure,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, ParentOneOf<["FusedOp", "LoopOp"]>, Pure,
     Terminator]> {
-  let summary = "the values of an mtf.fused body that the program reads";
-  let arguments = (ins Variadic<Mtf_FloatTensor>:$values);
+  let summary = "the values of an mtf.fused or mtf.loop body that the program reads";
+  let arguments = (ins Variadic<Mtf_AnyTensor>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
   let extraClassDefinition = [{

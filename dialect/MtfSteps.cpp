@@ -165,9 +165,16 @@ LogicalResult TrainOp::writeSteps(StepWriter &) {
                                   "pass and the update");
 }
 
+std::optional<OpKind> LoopOp::getStepKind() { return OpKind::Loop; }
+LogicalResult LoopOp::writeSteps(StepWriter &) {
+  return notInLocalProgram(*this, "the emitter does not write loops yet; "
+                                  "compile with --repeat=unroll");
+}
+
 std::optional<OpKind> YieldOp::getStepKind() { return std::nullopt; }
 LogicalResult YieldOp::writeSteps(StepWriter &) {
-  return notInLocalProgram(*this, "it is written with its mtf.fused");
+  return notInLocalProgram(*this, "it is written with its mtf.fused or "
+                                  "mtf.loop");
 }
 
 /// An output of a parameter the step assigns is copied before the update.

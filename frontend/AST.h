@@ -168,17 +168,21 @@ public:
   std::vector<ExprPtr> args;
 };
 
-/// `repeat N f(x, extra...)`: N chained calls of `f`, each taking the
-/// previous result as its first argument and the same extra arguments.
+/// `repeat N f(x, extra...)` or `repeat layers f(x, extra...)`: N (the size
+/// of dim `layers`) chained calls of `f`, each taking the previous result as
+/// its first argument and the same extra arguments.
 class RepeatExpr : public Expr {
 public:
-  RepeatExpr(Loc loc, int64_t count, Ident callee, std::vector<ExprPtr> args,
-             unsigned depth)
-      : Expr(Kind::Repeat, loc, depth), count(count), callee(callee),
-        args(std::move(args)) {}
+  RepeatExpr(Loc loc, int64_t count, std::optional<Ident> dim, Ident callee,
+             std::vector<ExprPtr> args, unsigned depth)
+      : Expr(Kind::Repeat, loc, depth), count(count), dim(std::move(dim)),
+        callee(callee), args(std::move(args)) {}
   static bool classof(const Expr *e) { return e->getKind() == Kind::Repeat; }
 
+  /// The count written (0 when a dim is named instead).
   int64_t count;
+  /// The layer dim named instead of a count.
+  std::optional<Ident> dim;
   Ident callee;
   std::vector<ExprPtr> args;
 };

@@ -40,6 +40,10 @@ struct ImportOptions {
   /// When set, receives each repeat expanded, once per site, in the order of
   /// their first expansion.
   std::vector<RepeatSite> *repeats = nullptr;
+  /// Each outermost `repeat` becomes one mtf.loop over its layer dim, its
+  /// parameters stacked along it (meshc --repeat=loop); else the repeats are
+  /// unrolled into instances.
+  bool loops = false;
 };
 
 /// Parses the main buffer of `sourceMgr` as a .mtf model and builds a module

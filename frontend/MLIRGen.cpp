@@ -193,6 +193,33 @@ LogicalResult MLIRGen::genParam(const ParamStmt &stmt, Scope &scope) {
   std::string name = scope.prefix + stmt.name.name.str();
   mlir::Location loc =
       mlir::NameLoc::get(stringAttr(name), location(stmt.name.loc));
+  if (activeLoop) {
+    // One parameter for every layer: stacked along the loop's dim before
+    // the loop, the body seeing its layer's slice.
+    if (type->hasDim(activeLoop->dim))
+      return error(stmt.name.loc)
+             << "parameter '" << stmt.name.name << "' has the dim '"
+             << activeLoop->dim
+             << "' that its repeat loops over; a parameter of a repeated "
+                "function is stacked along that dim already";
+    FailureOr<mtf::TensorType> stackedType = makeTensorType(
+        mtf::LoopOp::stackedType(*type, activeLoop->dim, activeLoop->count)
+            .getDims(),
+        type->getElementType(), stmt.name.loc);
+    if (failed(stackedType))
+      return failure();
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToEnd(activeLoop->outside);
+    auto param =
+        create<mtf::ParamOp>(loc, *stackedType, stringAttr(name), *init);
+    namedValues.insert(param.getResult());
+    activeLoop->stacked.push_back(param.getResult());
+    // After the carried argument and the stacked ones before it.
+    mlir::Value slice = activeLoop->body->insertArgument(
+        activeLoop->stacked.size(), *type, loc);
+    scope.tensors[stmt.name.name] = Binding{slice, stmt.name.loc};
+    return success();
+  }
   auto param = create<mtf::ParamOp>(loc, *type, stringAttr(name), *init);
   namedValues.insert(param.getResult());
   scope.tensors[stmt.name.name] = Binding{param.getResult(), stmt.name.loc};
@@ -319,15 +346,21 @@ LogicalResult MLIRGen::genDef(std::unique_ptr<DefStmt> def) {
 
 FailureOr<mlir::Value> MLIRGen::instantiate(FunctionInfo &function,
                                             llvm::ArrayRef<mlir::Value> args,
-                                            Loc callLoc) {
+                                            Loc callLoc,
+                                            llvm::StringRef named) {
   ++operationCount;
   if (failed(checkBudget(callLoc)))
     return failure();
   const DefStmt &def = *function.def;
   Scope scope;
   scope.function = &def;
+  // Instances in a loop's body are counted and named inside the loop.
   std::string instance =
-      def.name.name.str() + "_" + std::to_string(function.nextInstance++);
+      !named.empty() ? named.str()
+      : activeLoop
+          ? activeLoop->prefix + def.name.name.str() + "_" +
+                std::to_string(activeLoop->instances[def.name.name]++)
+          : def.name.name.str() + "_" + std::to_string(function.nextInstance++);
   scope.prefix = instance + ".";
   for (auto [arg, value] : llvm::zip_equal(def.args, args))
     scope.tensors[arg.name] = Binding{value, arg.loc};
@@ -342,5 +375,8 @@ FailureOr<mlir::Value> MLIRGen::instantiate(FunctionInfo &function,
     if (failed(result) || failed(checkBudget(stmt->getLoc())))
       return failure();
   }
-  return genTensor(*def.result, scope);
+  FailureOr<mlir::Value> result = genTensor(*def.result, scope);
+  // After the body, whose own calls set it too.
+  lastInstance = instance;
+  return result;
 }

@@ -131,10 +131,13 @@ private:
                                          const Scope &scope) const;
   /// Fails once the program has grown past kMaxOperations.
   llvm::LogicalResult checkBudget(Loc loc) const;
-  /// Emits one instance of `function` applied to `args`.
+  /// Emits one instance of `function` applied to `args`, named `instance`
+  /// when given (else by the function's count, or the loop's), and records
+  /// its name in lastInstance.
   llvm::FailureOr<mlir::Value> instantiate(FunctionInfo &function,
                                            llvm::ArrayRef<mlir::Value> args,
-                                           Loc callLoc);
+                                           Loc callLoc,
+                                           llvm::StringRef instance = "");
   /// Names the operation defining `value` (when no statement named it yet).
   void nameValue(mlir::Value value, llvm::StringRef name);
 
@@ -167,6 +170,12 @@ private:
   llvm::FailureOr<mlir::Value> genCall(const CallExpr &call, Scope &scope);
   llvm::FailureOr<mlir::Value> genRepeat(const RepeatExpr &repeat,
                                          Scope &scope);
+  /// An outermost repeat as one mtf.loop of `count` iterations over `args`
+  /// (ImportOptions::loops).
+  llvm::FailureOr<mlir::Value> genLoop(const RepeatExpr &repeat,
+                                       FunctionInfo &function,
+                                       llvm::ArrayRef<mlir::Value> args,
+                                       int64_t count);
   llvm::FailureOr<Operand> genCheckpoint(const CheckpointExpr &checkpoint,
                                          Scope &scope);
   llvm::FailureOr<mlir::Value> genEinsum(const BuiltinExpr &call,
@@ -246,6 +255,25 @@ private:
   const ImportOptions &options;
   /// Repeats being expanded (their instances are on the call stack).
   unsigned activeRepeats = 0;
+  /// The loop whose body is being emitted (ImportOptions::loops): its
+  /// function's parameters become stacked parameters before it, and its
+  /// function instances are named inside it.
+  struct LoopFrame {
+    std::string dim;
+    int64_t count = 0;
+    mlir::Block *body = nullptr;
+    /// Where the stacked parameters go: the program, before the loop.
+    mlir::Block *outside = nullptr;
+    /// "block.": the prefix of the instances inside.
+    std::string prefix;
+    llvm::StringMap<unsigned> instances;
+    llvm::SmallVector<mlir::Value> stacked;
+  };
+  LoopFrame *activeLoop = nullptr;
+  /// The loop dims named so far (auto-named ones included), by name.
+  llvm::StringMap<int64_t> loopDims;
+  /// The name instantiate() gave its last instance.
+  std::string lastInstance;
   /// `checkpoint(...)` expressions emitted so far; the next one's ops are
   /// tagged checkpoint_<nextCheckpoint>.
   unsigned nextCheckpoint = 0;

@@ -310,6 +310,8 @@ FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
     args.push_back(*value);
   }
   int64_t count = repeat.count;
+  if (repeat.dim)
+    count = lookupDim(*repeat.dim)->size;
   Loc loc = repeat.getLoc();
   if (auto it = options.repeatCounts.find({loc.line, loc.column});
       it != options.repeatCounts.end())
@@ -320,10 +322,12 @@ FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
     });
     if (site == options.repeats->end())
       options.repeats->push_back(
-          {loc.line, loc.column, repeat.count, activeRepeats > 0});
+          {loc.line, loc.column, count, activeRepeats > 0});
     else
       site->nested |= activeRepeats > 0;
   }
+  if (options.loops && activeRepeats == 0 && !activeLoop)
+    return genLoop(repeat, function, args, count);
   ++activeRepeats;
   auto leave = llvm::make_scope_exit([&] { --activeRepeats; });
   for (int64_t i = 0; i < count; ++i) {
@@ -334,11 +338,9 @@ FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
       return failure();
     // The ops of an outermost repeat's instance carry its name (mtf-remat
     // recomputes per instance).
-    if (activeRepeats == 1)
-      tagEmittedSince(
-          last, mlir::mtf::MtfDialect::kInstanceAttrName,
-          (repeat.callee.name + "_" + llvm::Twine(function.nextInstance - 1))
-              .str());
+    std::string instance = lastInstance;
+    if (activeRepeats == 1 && !activeLoop)
+      tagEmittedSince(last, mlir::mtf::MtfDialect::kInstanceAttrName, instance);
     if (next->getType() != args.front().getType()) {
       Error diag = error(repeat.callee.loc);
       diag << "'repeat' needs '" << repeat.callee.name
@@ -352,10 +354,84 @@ FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
     }
     // The results of all but the last instance have no name otherwise.
     if (i + 1 < count)
-      nameValue(*next, (repeat.callee.name + "_" +
-                        llvm::Twine(function.nextInstance - 1))
-                           .str());
+      nameValue(*next, instance);
     args.front() = *next;
   }
   return args.front();
+}
+
+FailureOr<mlir::Value> MLIRGen::genLoop(const RepeatExpr &repeat,
+                                        FunctionInfo &function,
+                                        llvm::ArrayRef<mlir::Value> args,
+                                        int64_t count) {
+  // The layer dim: the one named, else "<f>_layers" (then "_2", "_3", ...
+  // when that name has another size).
+  std::string dim;
+  if (repeat.dim) {
+    dim = repeat.dim->name.str();
+  } else {
+    std::string base = repeat.callee.name.str() + "_layers";
+    dim = base;
+    for (int k = 2;; ++k) {
+      auto declared = dims.find(dim);
+      auto looped = loopDims.find(dim);
+      if ((declared == dims.end() || declared->second.size == count) &&
+          (looped == loopDims.end() || looped->second == count))
+        break;
+      dim = base + "_" + std::to_string(k);
+    }
+  }
+  loopDims[dim] = count;
+  for (mlir::Value arg : args)
+    if (tensorType(arg).hasDim(dim))
+      return error(repeat.callee.loc)
+             << "'repeat' loops over the dim '" << dim << "' but argument "
+             << formatType(tensorType(arg)) << " has it";
+
+  mlir::Location loc = location(repeat.callee.loc);
+  auto body = std::make_unique<mlir::Block>();
+  for (mlir::Value arg : args)
+    body->addArgument(arg.getType(), loc);
+  LoopFrame frame;
+  frame.dim = dim;
+  frame.count = count;
+  frame.body = body.get();
+  frame.outside = builder.getInsertionBlock();
+  // The loop is one instance of its function, whose layers the stacked
+  // parameters hold: block_0.w [layers, ...], and block_0.ln_0.scale for
+  // the instances its body calls.
+  std::string instance =
+      repeat.callee.name.str() + "_" + std::to_string(function.nextInstance++);
+  frame.prefix = instance + ".";
+  FailureOr<mlir::Value> result;
+  {
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToEnd(body.get());
+    activeLoop = &frame;
+    auto leave = llvm::make_scope_exit([&] { activeLoop = nullptr; });
+    llvm::SmallVector<mlir::Value> inner(body->getArguments().begin(),
+                                         body->getArguments().end());
+    // Stacked parameters' slices go between the carried value and the
+    // invariant ones; `inner` holds the arguments as they are now.
+    result = instantiate(function, inner, repeat.callee.loc, instance);
+    if (failed(result))
+      return failure();
+    if (result->getType() != args.front().getType()) {
+      Error diag = error(repeat.callee.loc);
+      diag << "'repeat' needs '" << repeat.callee.name
+           << "' to return a tensor of the type of its first argument, but "
+              "it turns "
+           << formatType(tensorType(args.front())) << " into "
+           << formatType(tensorType(*result));
+      diag.note(function.def->name.loc)
+          << "'" << repeat.callee.name << "' is defined here";
+      return failure();
+    }
+    create<mtf::YieldOp>(loc, mlir::ValueRange{*result});
+  }
+  auto loop = create<mtf::LoopOp>(
+      loc, mlir::TypeRange{args.front().getType()}, mlir::TypeRange{}, dim,
+      count, mlir::ValueRange{args.front()}, frame.stacked, args.drop_front());
+  loop.getBody().push_back(body.release());
+  return loop.getFinals().front();
 }

@@ -238,6 +238,8 @@ LogicalResult MLIRGen::checkExpr(const Expr &expr, const Scope &scope) {
   }
   case Expr::Kind::Repeat: {
     const auto &repeat = llvm::cast<RepeatExpr>(expr);
+    if (repeat.dim && !lookupDim(*repeat.dim))
+      return failure();
     return checkCall(repeat.callee, repeat.args, scope);
   }
   case Expr::Kind::Checkpoint:

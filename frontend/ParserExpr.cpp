@@ -309,18 +309,29 @@ ExprPtr Parser::parseRepeat() {
   Loc loc = tok.loc;
   consume();
   Loc countLoc = tok.loc;
-  int64_t count;
-  if (failed(parseInteger(count, /*allowMinus=*/false,
-                          "a repeat count after 'repeat'")))
-    return nullptr;
-  if (count < 1) {
-    diagnostics.error(countLoc)
-        << "repeat count must be at least 1, got " << count;
-    return nullptr;
+  int64_t count = 0;
+  std::optional<Ident> dim;
+  std::string written;
+  // `repeat f(x)`: the count is missing, f is no layer dim.
+  if (tok.is(TokenKind::Identifier) && !peekAhead().is(TokenKind::LParen)) {
+    dim.emplace();
+    if (failed(parseIdentifier(*dim, "a layer dim after 'repeat'")))
+      return nullptr;
+    written = dim->name.str();
+  } else {
+    if (failed(parseInteger(count, /*allowMinus=*/false,
+                            "a repeat count or a layer dim after 'repeat'")))
+      return nullptr;
+    if (count < 1) {
+      diagnostics.error(countLoc)
+          << "repeat count must be at least 1, got " << count;
+      return nullptr;
+    }
+    written = std::to_string(count);
   }
   Ident callee;
-  if (failed(parseIdentifier(callee, "a function name after 'repeat " +
-                                         std::to_string(count) + "'")))
+  if (failed(parseIdentifier(callee,
+                             "a function name after 'repeat " + written + "'")))
     return nullptr;
   if (lookupBuiltin(callee.name)) {
     diagnostics.error(callee.loc) << "'repeat' needs a function defined with "
@@ -329,9 +340,7 @@ ExprPtr Parser::parseRepeat() {
     return nullptr;
   }
   if (!tok.is(TokenKind::LParen)) {
-    unexpected(
-        ("'(' after 'repeat " + std::to_string(count) + " " + callee.name + "'")
-            .str());
+    unexpected("'(' after 'repeat " + written + " " + callee.name.str() + "'");
     return nullptr;
   }
   std::vector<ExprPtr> args;
@@ -344,8 +353,8 @@ ExprPtr Parser::parseRepeat() {
         << "': the tensor passed from each instance to the next";
     return nullptr;
   }
-  auto repeat =
-      std::make_unique<RepeatExpr>(loc, count, callee, std::move(args), depth);
+  auto repeat = std::make_unique<RepeatExpr>(loc, count, std::move(dim), callee,
+                                             std::move(args), depth);
   if (failed(checkDepth(*repeat)))
     return nullptr;
   return repeat;

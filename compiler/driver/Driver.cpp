@@ -47,6 +47,7 @@ namespace {
 
 enum class EmitKind { Default, Import, Mtf, Spmd, Mprog };
 enum class PrecisionKind { F32, BF16 };
+enum class RepeatKind { Unroll, Loop };
 
 /// meshc's own options; MLIR's printing/pass-manager options come on top.
 struct Options {
@@ -128,6 +129,16 @@ struct Options {
           clEnumValN(Remat::Repeat, "repeat",
                      "also each repeat instance: it keeps only its inputs "
                      "and is recomputed in the backward pass")),
+      cl::cat(category)};
+  cl::opt<RepeatKind> repeat{
+      "repeat", cl::desc("how `repeat` is compiled (docs/language.md)"),
+      cl::init(RepeatKind::Unroll),
+      cl::values(clEnumValN(RepeatKind::Unroll, "unroll",
+                            "one instance per layer, each with its own "
+                            "parameters (the default)"),
+                 clEnumValN(RepeatKind::Loop, "loop",
+                            "one mtf.loop over the layer dim, parameters "
+                            "stacked along it (--emit=import only, for now)")),
       cl::cat(category)};
   cl::opt<PrecisionKind> precision{
       "precision",
@@ -439,6 +450,14 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   std::vector<frontend::RepeatSite> repeats;
   frontend::ImportOptions importOptions;
   importOptions.repeats = &repeats;
+  importOptions.loops = options.repeat == RepeatKind::Loop;
+  if (importOptions.loops && options.emit != EmitKind::Import) {
+    llvm::errs() << "meshc: error: --repeat=loop compiles only as far as "
+                    "--emit=import for now: the passes after the frontend "
+                    "do not take loops yet; use --repeat=unroll (the "
+                    "default)\n";
+    return failure();
+  }
   OwningOpRef<ModuleOp> module =
       importInput(options, sourceMgr, context, importOptions);
   if (!module || failed(checkInput(options, *module)))

@@ -252,6 +252,7 @@ private:
   FailureOr<Tensor> cumsum(mtf::CumsumOp op);
   FailureOr<Tensor> window(mtf::WindowOp op);
   FailureOr<Tensor> topK(mtf::TopKOp op);
+  LogicalResult loop(mtf::LoopOp op);
   LogicalResult checkInt32Result(Operation *op, const Tensor &result);
 
   mtf::ProgramOp program;
@@ -264,6 +265,8 @@ private:
   llvm::StringMap<int64_t> labelRanges;
   std::map<std::string, Tensor> outputs;
   ParamValues assigned;
+  /// The iterations of the loops being run, outermost first.
+  std::vector<int64_t> iterations;
 };
 
 FailureOr<std::map<std::string, Tensor>> ProgramRun::run() {
@@ -444,10 +447,80 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
       // mtf.train asks the autodiff pass for backward and update ops; on its
       // own it computes nothing.
       .Case([&](mtf::TrainOp) { return success(); })
+      .Case([&](mtf::LoopOp op) { return loop(op); })
       .Default([&](Operation *op) {
         return op->emitOpError()
                << "is not supported by the reference interpreter";
       });
+}
+
+//===----------------------------------------------------------------------===//
+// Loops
+//===----------------------------------------------------------------------===//
+
+/// Iteration i of the body sees the carried values, slice i of each stacked
+/// operand (along its first dim) and the invariants; the values it yields
+/// after the carried ones are stacked into the other results.
+LogicalResult ProgramRun::loop(mtf::LoopOp op) {
+  Block &body = op.getBodyBlock();
+  size_t carriedCount = op.getCarried().size();
+  std::vector<Tensor> carried, stacked;
+  for (Value value : op.getCarried())
+    carried.push_back(valueOf(value));
+  for (Value value : op.getStackedResults()) {
+    FailureOr<Tensor> tensor = allocate(op, value.getType());
+    if (failed(tensor))
+      return failure();
+    stacked.push_back(std::move(*tensor));
+  }
+  auto slice = [](const Tensor &whole, int64_t i) {
+    Tensor part;
+    part.dims.assign(whole.dims.begin() + 1, whole.dims.end());
+    part.shape.assign(whole.shape.begin() + 1, whole.shape.end());
+    part.isInteger = whole.isInteger;
+    size_t size = whole.data.size() / size_t(whole.shape.front());
+    part.data.assign(whole.data.begin() + i * size,
+                     whole.data.begin() + (i + 1) * size);
+    return part;
+  };
+  iterations.push_back(0);
+  for (int64_t i = 0; i < op.getCount(); ++i) {
+    iterations.back() = i;
+    for (auto [arg, value] : llvm::zip(op.getCarriedArgs(), carried))
+      values.insert_or_assign(arg, value);
+    for (auto [arg, operand] : llvm::zip(op.getStackedArgs(), op.getStacked()))
+      values.insert_or_assign(arg, slice(valueOf(operand), i));
+    for (auto [arg, operand] :
+         llvm::zip(op.getInvariantArgs(), op.getInvariant()))
+      values.insert_or_assign(arg, valueOf(operand));
+    for (Operation &inner : body.without_terminator())
+      if (failed(checkOperandsEvaluated(&inner)) || failed(evaluate(&inner)))
+        return failure();
+    for (auto [index, value] :
+         llvm::enumerate(body.getTerminator()->getOperands())) {
+      const Tensor &yielded = valueOf(value);
+      if (index < carriedCount) {
+        carried[index] = yielded;
+        continue;
+      }
+      Tensor &into = stacked[index - carriedCount];
+      std::copy(yielded.data.begin(), yielded.data.end(),
+                into.data.begin() + i * yielded.data.size());
+    }
+    // The next iteration defines the body's values anew.
+    body.walk([&](Operation *inner) {
+      for (Value result : inner->getResults())
+        values.erase(result);
+    });
+  }
+  iterations.pop_back();
+  for (auto [result, value] : llvm::zip(op.getFinals(), carried))
+    if (failed(define(result, value)))
+      return failure();
+  for (auto [result, value] : llvm::zip(op.getStackedResults(), stacked))
+    if (failed(define(result, value)))
+      return failure();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -499,7 +572,11 @@ FailureOr<Tensor> ProgramRun::dropoutMask(mtf::DropoutMaskOp op) {
     std::fill(tensor->data.begin(), tensor->data.end(), 1.0);
     return tensor;
   }
-  runtime::DropoutMask mask(options.seed, op.getName(), runIndex,
+  // In a loop body, a mask per iteration: "name@i" per enclosing loop.
+  std::string stream = op.getName().str();
+  for (int64_t iteration : iterations)
+    stream += "@" + std::to_string(iteration);
+  runtime::DropoutMask mask(options.seed, stream, runIndex,
                             op.getRate().convertToDouble());
   for (size_t i = 0; i < tensor->data.size(); ++i)
     tensor->data[i] = static_cast<float>(mask.scale(i));
