@@ -963,7 +963,7 @@ def Mtf_LoopOp : Mtf_Op<"loop", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<
   }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
-      return PartitionRule::refuse("is a loop: compile with --repeat=unroll until mtf-partition partitions loops");
+      return PartitionRule::loop();
     }
   }];
 }

@@ -165,16 +165,40 @@ LogicalResult TrainOp::writeSteps(StepWriter &) {
                                   "pass and the update");
 }
 
+/// The carried values start in the results' buffers (the body's carried
+/// arguments); each iteration's body ends by writing the next ones there
+/// (YieldOp), and each stacked operand's slice buffer moves by its own size.
 std::optional<OpKind> LoopOp::getStepKind() { return OpKind::Loop; }
-LogicalResult LoopOp::writeSteps(StepWriter &) {
-  return notInLocalProgram(*this, "the emitter does not write loops yet; "
-                                  "compile with --repeat=unroll");
+LogicalResult LoopOp::writeSteps(StepWriter &writer) {
+  for (auto [operand, result] : llvm::zip(getCarried(), getFinals()))
+    if (writer.buffer(operand) != writer.buffer(result))
+      writer.push(OpKind::Copy, json::Object{{"in", writer.buffer(operand)},
+                                             {"out", writer.buffer(result)}});
+  FailureOr<json::Array> body = writer.stepsOf(getBodyBlock());
+  if (failed(body))
+    return failure();
+  json::Array stacked;
+  for (Value arg : getStackedArgs())
+    stacked.push_back(json::Object{{"buf", writer.buffer(arg)},
+                                   {"stride", writer.bufferBytes(arg)}});
+  writer.push(OpKind::Loop, json::Object{{"count", getCount()},
+                                         {"stacked", std::move(stacked)},
+                                         {"body", std::move(*body)}});
+  return success();
 }
 
+/// In a loop's body: the carried values for the next iteration, copied
+/// into the carried arguments' buffers.
 std::optional<OpKind> YieldOp::getStepKind() { return std::nullopt; }
-LogicalResult YieldOp::writeSteps(StepWriter &) {
-  return notInLocalProgram(*this, "it is written with its mtf.fused or "
-                                  "mtf.loop");
+LogicalResult YieldOp::writeSteps(StepWriter &writer) {
+  auto loop = llvm::dyn_cast<LoopOp>(getOperation()->getParentOp());
+  if (!loop)
+    return notInLocalProgram(*this, "it is written with its mtf.fused");
+  for (auto [value, arg] : llvm::zip(getValues(), loop.getCarriedArgs()))
+    if (writer.buffer(value) != writer.buffer(arg))
+      writer.push(OpKind::Copy, json::Object{{"in", writer.buffer(value)},
+                                             {"out", writer.buffer(arg)}});
+  return success();
 }
 
 /// An output of a parameter the step assigns is copied before the update.

@@ -92,6 +92,8 @@ PartitionRule PartitionRule::localGrad() {
   return ofKind(PartitionKind::LocalGrad);
 }
 
+PartitionRule PartitionRule::loop() { return ofKind(PartitionKind::Loop); }
+
 PartitionRule PartitionRule::refuse(llvm::StringRef why) {
   PartitionRule rule = ofKind(PartitionKind::Refuse);
   rule.refusal = why.str();

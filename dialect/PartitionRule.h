@@ -53,6 +53,10 @@ enum class PartitionKind {
   Assign,
   /// Local SGD: partial sums over the data-parallel axes stay per replica.
   LocalGrad,
+  /// A loop: its body is partitioned once, its block arguments in the
+  /// layouts of its operands (a stacked one's without the loop dim) and
+  /// the carried values yielded in them.
+  Loop,
   /// Not partitioned; `refusal` says why.
   Refuse,
 };
@@ -94,6 +98,7 @@ struct PartitionRule {
   static PartitionRule output();
   static PartitionRule assign(llvm::StringRef param);
   static PartitionRule localGrad();
+  static PartitionRule loop();
   static PartitionRule refuse(llvm::StringRef why);
 };
 

@@ -15,6 +15,7 @@
 #include "runtime/ElementFunctions.h"
 #include "runtime/core/StepKinds.h"
 
+#include "mlir/IR/Block.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include "llvm/Support/JSON.h"
@@ -58,6 +59,12 @@ public:
   virtual FailureOr<llvm::json::Value>
   memberBlocks(Operation *op, Value cut, StringRef dim,
                ArrayRef<int16_t> group) = 0;
+
+  /// The steps of the ops of `block` (a loop's body, its terminator
+  /// included), in a list of their own.
+  virtual FailureOr<llvm::json::Array> stepsOf(Block &block) = 0;
+  /// The bytes of the buffer that holds `value`.
+  virtual int64_t bufferBytes(Value value) = 0;
 
   /// The buffer of parameter (or slot) `name`.
   virtual int64_t paramBuffer(StringRef name) = 0;

@@ -48,6 +48,10 @@ struct BufferInfo {
   int64_t firstDef = 0, lastUse = 0;
   bool pinned = false; // input, parameter or output: lives all step long
   MemoryUse use = MemoryUse::Activations;
+  /// A loop's slice of a stacked operand: no space of its own, it starts
+  /// where that operand's buffer does and moves by its own bytes per
+  /// iteration.
+  std::optional<size_t> sliceOf;
 };
 
 std::string dtypeOf(Type type) {
@@ -106,6 +110,8 @@ public:
   int64_t paramBuffer(StringRef name) override {
     return paramBuffers.lookup(name);
   }
+  FailureOr<json::Array> stepsOf(Block &block) override;
+  int64_t bufferBytes(Value value) override { return infoOf(value).bytes; }
   std::optional<int64_t> snapshotBuffer(Operation *output) override {
     auto it = snapshots.find(output);
     return it == snapshots.end() ? std::nullopt
@@ -113,6 +119,10 @@ public:
   }
 
 private:
+  /// The program's ops in order, each loop followed by its body's ops
+  /// (terminator included), in `order`; loopEnd maps each loop to the
+  /// position of its body's last op.
+  LogicalResult flatten();
   LogicalResult assignBuffers();
   void planMemory();
   LogicalResult emitStep(Operation &op);
@@ -159,6 +169,10 @@ private:
   llvm::StringMap<int64_t> paramBuffers;
   /// Where push() appends.
   json::Array steps;
+  /// flatten()'s program order and loop ends.
+  std::vector<Operation *> order;
+  llvm::DenseMap<Operation *, int64_t> loopEnd;
+  llvm::DenseMap<Operation *, mtf::LoopOp> loops;
 };
 
 /// What an op is to the program's interface with the world: a tensor the
@@ -230,26 +244,74 @@ Value yieldedValue(Value value) {
   Operation *def = value.getDefiningOp();
   if (!def || def->getNumRegions() != 1)
     return value;
-  return def->getRegion(0).front().getTerminator()->getOperand(
+  Value inner = def->getRegion(0).front().getTerminator()->getOperand(
       llvm::cast<OpResult>(value).getResultNumber());
+  // A body that passes an argument on: the operand it stands for.
+  if (auto arg = llvm::dyn_cast<BlockArgument>(inner))
+    return def->getOperand(arg.getArgNumber());
+  return inner;
+}
+
+LogicalResult MprogEmitter::flatten() {
+  for (Operation &op : program.getBodyBlock()) {
+    order.push_back(&op);
+    auto loop = llvm::dyn_cast<mtf::LoopOp>(op);
+    if (!loop)
+      continue;
+    loops[&op] = loop;
+    if (!loop.getStackedResults().empty())
+      return loop.emitError()
+             << "a loop that stacks per-iteration values cannot be written "
+                "to a .mprog yet";
+    for (Operation &inner : loop.getBodyBlock()) {
+      if (mtf::stepKindOf(&inner) == runtime::OpKind::Loop)
+        return inner.emitError() << "a loop inside a loop's body cannot be "
+                                    "written to a .mprog yet";
+      order.push_back(&inner);
+    }
+    loopEnd[&op] = static_cast<int64_t>(order.size()) - 1;
+  }
+  return success();
 }
 
 LogicalResult MprogEmitter::assignBuffers() {
-  Block &body = program.getBodyBlock();
-  for (Operation &op : body)
-    for (Value result : op.getResults())
+  if (failed(flatten()))
+    return failure();
+  for (Operation *op : order)
+    for (Value result : op->getResults())
       aliases.insert(result);
-  for (Operation &op : body)
-    if (isView(&op))
-      aliases.unionSets(op.getOperand(0), op.getResult(0));
+  // A loop's carried argument is its result's buffer, every iteration
+  // writing the next value there; an invariant argument is its operand's.
+  llvm::DenseSet<Value> loopArgs;
+  for (Operation *op : order) {
+    if (isView(op))
+      aliases.unionSets(op->getOperand(0), op->getResult(0));
+    if (mtf::LoopOp loop = loops.lookup(op)) {
+      for (BlockArgument arg : loop.getBodyBlock().getArguments()) {
+        aliases.insert(arg);
+        loopArgs.insert(arg);
+      }
+      for (auto [arg, result] :
+           llvm::zip(loop.getCarriedArgs(), loop.getFinals()))
+        aliases.unionSets(arg, result);
+      for (auto [arg, operand] :
+           llvm::zip(loop.getInvariantArgs(), loop.getInvariant()))
+        aliases.unionSets(arg, operand);
+    }
+  }
   // An all-reduce works in place only when it is the last reader of its
   // input's buffer (through any view) and that buffer is not pinned: the
   // partitioner places a deferred all-reduce right after the partial sums,
   // and later adds of partial sums may still read them.
+  // (A loop's arguments are read again in the next iteration: never in
+  // place.)
   llvm::DenseMap<Value, int64_t> lastRead;
   llvm::DenseSet<Value> pinnedClasses;
+  for (Value arg : loopArgs)
+    pinnedClasses.insert(aliases.getLeaderValue(arg));
   int64_t position = 0;
-  for (Operation &op : body) {
+  for (Operation *each : order) {
+    Operation &op = *each;
     Boundary boundary = boundaryOf(op);
     for (Value operand : op.getOperands()) {
       Value leader = aliases.getLeaderValue(operand);
@@ -262,7 +324,8 @@ LogicalResult MprogEmitter::assignBuffers() {
     ++position;
   }
   position = 0;
-  for (Operation &op : body) {
+  for (Operation *each : order) {
+    Operation &op = *each;
     auto step = llvm::dyn_cast<mtf::StepOpInterface>(op);
     if (step && step.mayWorkInPlace()) {
       Value leader = aliases.getLeaderValue(op.getOperand(0));
@@ -274,9 +337,14 @@ LogicalResult MprogEmitter::assignBuffers() {
   }
   // One buffer per class, in order of first definition.
   int64_t index = 0;
-  for (Operation &op : body) {
+  for (Operation *each : order) {
+    Operation &op = *each;
     Boundary boundary = boundaryOf(op);
-    for (Value result : op.getResults()) {
+    SmallVector<Value> defined(op.getResults());
+    mtf::LoopOp loop = loops.lookup(&op);
+    if (loop)
+      llvm::append_range(defined, loop.getStackedArgs());
+    for (Value result : defined) {
       Value leader = aliases.getLeaderValue(result);
       auto [it, inserted] = leaderIndex.try_emplace(leader, buffers.size());
       BufferInfo *info = nullptr;
@@ -297,6 +365,13 @@ LogicalResult MprogEmitter::assignBuffers() {
                       (elementOf(result.getType()).getIntOrFloatBitWidth() / 8);
         info->firstDef = index;
         info->use = useOf(op);
+        if (loop && llvm::isa<BlockArgument>(result)) {
+          // A stacked operand's slice.
+          auto arg = llvm::cast<BlockArgument>(result);
+          info->sliceOf = leaderIndex.lookup(
+              aliases.getLeaderValue(loop->getOperand(arg.getArgNumber())));
+          info->use = buffers[*info->sliceOf].use;
+        }
         if (info->dtype == "?")
           return op.emitError() << "the .mprog runtime handles f32, i32, "
                                    "bf16 and f16 tensors; got "
@@ -312,12 +387,19 @@ LogicalResult MprogEmitter::assignBuffers() {
       if (boundary.isSource())
         info->pinned = true;
     }
+    // A loop's operands and results live through its whole body.
+    int64_t until = loop ? loopEnd.lookup(loop) : index;
     for (Value operand : op.getOperands()) {
       BufferInfo &info = infoOf(operand);
-      info.lastUse = std::max(info.lastUse, index);
+      info.lastUse = std::max(info.lastUse, until);
       if (boundary.kind == Boundary::Output)
         info.pinned = true;
     }
+    if (loop)
+      for (Value result : loop.getResults()) {
+        BufferInfo &info = infoOf(result);
+        info.lastUse = std::max(info.lastUse, until);
+      }
     if (boundary.kind == Boundary::Output)
       if (std::string dtype = infoOf(op.getOperand(0)).dtype;
           dtype != "f32" && dtype != "i32")
@@ -332,6 +414,7 @@ LogicalResult MprogEmitter::assignBuffers() {
 
   // An output of a parameter that the step assigns shows the value the step
   // read: it is copied into a buffer of its own before the update.
+  Block &body = program.getBodyBlock();
   llvm::StringSet<> assigned;
   for (auto assign : body.getOps<mtf::AssignOp>())
     assigned.insert(assign.getName());
@@ -365,10 +448,10 @@ void MprogEmitter::planMemory() {
       top += align(info.bytes);
     }
   std::map<int64_t, int64_t> live; // offset -> end, of placed temporaries
-  std::vector<BufferInfo *> order;
+  std::vector<BufferInfo *> temporaries;
   for (BufferInfo &info : buffers)
-    if (!info.pinned)
-      order.push_back(&info);
+    if (!info.pinned && !info.sliceOf)
+      temporaries.push_back(&info);
   arenaBytes = top;
   peakLiveBytes = top;
   int64_t liveBytes = top;
@@ -377,9 +460,9 @@ void MprogEmitter::planMemory() {
     if (info.pinned)
       liveByUse[static_cast<size_t>(info.use)] += align(info.bytes);
   peakByUse = liveByUse;
-  int64_t steps = program.getBodyBlock().getOperations().size();
+  int64_t steps = static_cast<int64_t>(order.size());
   std::vector<std::vector<BufferInfo *>> byDef(steps), byEnd(steps);
-  for (BufferInfo *info : order) {
+  for (BufferInfo *info : temporaries) {
     byDef[info->firstDef].push_back(info);
     byEnd[info->lastUse].push_back(info);
   }
@@ -407,6 +490,9 @@ void MprogEmitter::planMemory() {
       liveByUse[static_cast<size_t>(info->use)] -= align(info->bytes);
     }
   }
+  for (BufferInfo &info : buffers)
+    if (info.sliceOf)
+      info.offset = buffers[*info.sliceOf].offset;
 }
 
 std::vector<std::string> MprogEmitter::dimNames(Value value) {
@@ -654,6 +740,19 @@ json::Object MprogEmitter::trainingEntry(DictionaryAttr training) {
   return entry;
 }
 
+FailureOr<json::Array> MprogEmitter::stepsOf(Block &block) {
+  json::Array outer = std::move(steps);
+  steps = json::Array();
+  for (Operation &op : block)
+    if (failed(emitStep(op))) {
+      steps = std::move(outer);
+      return failure();
+    }
+  json::Array inner = std::move(steps);
+  steps = std::move(outer);
+  return inner;
+}
+
 LogicalResult MprogEmitter::emitStep(Operation &op) {
   auto step = llvm::dyn_cast<mtf::StepOpInterface>(op);
   if (!step)
@@ -666,10 +765,11 @@ LogicalResult MprogEmitter::emitStep(Operation &op) {
 FailureOr<MemoryPlanStats> MprogEmitter::plan() {
   // Ranked values carry the dim names of the named tensor they came from
   // (through mtf.to_tensor, then each collective on its operand 0).
-  for (Operation &op : program.getBodyBlock())
-    if (op.getNumResults() == 1 && op.getNumOperands() >= 1 &&
-        llvm::isa<RankedTensorType>(op.getResult(0).getType()))
-      rankedNames[op.getResult(0)] = dimNames(op.getOperand(0));
+  program.getBody().walk([&](Operation *op) {
+    if (op->getNumResults() == 1 && op->getNumOperands() >= 1 &&
+        llvm::isa<RankedTensorType>(op->getResult(0).getType()))
+      rankedNames[op->getResult(0)] = dimNames(op->getOperand(0));
+  });
   if (failed(assignBuffers()))
     return failure();
   planMemory();

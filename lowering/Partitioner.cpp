@@ -141,6 +141,8 @@ LogicalResult Partitioner::partition(Operation &op) {
     return partitionAssign(op, rule);
   case mtf::PartitionKind::LocalGrad:
     return partitionLocalGrad(op);
+  case mtf::PartitionKind::Loop:
+    return partitionLoop(llvm::cast<mtf::LoopOp>(op));
   case mtf::PartitionKind::Refuse:
     return op.emitOpError() << rule.refusal;
   }
@@ -471,6 +473,98 @@ LogicalResult Partitioner::partitionAssign(Operation &op,
 }
 
 /// Whether some input's first (example) dim is cut into unequal blocks.
+/// The body's arguments take the layouts their operands have when the loop
+/// starts (a partial sum is added up first; a stacked operand's slice drops
+/// the loop dim, which is never split), and the body yields each carried
+/// value in its argument's layout, so every iteration sees the layouts the
+/// first one did. A value yielded for stacking keeps its layout, under the
+/// whole loop dim.
+LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
+  if (!weights.isPlain())
+    return loop.emitOpError()
+           << "cannot be partitioned under device weights or --uneven yet "
+              "(its blocks would be unequal across the loop's boundary)";
+  StringRef dim = loop.getDim();
+  int64_t count = loop.getCount();
+  SmallVector<Value> locals;
+  SmallVector<Layout> argLayouts;
+  SmallVector<Type> argTypes;
+  for (auto [index, operand] : llvm::enumerate(loop.getOperands())) {
+    materialize(operand);
+    auto [local, layoutIndex] = this->locals.lookup(operand);
+    Layout layout = layouts[layoutIndex];
+    auto type = llvm::cast<mtf::TensorType>(operand.getType());
+    Value arg = loop.getBodyBlock().getArgument(index);
+    auto argType = llvm::cast<mtf::TensorType>(arg.getType());
+    if (argType != type) {
+      // A stacked operand: its slice, without the (whole) loop dim.
+      if (!layout.axesOf(0).empty())
+        return loop.emitOpError()
+               << "cannot split its dim '" << dim << "' over the mesh ("
+               << describe(type, layout)
+               << "): a layer dim is whole until pipeline parallelism";
+      std::vector<std::vector<size_t>> splits;
+      for (size_t d = 1; d < type.getDims().size(); ++d)
+        splits.push_back(layout.axesOf(d));
+      layout = Layout::fromAxisIndices(std::move(splits));
+    }
+    locals.push_back(local);
+    argLayouts.push_back(layout);
+    argTypes.push_back(localType(argType, layout));
+  }
+  // The body: its arguments, then its ops, partitioned where they stand.
+  auto block = std::make_unique<Block>();
+  for (auto [arg, type] :
+       llvm::zip(loop.getBodyBlock().getArguments(), argTypes))
+    block->addArgument(type, arg.getLoc());
+  for (auto [arg, local, layout] : llvm::zip(loop.getBodyBlock().getArguments(),
+                                             block->getArguments(), argLayouts))
+    define(arg, local, layout);
+  OpBuilder::InsertPoint after = builder.saveInsertionPoint();
+  builder.setInsertionPointToEnd(block.get());
+  for (Operation &op : loop.getBodyBlock().without_terminator())
+    if (failed(partition(op)))
+      return failure();
+  size_t carried = loop.getCarried().size();
+  SmallVector<Value> yielded;
+  SmallVector<Type> stackedTypes;
+  SmallVector<Layout> stackedLayouts;
+  Operation *terminator = loop.getBodyBlock().getTerminator();
+  for (auto [index, value] : llvm::enumerate(terminator->getOperands())) {
+    if (index < carried) {
+      yielded.push_back(operandAs(value, argLayouts[index], terminator));
+      continue;
+    }
+    materialize(value);
+    auto [local, layoutIndex] = this->locals.lookup(value);
+    Layout layout = layouts[layoutIndex];
+    std::vector<std::vector<size_t>> splits{{}};
+    auto type = llvm::cast<mtf::TensorType>(value.getType());
+    for (size_t d = 0; d < type.getDims().size(); ++d)
+      splits.push_back(layout.axesOf(d));
+    Layout stackedLayout = Layout::fromAxisIndices(std::move(splits));
+    yielded.push_back(local);
+    stackedLayouts.push_back(stackedLayout);
+    stackedTypes.push_back(
+        localType(mtf::LoopOp::stackedType(type, dim, count), stackedLayout));
+  }
+  mtf::YieldOp::create(builder, terminator->getLoc(), yielded);
+  builder.restoreInsertionPoint(after);
+  SmallVector<Type> finalTypes(argTypes.begin(), argTypes.begin() + carried);
+  auto local = mtf::LoopOp::create(
+      builder, loop.getLoc(), finalTypes, stackedTypes, dim, count,
+      ValueRange(locals).take_front(carried),
+      ValueRange(locals).slice(carried, loop.getStacked().size()),
+      ValueRange(locals).drop_front(carried + loop.getStacked().size()));
+  local.getBody().push_back(block.release());
+  for (auto [index, result] : llvm::enumerate(loop.getResults())) {
+    const Layout &layout =
+        index < carried ? argLayouts[index] : stackedLayouts[index - carried];
+    define(result, local.getResult(index), layout);
+  }
+  return success();
+}
+
 bool Partitioner::hasUnequalExamples() {
   for (auto input : global.getBodyBlock().getOps<mtf::InputOp>()) {
     auto type = llvm::cast<mtf::TensorType>(input.getType());
@@ -729,7 +823,8 @@ void Partitioner::define(Value value, Value local, const Layout &layout,
   locals[value] = {local, layouts.size() - 1};
   Operation *op = local.getDefiningOp();
   auto type = llvm::cast<mtf::TensorType>(value.getType());
-  if (op && !partial && llvm::isa<mtf::MtfDialect>(op->getDialect()))
+  if (op && !partial && op->getNumRegions() == 0 &&
+      llvm::isa<mtf::MtfDialect>(op->getDialect()))
     op->setAttr(mtf::MtfDialect::kLayoutAttrName,
                 toLayoutAttr(type, layout, mesh));
 }

@@ -59,6 +59,8 @@ private:
   mlir::LogicalResult partitionAssign(mlir::Operation &op,
                                       const mlir::mtf::PartitionRule &rule);
   mlir::LogicalResult partitionLocalGrad(mlir::Operation &op);
+  /// A loop: one local loop whose body is the global body partitioned.
+  mlir::LogicalResult partitionLoop(mlir::mtf::LoopOp loop);
   /// Whether some input's first (example) dim is cut into unequal blocks.
   bool hasUnequalExamples();
   mlir::LogicalResult addPartialSums(mlir::Operation &op, const Layout &layout,

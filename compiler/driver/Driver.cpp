@@ -138,7 +138,8 @@ struct Options {
                             "parameters (the default)"),
                  clEnumValN(RepeatKind::Loop, "loop",
                             "one mtf.loop over the layer dim, parameters "
-                            "stacked along it (--emit=import only, for now)")),
+                            "stacked along it (models that do not train, "
+                            "for now)")),
       cl::cat(category)};
   cl::opt<PrecisionKind> precision{
       "precision",
@@ -451,17 +452,36 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   frontend::ImportOptions importOptions;
   importOptions.repeats = &repeats;
   importOptions.loops = options.repeat == RepeatKind::Loop;
-  if (importOptions.loops && options.emit != EmitKind::Import) {
-    llvm::errs() << "meshc: error: --repeat=loop compiles only as far as "
-                    "--emit=import for now: the passes after the frontend "
-                    "do not take loops yet; use --repeat=unroll (the "
-                    "default)\n";
-    return failure();
+  // What loops do not reach yet, refused before anything runs.
+  if (importOptions.loops) {
+    const char *missing = search            ? "--layout auto"
+                          : options.explain ? "--explain"
+                          : options.precision == PrecisionKind::BF16
+                              ? "--precision=bf16"
+                          : !options.axisWeights.empty() || options.uneven
+                              ? "--axis-weights and --uneven"
+                              : nullptr;
+    if (missing) {
+      llvm::errs() << "meshc: error: --repeat=loop does not take " << missing
+                   << " yet; use --repeat=unroll (the default)\n";
+      return failure();
+    }
   }
   OwningOpRef<ModuleOp> module =
       importInput(options, sourceMgr, context, importOptions);
   if (!module || failed(checkInput(options, *module)))
     return failure();
+  if (importOptions.loops && options.emit != EmitKind::Import) {
+    bool trains = false;
+    module->walk([&](mtf::TrainOp) { trains = true; });
+    if (trains) {
+      llvm::errs() << "meshc: error: --repeat=loop compiles models that do "
+                      "not train (no 'train' statement) for now: "
+                      "mtf-autodiff does not differentiate loops yet; use "
+                      "--repeat=unroll (the default)\n";
+      return failure();
+    }
+  }
   if (!checkRules(options, rules.checkAgainstDims(collectModelDims(*module))))
     return failure();
 

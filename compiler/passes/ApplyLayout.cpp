@@ -61,12 +61,28 @@ struct MtfApplyLayoutPass
       weights.allowIndivisible();
 
     MLIRContext *context = &getContext();
-    for (Operation &op : program.getBodyBlock()) {
+    // A loop's layer dim stays whole (pipeline parallelism will split it).
+    WalkResult loops = program.walk([&](mtf::LoopOp loop) {
+      const std::vector<std::string> *axes =
+          rules->axesFor(loop.getDim().str());
+      if (!axes || axes->empty())
+        return WalkResult::advance();
+      loop.emitError() << "the layout splits the layer dim '" << loop.getDim()
+                       << "' of this repeat; a layer dim is whole for now "
+                          "(pipeline parallelism will give splitting it a "
+                          "meaning)";
+      return WalkResult::interrupt();
+    });
+    if (loops.wasInterrupted())
+      return signalPassFailure();
+    // Every op with one tensor result, loop bodies' included.
+    WalkResult laid = program.getBody().walk([&](Operation *each) {
+      Operation &op = *each;
       if (op.getNumResults() != 1)
-        continue;
+        return WalkResult::advance();
       auto type = llvm::dyn_cast<mtf::TensorType>(op.getResult(0).getType());
       if (!type)
-        continue;
+        return WalkResult::advance();
       std::string name = meshc::tensorName(&op);
       meshc::layout::Result<meshc::layout::TensorLayout> tensorLayout = [&]() {
         if (auto constrain = llvm::dyn_cast<mtf::ConstrainOp>(op))
@@ -77,7 +93,7 @@ struct MtfApplyLayoutPass
       }();
       if (!tensorLayout.ok()) {
         meshc::emitLayoutError(op.getLoc(), tensorLayout.error());
-        return signalPassFailure();
+        return WalkResult::interrupt();
       }
       meshc::layout::TensorLayout chosen = *tensorLayout;
       if (shardOptimizer && holdsOptimizerState(op))
@@ -85,7 +101,10 @@ struct MtfApplyLayoutPass
             chosen, meshc::toDims(type), *mesh, &weights);
       op.setAttr(mtf::MtfDialect::kLayoutAttrName,
                  meshc::toLayoutAttr(type, chosen, *mesh));
-    }
+      return WalkResult::advance();
+    });
+    if (laid.wasInterrupted())
+      return signalPassFailure();
     program.setMeshAttr(meshc::toMeshAttr(context, *mesh));
     meshc::setAxisWeights(program, weights, *mesh);
   }

@@ -114,6 +114,9 @@ struct SweepCase {
   /// them.
   const char *axisWeights = "";
   bool uneven = false;
+  /// Import each outermost repeat as one loop (meshc --repeat=loop): the
+  /// body is partitioned once and runs as a .mprog loop step.
+  bool loops = false;
 };
 
 /// `source` with each `dim NAME = N` of `sizes` ("NAME=N NAME=N") given the
@@ -140,15 +143,15 @@ void PrintTo(const SweepCase &c, std::ostream *os) {
 }
 
 std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
-  std::string name = std::string(info.param.example) + "_" +
-                     (*info.param.mesh ? info.param.mesh : "single") +
-                     (info.param.searchOnly ? "_search" : "") +
-                     (info.param.remat ? "_remat" : "") +
-                     (info.param.shardOptimizer ? "_zero" : "") +
-                     (info.param.bf16 ? "_bf16" : "") +
-                     (*info.param.axisWeights ? "_weights_" : "") +
-                     info.param.axisWeights +
-                     (info.param.uneven ? "_uneven" : "");
+  std::string name =
+      std::string(info.param.example) + "_" +
+      (*info.param.mesh ? info.param.mesh : "single") +
+      (info.param.searchOnly ? "_search" : "") +
+      (info.param.remat ? "_remat" : "") +
+      (info.param.shardOptimizer ? "_zero" : "") +
+      (info.param.bf16 ? "_bf16" : "") + (info.param.loops ? "_loop" : "") +
+      (*info.param.axisWeights ? "_weights_" : "") + info.param.axisWeights +
+      (info.param.uneven ? "_uneven" : "");
   for (char &c : name)
     if (!isalnum(static_cast<unsigned char>(c)))
       c = '_';
@@ -160,6 +163,11 @@ std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
 bool validFor(mtf::ProgramOp program, const layout::LayoutRules &rules,
               const layout::Mesh &mesh, const layout::AxisWeights &weights) {
   bool valid = true;
+  // A loop's layer dim is never split (mtf-apply-layout refuses it).
+  program.walk([&](mtf::LoopOp loop) {
+    const std::vector<std::string> *axes = rules.axesFor(loop.getDim().str());
+    valid &= !axes || axes->empty();
+  });
   program.walk([&](Operation *op) {
     for (Type type : op->getResultTypes())
       if (auto tensor = llvm::dyn_cast<mtf::TensorType>(type))
@@ -297,7 +305,10 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       llvm::MemoryBuffer::getMemBufferCopy(
           resize((*buffer)->getBuffer().str(), param.sizes), path),
       llvm::SMLoc());
-  OwningOpRef<ModuleOp> module = meshc::frontend::importMtf(sourceMgr, context);
+  meshc::frontend::ImportOptions import;
+  import.loops = param.loops;
+  OwningOpRef<ModuleOp> module =
+      meshc::frontend::importMtf(sourceMgr, context, import);
   ASSERT_TRUE(module) << diagnostics;
   auto program = *module->getOps<mtf::ProgramOp>().begin();
   exposeNamedTensors(program);
@@ -564,6 +575,15 @@ const SweepCase kCases[] = {
      false, false, false, "a=1,2,3"},
     {"examples/llama/llama.mtf", "a:3", kLlamaSizes, 1, false, false, false,
      false, "a=2,1,1"},
+    // --repeat=loop: the blocks as one loop, its body partitioned once.
+    {"tests/sweep/Inputs/loop-lm.mtf", "", "", 1, false, false, false, false,
+     "", false, true},
+    {"tests/sweep/Inputs/loop-lm.mtf", "a:2", "", 1, false, false, false, false,
+     "", false, true},
+    {"tests/sweep/Inputs/loop-lm.mtf", "a:2;b:2", "", 1, false, false, false,
+     false, "", false, true},
+    {"tests/sweep/Inputs/loop-lm.mtf", "a:2;b:2;c:2", "", 7, false, false,
+     false, false, "", false, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),
