@@ -907,7 +907,9 @@ def Mtf_LoopOp : Mtf_Op<"loop", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<
       layer's weights);
     - `invariant`: the same value in every iteration (a mask).
 
-    The values the body yields after the carried ones are stacked along
+    With `reverse` the iterations run from the last position down to the
+    first (a backward pass through the layers); iteration i still sees
+    slice i. The values the body yields after the carried ones are stacked along
     `dim` into the loop's other results (iteration i's value at position i
     of a new first dim). The body is isolated from above: everything it
     reads is an operand; no body value has `dim`.
@@ -926,12 +928,13 @@ def Mtf_LoopOp : Mtf_Op<"loop", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<
   let arguments = (ins StrAttr:$dim, ConfinedAttr<I64Attr, [IntPositive]>:$count,
                        Variadic<Mtf_AnyTensor>:$carried,
                        Variadic<Mtf_AnyTensor>:$stacked,
-                       Variadic<Mtf_AnyTensor>:$invariant);
+                       Variadic<Mtf_AnyTensor>:$invariant,
+                       UnitAttr:$reverse);
   let results = (outs Variadic<Mtf_AnyTensor>:$finals,
                       Variadic<Mtf_AnyTensor>:$stackedResults);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $dim $count
+    $dim $count (`reverse` $reverse^)?
     (`carry` `(` $carried^ `:` type($carried) `)`)?
     (`stacked` `(` $stacked^ `:` type($stacked) `)`)?
     (`invariant` `(` $invariant^ `:` type($invariant) `)`)?

@@ -10,6 +10,8 @@
 
 #include "dialect/MtfDialect.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 using namespace mlir;
 namespace json = llvm::json;
 using meshc::runtime::OpKind;
@@ -181,23 +183,47 @@ LogicalResult LoopOp::writeSteps(StepWriter &writer) {
   for (Value arg : getStackedArgs())
     stacked.push_back(json::Object{{"buf", writer.buffer(arg)},
                                    {"stride", writer.bufferBytes(arg)}});
-  writer.push(OpKind::Loop, json::Object{{"count", getCount()},
-                                         {"stacked", std::move(stacked)},
-                                         {"body", std::move(*body)}});
+  for (Value result : getStackedResults())
+    stacked.push_back(
+        json::Object{{"buf", writer.stackedSlice(result)},
+                     {"stride", writer.bufferBytes(result) / getCount()}});
+  json::Object step{{"count", getCount()},
+                    {"stacked", std::move(stacked)},
+                    {"body", std::move(*body)}};
+  if (getReverse())
+    step["reverse"] = true;
+  writer.push(OpKind::Loop, std::move(step));
   return success();
 }
 
 /// In a loop's body: the carried values for the next iteration, copied
-/// into the carried arguments' buffers.
+/// into the carried arguments' buffers, and the values stacked, each into
+/// its result's slice of this iteration.
 std::optional<OpKind> YieldOp::getStepKind() { return std::nullopt; }
 LogicalResult YieldOp::writeSteps(StepWriter &writer) {
   auto loop = llvm::dyn_cast<LoopOp>(getOperation()->getParentOp());
   if (!loop)
     return notInLocalProgram(*this, "it is written with its mtf.fused");
-  for (auto [value, arg] : llvm::zip(getValues(), loop.getCarriedArgs()))
-    if (writer.buffer(value) != writer.buffer(arg))
-      writer.push(OpKind::Copy, json::Object{{"in", writer.buffer(value)},
-                                             {"out", writer.buffer(arg)}});
+  // The stacked values first: one may be a carried argument, which the
+  // carried copies then overwrite.
+  for (auto [value, result] :
+       llvm::zip(getValues().drop_front(loop.getCarried().size()),
+                 loop.getStackedResults()))
+    writer.push(OpKind::Copy,
+                json::Object{{"in", writer.buffer(value)},
+                             {"out", writer.stackedSlice(result)}});
+  llvm::DenseSet<int64_t> carriedBuffers;
+  for (Value arg : loop.getCarriedArgs())
+    carriedBuffers.insert(writer.buffer(arg));
+  for (auto [value, arg] : llvm::zip(getValues(), loop.getCarriedArgs())) {
+    int64_t from = writer.buffer(value), to = writer.buffer(arg);
+    if (from == to)
+      continue;
+    if (carriedBuffers.contains(from))
+      return emitOpError() << "yields one carried argument as another, which "
+                              "cannot be written to a .mprog yet";
+    writer.push(OpKind::Copy, json::Object{{"in", from}, {"out", to}});
+  }
   return success();
 }
 

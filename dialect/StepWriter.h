@@ -65,6 +65,9 @@ public:
   virtual FailureOr<llvm::json::Array> stepsOf(Block &block) = 0;
   /// The bytes of the buffer that holds `value`.
   virtual int64_t bufferBytes(Value value) = 0;
+  /// The buffer of the moving slice of a loop's stacked result `result`:
+  /// where each iteration's yielded value goes.
+  virtual int64_t stackedSlice(Value result) = 0;
 
   /// The buffer of parameter (or slot) `name`.
   virtual int64_t paramBuffer(StringRef name) = 0;

@@ -431,7 +431,8 @@ FailureOr<mlir::Value> MLIRGen::genLoop(const RepeatExpr &repeat,
   }
   auto loop = create<mtf::LoopOp>(
       loc, mlir::TypeRange{args.front().getType()}, mlir::TypeRange{}, dim,
-      count, mlir::ValueRange{args.front()}, frame.stacked, args.drop_front());
+      count, mlir::ValueRange{args.front()}, frame.stacked, args.drop_front(),
+      /*reverse=*/false);
   loop.getBody().push_back(body.release());
   return loop.getFinals().front();
 }

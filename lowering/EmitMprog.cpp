@@ -112,6 +112,9 @@ public:
   }
   FailureOr<json::Array> stepsOf(Block &block) override;
   int64_t bufferBytes(Value value) override { return infoOf(value).bytes; }
+  int64_t stackedSlice(Value result) override {
+    return stackedSlices.lookup(result);
+  }
   std::optional<int64_t> snapshotBuffer(Operation *output) override {
     auto it = snapshots.find(output);
     return it == snapshots.end() ? std::nullopt
@@ -173,6 +176,8 @@ private:
   std::vector<Operation *> order;
   llvm::DenseMap<Operation *, int64_t> loopEnd;
   llvm::DenseMap<Operation *, mtf::LoopOp> loops;
+  /// A loop's stacked result -> the buffer of its moving slice.
+  llvm::DenseMap<Value, int64_t> stackedSlices;
 };
 
 /// What an op is to the program's interface with the world: a tensor the
@@ -259,10 +264,6 @@ LogicalResult MprogEmitter::flatten() {
     if (!loop)
       continue;
     loops[&op] = loop;
-    if (!loop.getStackedResults().empty())
-      return loop.emitError()
-             << "a loop that stacks per-iteration values cannot be written "
-                "to a .mprog yet";
     for (Operation &inner : loop.getBodyBlock()) {
       if (mtf::stepKindOf(&inner) == runtime::OpKind::Loop)
         return inner.emitError() << "a loop inside a loop's body cannot be "
@@ -387,6 +388,23 @@ LogicalResult MprogEmitter::assignBuffers() {
       if (boundary.isSource())
         info->pinned = true;
     }
+    // Each stacked result's slice: iteration i's yielded value is copied
+    // to position i.
+    if (loop)
+      for (auto [result, value] : llvm::zip(
+               loop.getStackedResults(),
+               loop.getBodyBlock().getTerminator()->getOperands().drop_front(
+                   loop.getCarried().size()))) {
+        size_t whole = leaderIndex.lookup(aliases.getLeaderValue(result));
+        BufferInfo slice = buffers[whole];
+        slice.id = buffers.size();
+        slice.shape.erase(slice.shape.begin());
+        slice.bytes /= loop.getCount();
+        slice.first = value;
+        slice.sliceOf = whole;
+        stackedSlices[result] = slice.id;
+        buffers.push_back(slice);
+      }
     // A loop's operands and results live through its whole body.
     int64_t until = loop ? loopEnd.lookup(loop) : index;
     for (Value operand : op.getOperands()) {

@@ -555,7 +555,8 @@ LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
       builder, loop.getLoc(), finalTypes, stackedTypes, dim, count,
       ValueRange(locals).take_front(carried),
       ValueRange(locals).slice(carried, loop.getStacked().size()),
-      ValueRange(locals).drop_front(carried + loop.getStacked().size()));
+      ValueRange(locals).drop_front(carried + loop.getStacked().size()),
+      loop.getReverse());
   local.getBody().push_back(block.release());
   for (auto [index, result] : llvm::enumerate(loop.getResults())) {
     const Layout &layout =

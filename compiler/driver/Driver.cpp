@@ -138,8 +138,7 @@ struct Options {
                             "parameters (the default)"),
                  clEnumValN(RepeatKind::Loop, "loop",
                             "one mtf.loop over the layer dim, parameters "
-                            "stacked along it (models that do not train, "
-                            "for now)")),
+                            "stacked along it")),
       cl::cat(category)};
   cl::opt<PrecisionKind> precision{
       "precision",
@@ -471,17 +470,6 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
       importInput(options, sourceMgr, context, importOptions);
   if (!module || failed(checkInput(options, *module)))
     return failure();
-  if (importOptions.loops && options.emit != EmitKind::Import) {
-    bool trains = false;
-    module->walk([&](mtf::TrainOp) { trains = true; });
-    if (trains) {
-      llvm::errs() << "meshc: error: --repeat=loop compiles models that do "
-                      "not train (no 'train' statement) for now: "
-                      "mtf-autodiff does not differentiate loops yet; use "
-                      "--repeat=unroll (the default)\n";
-      return failure();
-    }
-  }
   if (!checkRules(options, rules.checkAgainstDims(collectModelDims(*module))))
     return failure();
 

@@ -458,9 +458,10 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
 // Loops
 //===----------------------------------------------------------------------===//
 
-/// Iteration i of the body sees the carried values, slice i of each stacked
-/// operand (along its first dim) and the invariants; the values it yields
-/// after the carried ones are stacked into the other results.
+/// Iteration i of the body (from the last down with `reverse`) sees the
+/// carried values, slice i of each stacked operand (along its first dim)
+/// and the invariants; the values it yields after the carried ones are
+/// stacked into the other results, at position i.
 LogicalResult ProgramRun::loop(mtf::LoopOp op) {
   Block &body = op.getBodyBlock();
   size_t carriedCount = op.getCarried().size();
@@ -484,7 +485,8 @@ LogicalResult ProgramRun::loop(mtf::LoopOp op) {
     return part;
   };
   iterations.push_back(0);
-  for (int64_t i = 0; i < op.getCount(); ++i) {
+  for (int64_t k = 0; k < op.getCount(); ++k) {
+    int64_t i = op.getReverse() ? op.getCount() - 1 - k : k;
     iterations.back() = i;
     for (auto [arg, value] : llvm::zip(op.getCarriedArgs(), carried))
       values.insert_or_assign(arg, value);

@@ -584,6 +584,17 @@ const SweepCase kCases[] = {
      false, "", false, true},
     {"tests/sweep/Inputs/loop-lm.mtf", "a:2;b:2;c:2", "", 7, false, false,
      false, false, "", false, true},
+    // ... and training through loops: the backward loop's gradients.
+    {"examples/transformer/block.mtf", "a:2;b:2", "", 1, false, false, false,
+     false, "", false, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     false, false, false, "", false, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2;c:2", kCharLmSizes, 7, false,
+     false, false, false, "", false, true},
+    {"examples/llama/llama.mtf", "a:2;b:2", kLlamaSizes, 1, false, false, false,
+     false, "", false, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     false, true, false, "", false, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),
