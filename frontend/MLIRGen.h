@@ -170,6 +170,11 @@ private:
   llvm::FailureOr<mlir::Value> genCall(const CallExpr &call, Scope &scope);
   llvm::FailureOr<mlir::Value> genRepeat(const RepeatExpr &repeat,
                                          Scope &scope);
+  /// Fails, naming the function, unless one instance of a repeat's
+  /// function turns `input` into a value `output` of the same type.
+  llvm::LogicalResult checkRepeatResult(const RepeatExpr &repeat,
+                                        const FunctionInfo &function,
+                                        mlir::Value input, mlir::Value output);
   /// An outermost repeat as one mtf.loop of `count` iterations over `args`
   /// (ImportOptions::loops).
   llvm::FailureOr<mlir::Value> genLoop(const RepeatExpr &repeat,

@@ -299,6 +299,23 @@ void MLIRGen::tagEmittedSince(mlir::Operation *last, llvm::StringRef name,
     op->setAttr(name, tag);
 }
 
+LogicalResult MLIRGen::checkRepeatResult(const RepeatExpr &repeat,
+                                         const FunctionInfo &function,
+                                         mlir::Value input,
+                                         mlir::Value output) {
+  if (output.getType() == input.getType())
+    return success();
+  Error diag = error(repeat.callee.loc);
+  diag << "'repeat' needs '" << repeat.callee.name
+       << "' to return a tensor of the type of its first argument, but it "
+          "turns "
+       << formatType(tensorType(input)) << " into "
+       << formatType(tensorType(output));
+  diag.note(function.def->name.loc)
+      << "'" << repeat.callee.name << "' is defined here";
+  return failure();
+}
+
 FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
                                           Scope &scope) {
   FunctionInfo &function = *lookupFunction(repeat.callee, scope);
@@ -341,17 +358,8 @@ FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
     std::string instance = lastInstance;
     if (activeRepeats == 1 && !activeLoop)
       tagEmittedSince(last, mlir::mtf::MtfDialect::kInstanceAttrName, instance);
-    if (next->getType() != args.front().getType()) {
-      Error diag = error(repeat.callee.loc);
-      diag << "'repeat' needs '" << repeat.callee.name
-           << "' to return a tensor of the type of its first argument, but "
-              "it turns "
-           << formatType(tensorType(args.front())) << " into "
-           << formatType(tensorType(*next));
-      diag.note(function.def->name.loc)
-          << "'" << repeat.callee.name << "' is defined here";
+    if (failed(checkRepeatResult(repeat, function, args.front(), *next)))
       return failure();
-    }
     // The results of all but the last instance have no name otherwise.
     if (i + 1 < count)
       nameValue(*next, instance);
@@ -416,17 +424,8 @@ FailureOr<mlir::Value> MLIRGen::genLoop(const RepeatExpr &repeat,
     result = instantiate(function, inner, repeat.callee.loc, instance);
     if (failed(result))
       return failure();
-    if (result->getType() != args.front().getType()) {
-      Error diag = error(repeat.callee.loc);
-      diag << "'repeat' needs '" << repeat.callee.name
-           << "' to return a tensor of the type of its first argument, but "
-              "it turns "
-           << formatType(tensorType(args.front())) << " into "
-           << formatType(tensorType(*result));
-      diag.note(function.def->name.loc)
-          << "'" << repeat.callee.name << "' is defined here";
+    if (failed(checkRepeatResult(repeat, function, args.front(), *result)))
       return failure();
-    }
     create<mtf::YieldOp>(loc, mlir::ValueRange{*result});
   }
   auto loop = create<mtf::LoopOp>(
