@@ -1,7 +1,8 @@
 //===- Fusion.cpp - mtf-fuse ----------------------------------------------===//
 //
-// Groups the f32 elementwise ops of a local program, and the reductions they
-// feed, into mtf.fused ops (see Passes.td for the rules). Ops join groups
+// Groups the f32 elementwise ops of a local program (and of each loop's
+// body, once), and the reductions they feed, into mtf.fused ops (see
+// Passes.td for the rules). Ops join groups
 // in program order; a join that would make the contracted program cyclic,
 // or move a parameter read past its assign, is refused. Ops that read a
 // group's values before its last member are moved after it, so that each
@@ -90,7 +91,8 @@ struct Group {
 
 class Fuser {
 public:
-  explicit Fuser(mtf::ProgramOp program) : program(program) {}
+  /// Fuses the ops of `block`: a local program's, or a loop body's.
+  explicit Fuser(Block &block) : block(block) {}
   void run();
 
 private:
@@ -116,7 +118,7 @@ private:
     return position.lookup(a) < position.lookup(b);
   }
 
-  mtf::ProgramOp program;
+  Block &block;
   llvm::DenseMap<Operation *, int64_t> position;
   std::vector<Group> groups;
   llvm::DenseMap<Operation *, int> groupOf;
@@ -283,7 +285,7 @@ bool Fuser::tryJoin(Operation *op, ArrayRef<int> merge) {
 
 void Fuser::run() {
   SmallVector<Operation *> order;
-  for (Operation &op : program.getBodyBlock()) {
+  for (Operation &op : block) {
     position[&op] = static_cast<int64_t>(order.size()) * kGap;
     order.push_back(&op);
   }
@@ -409,9 +411,13 @@ void Fuser::build(Group &group) {
 
 struct MtfFusePass : public meshc::impl::MtfFuseBase<MtfFusePass> {
   void runOnOperation() override {
-    for (auto program : getOperation().getOps<mtf::ProgramOp>())
-      if (program.getLocal())
-        Fuser(program).run();
+    for (auto program : getOperation().getOps<mtf::ProgramOp>()) {
+      if (!program.getLocal())
+        continue;
+      Fuser(program.getBodyBlock()).run();
+      // Each loop's body once, as every iteration runs it.
+      program.walk([](mtf::LoopOp loop) { Fuser(loop.getBodyBlock()).run(); });
+    }
   }
 };
 
