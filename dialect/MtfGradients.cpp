@@ -91,9 +91,12 @@ LogicalResult AssignOp::buildGradients(OpEmitter &, Value, GradientSink &) {
 LogicalResult FusedOp::buildGradients(OpEmitter &, Value, GradientSink &) {
   return noGradient(*this);
 }
+// A loop's gradient is a backward loop, built by mtf-autodiff itself
+// (differentiateLoop in compiler/passes/Autodiff.cpp), which differentiates
+// the body with its own accumulator.
 LogicalResult LoopOp::buildGradients(OpEmitter &, Value, GradientSink &) {
-  return emitOpError() << "is not differentiated by mtf-autodiff yet; "
-                          "compile with --repeat=unroll";
+  return emitOpError() << "is differentiated by mtf-autodiff as a whole "
+                          "(a backward loop), not through a gradient rule";
 }
 LogicalResult YieldOp::buildGradients(OpEmitter &, Value, GradientSink &) {
   return noGradient(*this);

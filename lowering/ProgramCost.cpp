@@ -7,6 +7,8 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <functional>
+
 namespace meshc {
 
 using namespace mlir;
@@ -165,37 +167,50 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
   result.prediction.overhead = machine.runOverhead;
   spmd.walk([&](mtf::ProgramOp program) {
     layout::AxisWeights weights = axisWeightsOf(program, mesh);
-    for (Operation &op : program.getBodyBlock()) {
-      std::optional<runtime::OpKind> kind = mtf::stepKindOf(&op);
-      if (!kind)
-        continue;
-      if (runtime::usesGroup(*kind)) {
-        CollectiveCost collective;
-        collective.op = &op;
-        collective.kind = collectiveKindOf(*kind);
-        if (auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
-          for (int16_t axis : axes.asArrayRef())
-            collective.axes.push_back(static_cast<size_t>(axis));
-        collective.inBytes = bytesOf(op.getOperand(0));
-        int64_t bytes = collective.kind == layout::CollectiveKind::AllGather
-                            ? bytesOf(op.getResult(0))
-                            : collective.inBytes;
-        collective.group = layout::groupSize(collective.axes, mesh);
-        collective.received = layout::collectiveBytesPerDevice(
-            collective.kind, bytes, collective.group);
-        const cost::Link &link = cost::linkOf(machine, mesh, collective.axes);
-        collective.interNode = &link == &machine.interNode;
-        collective.seconds = cost::collectiveSeconds(collective.kind, bytes,
-                                                     collective.group, link);
-        result.prediction.communication += collective.seconds;
-        ++result.prediction.collectives;
-        result.collectives.push_back(collective);
-        continue;
+    // The ops of `block`, each run `count` times per step.
+    std::function<void(Block &, int64_t)> predict = [&](Block &block,
+                                                        int64_t count) {
+      for (Operation &op : block) {
+        std::optional<runtime::OpKind> kind = mtf::stepKindOf(&op);
+        if (!kind)
+          continue;
+        if (kind == runtime::OpKind::Loop) {
+          predict(op.getRegion(0).front(),
+                  count * op.getAttrOfType<IntegerAttr>("count").getInt());
+          continue;
+        }
+        if (runtime::usesGroup(*kind)) {
+          CollectiveCost collective;
+          collective.op = &op;
+          collective.kind = collectiveKindOf(*kind);
+          if (auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
+            for (int16_t axis : axes.asArrayRef())
+              collective.axes.push_back(static_cast<size_t>(axis));
+          collective.inBytes = bytesOf(op.getOperand(0));
+          int64_t bytes = collective.kind == layout::CollectiveKind::AllGather
+                              ? bytesOf(op.getResult(0))
+                              : collective.inBytes;
+          collective.group = layout::groupSize(collective.axes, mesh);
+          collective.received = layout::collectiveBytesPerDevice(
+              collective.kind, bytes, collective.group);
+          const cost::Link &link = cost::linkOf(machine, mesh, collective.axes);
+          collective.interNode = &link == &machine.interNode;
+          collective.seconds = cost::collectiveSeconds(collective.kind, bytes,
+                                                       collective.group, link);
+          collective.count = count;
+          result.prediction.communication +=
+              collective.seconds * static_cast<double>(count);
+          result.prediction.collectives += count;
+          result.collectives.push_back(collective);
+          continue;
+        }
+        result.prediction.compute += cost::stepSeconds(machine, workOf(&op)) *
+                                     weightedSlowdown(&op, mesh, weights) *
+                                     static_cast<double>(count);
+        result.prediction.steps += count;
       }
-      result.prediction.compute += cost::stepSeconds(machine, workOf(&op)) *
-                                   weightedSlowdown(&op, mesh, weights);
-      ++result.prediction.steps;
-    }
+    };
+    predict(program.getBodyBlock(), 1);
   });
   return result;
 }

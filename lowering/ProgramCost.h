@@ -8,8 +8,8 @@
 // results' bytes -- and each collective its ring time on the link its
 // groups cross. Under device weights the profile is the heaviest device and
 // a step takes its slowest device's time: work replicated over a weighted
-// axis is max/min weight slower. docs/cost.md states the model and its
-// limits.
+// axis is max/min weight slower. A loop's body is predicted once and
+// counted once per iteration. docs/cost.md states the model and its limits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,7 +34,10 @@ struct CollectiveCost {
   int64_t received = 0;
   int64_t group = 1;
   bool interNode = false;
+  /// One run's time of this collective.
   double seconds = 0;
+  /// How often a step runs it: the iterations of the loops around it.
+  int64_t count = 1;
 };
 
 struct ProgramCost {

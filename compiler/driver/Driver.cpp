@@ -453,8 +453,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   importOptions.loops = options.repeat == RepeatKind::Loop;
   // What loops do not reach yet, refused before anything runs.
   if (importOptions.loops) {
-    const char *missing = search            ? "--layout auto"
-                          : options.explain ? "--explain"
+    const char *missing = search ? "--layout auto"
                           : options.precision == PrecisionKind::BF16
                               ? "--precision=bf16"
                           : !options.axisWeights.empty() || options.uneven

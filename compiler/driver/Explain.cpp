@@ -18,6 +18,7 @@
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
+#include <functional>
 
 using namespace mlir;
 
@@ -56,6 +57,13 @@ std::string kindOf(Operation *op) {
   return "activation";
 }
 
+/// The columns `text` takes: its UTF-8 characters ("×" is one).
+size_t displayWidth(const std::string &text) {
+  return static_cast<size_t>(llvm::count_if(text, [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
 void printTable(const std::vector<Row> &rows, llvm::raw_ostream &os) {
   const char *headers[] = {"tensor",           "kind",
                            "global type",      "layout",
@@ -71,15 +79,15 @@ void printTable(const std::vector<Row> &rows, llvm::raw_ostream &os) {
   for (const Row &row : rows) {
     auto values = cells(row);
     for (int i = 0; i < 6; ++i)
-      widths[i] = std::max(widths[i], values[i].size());
+      widths[i] = std::max(widths[i], displayWidth(values[i]));
   }
   auto printRow = [&](const std::array<std::string, 6> &values) {
     for (int i = 0; i < 6; ++i) {
       os << "  ";
       if (i == 5)
-        os.indent(widths[i] - values[i].size()) << values[i];
+        os.indent(widths[i] - displayWidth(values[i])) << values[i];
       else
-        os << values[i], os.indent(widths[i] - values[i].size());
+        os << values[i], os.indent(widths[i] - displayWidth(values[i]));
     }
     os << "\n";
   };
@@ -114,20 +122,30 @@ void explainCollectives(const ProgramCost &cost, const layout::Mesh &mesh,
               std::to_string(loc.getColumn());
     auto reason =
         op->getAttrOfType<StringAttr>(mtf::MtfDialect::kReasonAttrName);
-    entries.push_back({op->getName().stripDialect().str(), axisNames,
+    // A collective in a loop's body: once per iteration.
+    std::string times =
+        collective.count > 1 ? " ×" + std::to_string(collective.count) : "";
+    total += collective.received * (collective.count - 1);
+    entries.push_back({op->getName().stripDialect().str() + times, axisNames,
                        formatBytes(collective.inBytes),
                        formatBytes(collective.received),
                        cost::formatSeconds(collective.seconds) +
                            (collective.interNode ? " (between nodes)" : ""),
                        where, reason ? reason.getValue().str() : ""});
   }
-  os << "\ncollectives per step (" << entries.size() << "):\n";
+  int64_t runs = 0;
+  for (const CollectiveCost &collective : cost.collectives)
+    runs += collective.count;
+  os << "\ncollectives per step (" << runs;
+  if (runs != static_cast<int64_t>(entries.size()))
+    os << ", " << entries.size() << " listed: a loop's once, ×its iterations";
+  os << "):\n";
   if (entries.empty()) {
     os << "  none: every device computes on its own blocks\n";
   } else {
     size_t widths[6] = {2, 4, 6, 8, 9, 6};
     for (const Entry &e : entries) {
-      widths[0] = std::max(widths[0], e.op.size());
+      widths[0] = std::max(widths[0], displayWidth(e.op));
       widths[1] = std::max(widths[1], e.axes.size());
       widths[2] = std::max(widths[2], e.bytes.size());
       widths[3] = std::max(widths[3], e.received.size());
@@ -138,7 +156,7 @@ void explainCollectives(const ProgramCost &cost, const layout::Mesh &mesh,
       os << "  ";
       for (int i = 0; i < 6; ++i) {
         os << cells[i];
-        os.indent(widths[i] - cells[i].size() + 2);
+        os.indent(widths[i] - displayWidth(cells[i]) + 2);
       }
       os << cells[6] << "\n";
     };
@@ -246,49 +264,60 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
   int64_t paramBytes = 0, slotBytes = 0, inputBytes = 0, activationBytes = 0;
   int64_t paramCount = 0;
   std::vector<std::string> outputs;
-  for (Operation &op : program.getBodyBlock()) {
-    if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
-      std::string source = tensorName(output.getValue().getDefiningOp());
-      outputs.push_back(output.getName() == source
-                            ? source
-                            : output.getName().str() + " (tensor " + source +
-                                  ")");
-      continue;
+  // The ops of `block`, each computed `count` times per step: a loop's
+  // body is listed once, its tensors marked ×count and counted that often.
+  std::function<void(Block &, int64_t)> list = [&](Block &block,
+                                                   int64_t count) {
+    for (Operation &op : block) {
+      if (auto loop = llvm::dyn_cast<mtf::LoopOp>(op)) {
+        list(loop.getBodyBlock(), count * loop.getCount());
+        continue;
+      }
+      if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
+        std::string source = tensorName(output.getValue().getDefiningOp());
+        outputs.push_back(output.getName() == source
+                              ? source
+                              : output.getName().str() + " (tensor " + source +
+                                    ")");
+        continue;
+      }
+      if (op.getNumResults() != 1)
+        continue;
+      auto type = llvm::dyn_cast<mtf::TensorType>(op.getResult(0).getType());
+      auto attr =
+          op.getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
+      if (!type || !attr)
+        continue;
+      std::string name = tensorName(&op);
+      layout::Result<layout::TensorLayout> tensorLayout =
+          fromLayoutAttr(name, type, attr, mesh, &weights);
+      if (!tensorLayout.ok())
+        continue;
+      std::vector<layout::Dim> dims = toDims(type);
+      Row row;
+      row.name = name;
+      row.kind = kindOf(&op) + (count > 1 ? " ×" + std::to_string(count) : "");
+      row.type = typeString(type);
+      row.layout = tensorLayout->str(dims, mesh);
+      row.slice = describeBlocks(type, *tensorLayout, mesh, weights);
+      row.bytes = type.getElementBytes();
+      for (int64_t size : tensorLayout->maxBlockShape(dims, mesh, weights))
+        row.bytes *= size;
+      std::string kind = kindOf(&op);
+      if (kind == "param") {
+        paramBytes += row.bytes;
+        paramCount += type.getNumElements();
+      } else if (kind == "slot") {
+        slotBytes += row.bytes;
+      } else if (kind == "input") {
+        inputBytes += row.bytes;
+      } else {
+        activationBytes += row.bytes * count;
+      }
+      rows.push_back(std::move(row));
     }
-    if (op.getNumResults() != 1)
-      continue;
-    auto type = llvm::dyn_cast<mtf::TensorType>(op.getResult(0).getType());
-    auto attr =
-        op.getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
-    if (!type || !attr)
-      continue;
-    std::string name = tensorName(&op);
-    layout::Result<layout::TensorLayout> tensorLayout =
-        fromLayoutAttr(name, type, attr, mesh, &weights);
-    if (!tensorLayout.ok())
-      continue;
-    std::vector<layout::Dim> dims = toDims(type);
-    Row row;
-    row.name = name;
-    row.kind = kindOf(&op);
-    row.type = typeString(type);
-    row.layout = tensorLayout->str(dims, mesh);
-    row.slice = describeBlocks(type, *tensorLayout, mesh, weights);
-    row.bytes = type.getElementBytes();
-    for (int64_t size : tensorLayout->maxBlockShape(dims, mesh, weights))
-      row.bytes *= size;
-    if (row.kind == "param") {
-      paramBytes += row.bytes;
-      paramCount += type.getNumElements();
-    } else if (row.kind == "slot") {
-      slotBytes += row.bytes;
-    } else if (row.kind == "input") {
-      inputBytes += row.bytes;
-    } else {
-      activationBytes += row.bytes;
-    }
-    rows.push_back(std::move(row));
-  }
+  };
+  list(program.getBodyBlock(), 1);
   printTable(rows, os);
 
   os << "\nper-device memory:\n";
