@@ -107,6 +107,10 @@ enum class PrecisionRule {
   /// Never in a program mtf-precision sees (the container, local programs'
   /// ops, ops that later passes make): the pass fails at it.
   Refuse,
+  /// A loop: its body is typed like a program, its arguments taking their
+  /// operands' types and its results those of the values its body yields
+  /// (a carried value cast back to its argument's type).
+  Region,
 };
 
 /// The trait that gives an op its PrecisionRule.

@@ -106,6 +106,7 @@ def Mtf_FullPrecision : Mtf_Precision<"Full">;
 def Mtf_FollowsPrecision : Mtf_Precision<"Follow">;
 def Mtf_PrecisionSink : Mtf_Precision<"Sink">;
 def Mtf_NoPrecisionRule : Mtf_Precision<"Refuse">;
+def Mtf_RegionPrecision : Mtf_Precision<"Region">;
 
 def Mtf_StepOpInterface : OpInterface<"StepOpInterface"> {
   let cppNamespace = "::mlir::mtf";

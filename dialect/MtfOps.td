@@ -888,7 +888,7 @@ def Mtf_FusedOp : Mtf_Op<"fused", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethod
 // Loops
 //===----------------------------------------------------------------------===//
 
-def Mtf_LoopOp : Mtf_Op<"loop", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+def Mtf_LoopOp : Mtf_Op<"loop", [Mtf_RegionPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, IsolatedFromAbove,
     SingleBlockImplicitTerminator<"YieldOp">, AttrSizedOperandSegments,
     AttrSizedResultSegments, RecursiveMemoryEffects]> {

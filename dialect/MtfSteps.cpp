@@ -44,6 +44,8 @@ SmallVector<PrecisionRule, 1> precisionRulesOf(OperationName name) {
        PrecisionRule::Sink);
   note(name.hasTrait<Precision<PrecisionRule::Refuse>::Impl>(),
        PrecisionRule::Refuse);
+  note(name.hasTrait<Precision<PrecisionRule::Region>::Impl>(),
+       PrecisionRule::Region);
   return rules;
 }
 

@@ -454,8 +454,6 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   // What loops do not reach yet, refused before anything runs.
   if (importOptions.loops) {
     const char *missing = search ? "--layout auto"
-                          : options.precision == PrecisionKind::BF16
-                              ? "--precision=bf16"
                           : !options.axisWeights.empty() || options.uneven
                               ? "--axis-weights and --uneven"
                               : nullptr;

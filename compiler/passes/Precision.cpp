@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <functional>
 #include <tuple>
 
 using namespace mlir;
@@ -80,42 +81,80 @@ struct MtfPrecisionPass
                              .withElementType(element));
     };
 
-    // Casts go in before the op being visited, never after it.
-    for (Operation &each : llvm::make_early_inc_range(program.getBodyBlock())) {
-      Operation *op = &each;
-      SmallVector<PrecisionRule, 1> rules =
-          mtf::precisionRulesOf(op->getName());
-      if (rules.size() != 1 || rules.front() == PrecisionRule::Refuse) {
-        op->emitOpError() << "has no mixed-precision rule (mtf-precision)";
-        return signalPassFailure();
-      }
-      switch (rules.front()) {
-      case PrecisionRule::Keep:
-      case PrecisionRule::Refuse:
-        break;
-      case PrecisionRule::Low:
-        convertOperands(op, low);
-        retypeResults(op, low);
-        break;
-      case PrecisionRule::Full:
-        convertOperands(op, full);
-        retypeResults(op, full);
-        break;
-      case PrecisionRule::Follow: {
-        bool anyLow = llvm::any_of(op->getOperands(), [&](Value operand) {
-          return isFloatTensor(operand) && elementOf(operand) == low;
-        });
-        if (!anyLow)
+    // Casts go in before the op being visited, never after it. A loop's
+    // body is typed like the program, from its arguments' new types.
+    std::function<LogicalResult(Block &)> typeBlock = [&](Block &block) {
+      for (Operation &each :
+           llvm::make_early_inc_range(block.without_terminator())) {
+        Operation *op = &each;
+        SmallVector<PrecisionRule, 1> rules =
+            mtf::precisionRulesOf(op->getName());
+        if (rules.size() != 1 || rules.front() == PrecisionRule::Refuse) {
+          op->emitOpError() << "has no mixed-precision rule (mtf-precision)";
+          return failure();
+        }
+        switch (rules.front()) {
+        case PrecisionRule::Keep:
+        case PrecisionRule::Refuse:
           break;
-        convertOperands(op, low);
-        retypeResults(op, low);
-        break;
+        case PrecisionRule::Region: {
+          auto loop = llvm::cast<mtf::LoopOp>(op);
+          Block &body = loop.getBodyBlock();
+          size_t carried = loop.getCarried().size();
+          for (auto [index, arg, operand] :
+               llvm::enumerate(body.getArguments(), loop.getOperands())) {
+            bool stacked =
+                index >= carried && index < carried + loop.getStacked().size();
+            arg.setType(stacked ? mtf::LoopOp::sliceType(operand.getType(),
+                                                         loop.getDim(),
+                                                         loop.getCount())
+                                : operand.getType());
+          }
+          if (failed(typeBlock(body)))
+            return failure();
+          Operation *yield = body.getTerminator();
+          for (auto [index, operand] :
+               llvm::enumerate(yield->getOpOperands())) {
+            if (index < carried) {
+              if (isFloatTensor(operand.get()))
+                operand.set(convert(yield, operand.get(),
+                                    elementOf(body.getArgument(index))));
+              loop.getResult(index).setType(body.getArgument(index).getType());
+              continue;
+            }
+            loop.getResult(index).setType(mtf::LoopOp::stackedType(
+                llvm::cast<mtf::TensorType>(operand.get().getType()),
+                loop.getDim(), loop.getCount()));
+          }
+          break;
+        }
+        case PrecisionRule::Low:
+          convertOperands(op, low);
+          retypeResults(op, low);
+          break;
+        case PrecisionRule::Full:
+          convertOperands(op, full);
+          retypeResults(op, full);
+          break;
+        case PrecisionRule::Follow: {
+          bool anyLow = llvm::any_of(op->getOperands(), [&](Value operand) {
+            return isFloatTensor(operand) && elementOf(operand) == low;
+          });
+          if (!anyLow)
+            break;
+          convertOperands(op, low);
+          retypeResults(op, low);
+          break;
+        }
+        case PrecisionRule::Sink:
+          convertOperands(op, full);
+          break;
+        }
       }
-      case PrecisionRule::Sink:
-        convertOperands(op, full);
-        break;
-      }
-    }
+      return success();
+    };
+    if (failed(typeBlock(program.getBodyBlock())))
+      return signalPassFailure();
   }
 };
 

@@ -595,6 +595,8 @@ const SweepCase kCases[] = {
      false, "", false, true},
     {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
      false, true, false, "", false, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     false, false, true, "", false, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),
