@@ -486,12 +486,12 @@ LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
               "(its blocks would be unequal across the loop's boundary)";
   StringRef dim = loop.getDim();
   int64_t count = loop.getCount();
-  SmallVector<Value> locals;
+  SmallVector<Value> operands;
   SmallVector<Layout> argLayouts;
   SmallVector<Type> argTypes;
   for (auto [index, operand] : llvm::enumerate(loop.getOperands())) {
     materialize(operand);
-    auto [local, layoutIndex] = this->locals.lookup(operand);
+    auto [local, layoutIndex] = locals.lookup(operand);
     Layout layout = layouts[layoutIndex];
     auto type = llvm::cast<mtf::TensorType>(operand.getType());
     Value arg = loop.getBodyBlock().getArgument(index);
@@ -508,7 +508,7 @@ LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
         splits.push_back(layout.axesOf(d));
       layout = Layout::fromAxisIndices(std::move(splits));
     }
-    locals.push_back(local);
+    operands.push_back(local);
     argLayouts.push_back(layout);
     argTypes.push_back(localType(argType, layout));
   }
@@ -536,7 +536,7 @@ LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
       continue;
     }
     materialize(value);
-    auto [local, layoutIndex] = this->locals.lookup(value);
+    auto [local, layoutIndex] = locals.lookup(value);
     Layout layout = layouts[layoutIndex];
     std::vector<std::vector<size_t>> splits{{}};
     auto type = llvm::cast<mtf::TensorType>(value.getType());
@@ -553,9 +553,9 @@ LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
   SmallVector<Type> finalTypes(argTypes.begin(), argTypes.begin() + carried);
   auto local = mtf::LoopOp::create(
       builder, loop.getLoc(), finalTypes, stackedTypes, dim, count,
-      ValueRange(locals).take_front(carried),
-      ValueRange(locals).slice(carried, loop.getStacked().size()),
-      ValueRange(locals).drop_front(carried + loop.getStacked().size()),
+      ValueRange(operands).take_front(carried),
+      ValueRange(operands).slice(carried, loop.getStacked().size()),
+      ValueRange(operands).drop_front(carried + loop.getStacked().size()),
       loop.getReverse());
   local.getBody().push_back(block.release());
   for (auto [index, result] : llvm::enumerate(loop.getResults())) {
