@@ -98,7 +98,7 @@ LogicalResult backpropagate(ArrayRef<Operation *> ops, Differentiator &diff,
 ///   gradients.
 LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
                                 OpEmitter &emit) {
-  if (loop.getCarried().size() != 1 || !loop.getStackedResults().empty())
+  if (!g || loop.getCarried().size() != 1 || !loop.getStackedResults().empty())
     return loop.emitOpError() << "is differentiated only with one carried "
                                  "value and nothing stacked (as a repeat)";
   StringRef dim = loop.getDim();
@@ -229,17 +229,24 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
 LogicalResult backpropagate(ArrayRef<Operation *> ops, Differentiator &diff,
                             OpEmitter &emit) {
   for (Operation *op : llvm::reverse(ops)) {
+    // A loop the loss depends on through any of its results is
+    // differentiated (or refused) as a whole, never skipped.
+    if (auto loop = llvm::dyn_cast<mtf::LoopOp>(op)) {
+      if (llvm::none_of(loop.getResults(),
+                        [&](Value r) { return diff.grads.count(r); }))
+        continue;
+      emit.setLoc(op->getLoc());
+      if (failed(differentiateLoop(loop, diff.grads.lookup(loop.getResult(0)),
+                                   diff, emit)))
+        return failure();
+      continue;
+    }
     if (op->getNumResults() != 1)
       continue;
     auto it = diff.grads.find(op->getResult(0));
     if (it == diff.grads.end() || llvm::isa<mtf::ParamOp>(op))
       continue;
     emit.setLoc(op->getLoc());
-    if (auto loop = llvm::dyn_cast<mtf::LoopOp>(op)) {
-      if (failed(differentiateLoop(loop, it->second, diff, emit)))
-        return failure();
-      continue;
-    }
     if (failed(diff.backprop(op, it->second)))
       return failure();
   }
