@@ -87,10 +87,10 @@ CudaBackend::CudaBackend() {
   gpus = countGpus(reason);
   if (gpus == 0)
     throw RuntimeError("--backend cuda: no CUDA device (" + reason + ")");
-  std::string tf32Value = environment("MESHC_CUDA_TF32");
-  if (tf32Value != "" && tf32Value != "0" && tf32Value != "1")
-    throw RuntimeError("MESHC_CUDA_TF32='" + tf32Value + "' must be 0 or 1");
-  tf32 = tf32Value == "1";
+  tf32 = booleanVariable("MESHC_CUDA_TF32");
+  // Documented since the backend began, but read nowhere until it first ran
+  // on a GPU (a trace under it timed only launches).
+  syncEveryStep = booleanVariable("MESHC_CUDA_SYNC");
   forcedMode = environment("MESHC_CUDA_COLLECTIVES");
   std::string device = environment("MESHC_CUDA_DEVICE");
   if (!device.empty()) {

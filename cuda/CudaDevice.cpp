@@ -83,21 +83,25 @@ void CudaDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
   int64_t scratchAt = roundUp(arenaBytes);
   int64_t workspaceAt = scratchAt + roundUp(scratchBytes);
   int64_t statusAt = workspaceAt + kCublasWorkspaceBytes;
-  int64_t total = statusAt + kStatusBytes;
+  int64_t partialsAt = roundUp(statusAt + kStatusBytes);
+  int64_t total =
+      partialsAt + kPartialFloats * static_cast<int64_t>(sizeof(float));
   void *memory = nullptr;
   cudaError_t result = cudaMalloc(&memory, static_cast<size_t>(total));
   if (result != cudaSuccess)
-    throw RuntimeError(
-        "cuda device " + std::to_string(deviceId) + " (GPU " +
-        std::to_string(gpu) + "): cannot allocate " + std::to_string(total) +
-        " bytes (arena " + std::to_string(arenaBytes) + ", scratch " +
-        std::to_string(scratchBytes) +
-        ", cuBLAS workspace and status): " + cudaGetErrorString(result));
+    throw RuntimeError("cuda device " + std::to_string(deviceId) + " (GPU " +
+                       std::to_string(gpu) + "): cannot allocate " +
+                       std::to_string(total) + " bytes (arena " +
+                       std::to_string(arenaBytes) + ", scratch " +
+                       std::to_string(scratchBytes) +
+                       ", cuBLAS workspace, status and reduction partials): " +
+                       cudaGetErrorString(result));
   base = static_cast<char *>(memory);
   allocatedBytes = total;
   arena = base;
   scratch = base + scratchAt;
   status = reinterpret_cast<KernelStatus *>(base + statusAt);
+  partials = reinterpret_cast<float *>(base + partialsAt);
   MESHC_CUBLAS_CHECK(
       cublasSetWorkspace(cublas, base + workspaceAt, kCublasWorkspaceBytes));
   // Arenas start zeroed, as the CPU backend's calloc'ed ones do.

@@ -62,7 +62,7 @@ private:
   DType dtypeOf(const Operand &operand) const;
   /// The dtype the kernels see for `operand` (f32 when staged).
   DType kernelType(const Operand &operand) const;
-  Exec exec() const { return {stream, false}; }
+  Exec exec() const { return {stream, false, partials}; }
 
   /// Runs `step` with its kernels; `comm` is its group's communicator when
   /// usesGroup(step.op()). Every kind of StepKinds.def has a case here.
@@ -98,6 +98,8 @@ private:
   char *arena = nullptr;
   char *scratch = nullptr;
   KernelStatus *status = nullptr;
+  /// Exec::partials: kPartialFloats floats after the status.
+  float *partials = nullptr;
 };
 
 } // namespace meshc::runtime::cuda

@@ -168,8 +168,13 @@ __global__ void elementKernel(Program p, int64_t count) {
     elementAt(p, i);
 }
 
+/// Folds `value` over the block by the reduction `kind`.
+__device__ float blockCombine(int kind, float value) {
+  return blockReduce(value,
+                     [kind](float a, float b) { return combine(kind, a, b); });
+}
+
 __global__ void rowKernel(Program p) {
-  __shared__ float partial[kRowThreads];
   __shared__ float known[kFusedValues];
   int64_t offsets[kFusedOperands];
   float r[kFusedValues];
@@ -184,16 +189,9 @@ __global__ void rowKernel(Program p) {
         evaluate(p, offsets, j, known, r);
         acc = combine(kind, acc, r[p.instrs[j].a]);
       }
-      partial[threadIdx.x] = acc;
-      __syncthreads();
-      for (int half = blockDim.x / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half)
-          partial[threadIdx.x] =
-              combine(kind, partial[threadIdx.x], partial[threadIdx.x + half]);
-        __syncthreads();
-      }
+      acc = blockCombine(kind, acc);
       if (threadIdx.x == 0)
-        known[p.inputs + j] = partial[0];
+        known[p.inputs + j] = acc;
       __syncthreads();
     }
     for (int64_t k = threadIdx.x; k < p.inner; k += blockDim.x) {
@@ -209,6 +207,92 @@ __global__ void rowKernel(Program p) {
     }
     __syncthreads();
   }
+}
+
+// Few long rows: each row cut into `chunks` parts, a block each (block b
+// is chunk b % chunks of row b / chunks). `knownRows` holds each row's
+// reduction values (kFusedValues per row), `part` one partial per block.
+
+/// Loads row `row`'s reduction values into `known`.
+__device__ void loadKnown(const float *knownRows, int64_t row, float *known) {
+  for (int v = threadIdx.x; v < kFusedValues; v += blockDim.x)
+    known[v] = knownRows[row * kFusedValues + v];
+  __syncthreads();
+}
+
+/// Reduction `j` over each block's chunk, into part[block].
+__global__ void chunkPartialKernel(Program p, int j, int64_t chunks,
+                                   const float *knownRows, float *part) {
+  __shared__ float known[kFusedValues];
+  int64_t row = blockIdx.x / chunks, begin, end;
+  chunkRange(p.inner, chunks, blockIdx.x % chunks, begin, end);
+  loadKnown(knownRows, row, known);
+  int kind = p.instrs[j].kind;
+  int64_t offsets[kFusedOperands];
+  float r[kFusedValues];
+  float acc = identity(kind);
+  for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
+    offsetsOf(p, row, k, offsets);
+    evaluate(p, offsets, j, known, r);
+    acc = combine(kind, acc, r[p.instrs[j].a]);
+  }
+  acc = blockCombine(kind, acc);
+  if (threadIdx.x == 0)
+    part[blockIdx.x] = acc;
+}
+
+/// Each row's partials, in chunk order, into its value `value`.
+__global__ void chunkCombineKernel(int64_t rows, int64_t chunks, int kind,
+                                   int value, const float *part,
+                                   float *knownRows) {
+  int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= rows)
+    return;
+  float acc = identity(kind);
+  for (int64_t c = 0; c < chunks; ++c)
+    acc = combine(kind, acc, part[row * chunks + c]);
+  knownRows[row * kFusedValues + value] = acc;
+}
+
+/// The whole body over each block's chunk, writing the outputs.
+__global__ void chunkWriteKernel(Program p, int64_t chunks,
+                                 const float *knownRows) {
+  __shared__ float known[kFusedValues];
+  int64_t row = blockIdx.x / chunks, begin, end;
+  chunkRange(p.inner, chunks, blockIdx.x % chunks, begin, end);
+  loadKnown(knownRows, row, known);
+  int64_t offsets[kFusedOperands];
+  float r[kFusedValues];
+  for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
+    offsetsOf(p, row, k, offsets);
+    evaluate(p, offsets, p.body, known, r);
+    writeOutputs(p, offsets, k, r);
+  }
+}
+
+/// The split form of rowKernel; false where the workspace is too small.
+bool runChunked(const Exec &exec, const Program &p) {
+  int64_t chunks = splitChunks(p.rows, p.inner, kRowThreads);
+  if (chunks < 2 || exec.partials == nullptr ||
+      p.rows * (kFusedValues + chunks) > kPartialFloats)
+    return false;
+  float *knownRows = exec.partials;
+  float *part = exec.partials + p.rows * kFusedValues;
+  auto blocks = static_cast<unsigned>(p.rows * chunks);
+  auto combineBlocks = static_cast<unsigned>((p.rows + 255) / 256);
+  for (int j = 0; j < p.body; ++j) {
+    int kind = p.instrs[j].kind;
+    if (kind != kReduceSum && kind != kReduceMax)
+      continue;
+    chunkPartialKernel<<<blocks, kRowThreads, 0, exec.stream>>>(
+        p, j, chunks, knownRows, part);
+    chunkCombineKernel<<<combineBlocks, 256, 0, exec.stream>>>(
+        p.rows, chunks, kind, p.inputs + j, part, knownRows);
+  }
+  chunkWriteKernel<<<blocks, kRowThreads, 0, exec.stream>>>(p, chunks,
+                                                            knownRows);
+  MESHC_CUDA_CHECK(cudaGetLastError());
+  return true;
 }
 #endif
 
@@ -315,6 +399,8 @@ void fusedKernel(const Exec &exec, const Step &step,
     return;
   }
 #if defined(__CUDACC__)
+  if (runChunked(exec, p))
+    return;
   int64_t blocks = std::min<int64_t>(p.rows, 1 << 20);
   rowKernel<<<static_cast<unsigned>(blocks), kRowThreads, 0, exec.stream>>>(p);
   MESHC_CUDA_CHECK(cudaGetLastError());

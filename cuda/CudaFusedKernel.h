@@ -6,7 +6,9 @@
 // outer row: for each reduction in order, every thread evaluates the body
 // up to it on its elements (recomputing what came before: nothing but the
 // operands is stored) and the block combines the partial results; a last
-// pass evaluates the whole body and writes the outputs. Exec::onHost runs
+// pass evaluates the whole body and writes the outputs. Few long rows are
+// cut into chunks, a block each (splitChunks), whose partial results are
+// combined per row through Exec::partials. Exec::onHost runs
 // the same evaluation in a loop (one "thread" per row, in row order).
 //
 //===----------------------------------------------------------------------===//

@@ -256,10 +256,64 @@ void topKKernel(const Exec &exec, const float *in, float *out,
   });
 }
 
+/// Block b folds chunk b % chunks of row b / chunks into part[b].
+static __global__ void reducePartialKernel(bool sum, const float *src,
+                                           IterationSpace<2> outer,
+                                           IterationSpace<1> inner,
+                                           int64_t chunks, float *part) {
+  int64_t row = blockIdx.x / chunks, begin, end;
+  chunkRange(inner.count(), chunks, blockIdx.x % chunks, begin, end);
+  int64_t o[2], at[1];
+  outer.offsets(row, o);
+  const float *x = src + o[0];
+  float acc = sum ? 0.0f : -INFINITY;
+  for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
+    inner.offsets(k, at);
+    acc = sum ? acc + x[at[0]] : maxOf(acc, x[at[0]]);
+  }
+  acc = blockReduce(
+      acc, [sum](float a, float b) { return sum ? a + b : maxOf(a, b); });
+  if (threadIdx.x == 0)
+    part[blockIdx.x] = acc;
+}
+
+/// Each row's partials, in chunk order, into its output element.
+static __global__ void reduceCombineKernel(bool sum, const float *part,
+                                           float *dst, IterationSpace<2> outer,
+                                           int64_t chunks) {
+  int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= outer.count())
+    return;
+  float acc = sum ? 0.0f : -INFINITY;
+  for (int64_t c = 0; c < chunks; ++c)
+    acc =
+        sum ? acc + part[row * chunks + c] : maxOf(acc, part[row * chunks + c]);
+  int64_t o[2];
+  outer.offsets(row, o);
+  dst[o[1]] = acc;
+}
+
 void reduceKernel(const Exec &exec, Reduction fn, const float *src, float *dst,
                   const IterationSpace<2> &outer,
                   const IterationSpace<1> &inner) {
   bool sum = fn == Reduction::Sum;
+  // Rows of 2048 elements or more: a block per row, or per chunk of a row
+  // where the rows are few (a thread per row walked a scalar sum of 2^25
+  // elements alone).
+  int64_t rows = outer.count(), n = inner.count();
+  constexpr int kThreads = 256;
+  int64_t chunks = splitChunks(rows, n, kThreads);
+  if (!exec.onHost && exec.partials != nullptr && n >= 2048 && rows > 0 &&
+      rows * chunks <= kPartialFloats) {
+    reducePartialKernel<<<static_cast<unsigned>(rows * chunks), kThreads, 0,
+                          exec.stream>>>(sum, src, outer, inner, chunks,
+                                         exec.partials);
+    reduceCombineKernel<<<static_cast<unsigned>((rows + 255) / 256), 256, 0,
+                          exec.stream>>>(sum, exec.partials, dst, outer,
+                                         chunks);
+    MESHC_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   forEach(exec, outer.count(), [=] __host__ __device__(int64_t i) {
     int64_t o[2];
     outer.offsets(i, o);

@@ -33,7 +33,14 @@ struct Exec {
   /// Test-only: run the element functions on the host (pointers are host
   /// pointers).
   bool onHost = false;
+  /// The device's workspace of kPartialFloats floats for the partial results
+  /// of reductions split over several blocks (splitChunks); without it,
+  /// reductions run a block or a thread per row.
+  float *partials = nullptr;
 };
+
+/// The floats of Exec::partials (4 MiB per device).
+constexpr int64_t kPartialFloats = int64_t(1) << 20;
 
 /// The most members of a virtual-device collective group.
 constexpr int kMaxGroup = 64;
@@ -64,8 +71,11 @@ void compareKernel(const Exec &exec, BinaryFn fn, const int32_t *lhs,
 /// out[i] = i for i < count (f32 or i32 by `dtype`).
 void rangeKernel(const Exec &exec, DType dtype, void *out, int64_t count);
 /// For each index of `outer` (operands src, dst): dst = fn over `inner`
-/// (operand src) of src, in `inner`'s row-major order (the CPU's order, so
-/// sums round identically). Max starts at -inf and skips NaN as std::max.
+/// (operand src) of src. Under 2048 elements a thread per output walks
+/// `inner` in row-major order (the CPU's order, so sums round identically);
+/// longer rows take a block each, or a block per chunk where the rows are
+/// few (splitChunks, combined through Exec::partials), and sums agree with
+/// the CPU's to rounding. Max starts at -inf and skips NaN as std::max.
 void reduceKernel(const Exec &exec, Reduction fn, const float *src, float *dst,
                   const IterationSpace<2> &outer,
                   const IterationSpace<1> &inner);

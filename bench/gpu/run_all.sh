@@ -16,7 +16,9 @@
 # Environment: MESHC_BUILD_DIR (stage: the build with bin/meshc, default
 # build), PYTHON (gpu: the Python with torch, default python3), STEPS
 # (benchmark steps, default 10), CUDA_ARCH (default 90), BUILD_DIR (gpu: the
-# runtime-only build, default build-gpu), MESHC_STAGED_DEPS=1 (gpu-build:
+# runtime-only build, default build-gpu), TARGETS (gpu-build: the ninja
+# targets, default meshrun MeshcCudaTests MeshcRuntimeTests gemm_bench),
+# MESHC_STAGED_DEPS=1 (gpu-build:
 # use the staged dependencies even where the system has its own).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -46,6 +48,9 @@ stage() {
     "a:3;b:2" batch,heads,d_ff "$dir/sweep/transformer_3x2_weights" --axis-weights "a=1,2,3"
   "$python" "$here/make_sweep.py" "$meshc" "$root/tests/runtime/Inputs/unequal-moves.mtf" \
     "m:3" n,batch "$dir/sweep/moves_3_weights" --axis-weights "m=1,2,3"
+  # A loop step (--repeat=loop): the body's buffers shifted per iteration.
+  "$python" "$here/make_sweep.py" "$meshc" "$root/tests/sweep/Inputs/loop-lm.mtf" \
+    "a:2;b:2" batch,heads,d_ff "$dir/sweep/loop_lm_2x2" --repeat=loop
   "$here/stage_deps.sh" "$dir/deps"
   echo "run_all.sh: staged in $dir; on the GPU machine: bench/gpu/run_all.sh gpu $dir"
 }
@@ -82,7 +87,8 @@ gpu_build() {
   mapfile -t flags < <(dependency_flags)
   cmake -G Ninja -S "$root" -B "$build" -DMESHC_BUILD_COMPILER=OFF \
     -DMESHC_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" "${flags[@]}"
-  ninja -C "$build" meshrun MeshcCudaTests MeshcRuntimeTests gemm_bench
+  # shellcheck disable=SC2086
+  ninja -C "$build" ${TARGETS:-meshrun MeshcCudaTests MeshcRuntimeTests gemm_bench}
 }
 
 gpu_test() {

@@ -19,12 +19,13 @@
 
 #include "runtime/Error.h"
 #include "runtime/Loader.h"
+#include "runtime/Npy.h"
 #include "runtime/Session.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 
 using namespace meshc::runtime;
 using namespace meshc::runtime::testing;
@@ -102,21 +103,13 @@ const char *kBadLabelProgram = R"({
 
 TEST(CudaSessionErrors, BadLabelStopsThePeerWithTheCpuMessage) {
   MESHC_REQUIRE_GPU();
-  // labels.npy: int32 [0, 1, 2, 7] (.npy version 1, header padded to 64).
-  std::string header =
-      "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }";
-  header.resize(64 - 10 - 1, ' ');
-  header += '\n';
+  // labels.npy: int32 [0, 1, 2, 7], written by the runtime's own writer (a
+  // hand-made header here was cut short and never tested the label check).
   std::string path = ::testing::TempDir() + "cuda_labels.npy";
-  {
-    std::ofstream file(path, std::ios::binary);
-    file.write("\x93NUMPY\x01\x00", 8);
-    char length[2] = {static_cast<char>(header.size()), 0};
-    file.write(length, 2);
-    file << header;
-    int32_t labels[4] = {0, 1, 2, 7};
-    file.write(reinterpret_cast<const char *>(labels), sizeof(labels));
-  }
+  NpyArray labels{DType::I32, {4}, std::vector<char>(4 * sizeof(int32_t))};
+  const int32_t values[4] = {0, 1, 2, 7};
+  std::memcpy(labels.data.data(), values, sizeof(values));
+  writeNpy(path, labels);
   Program program = parseProgram(kBadLabelProgram, "ce.mprog");
   std::string error;
   SessionOptions options;
