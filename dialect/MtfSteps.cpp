@@ -208,12 +208,14 @@ LogicalResult YieldOp::writeSteps(StepWriter &writer) {
     return notInLocalProgram(*this, "it is written with its mtf.fused");
   // The stacked values first: one may be a carried argument, which the
   // carried copies then overwrite.
+  // (A value the body computed in its slice needs no copy.)
   for (auto [value, result] :
        llvm::zip(getValues().drop_front(loop.getCarried().size()),
                  loop.getStackedResults()))
-    writer.push(OpKind::Copy,
-                json::Object{{"in", writer.buffer(value)},
-                             {"out", writer.stackedSlice(result)}});
+    if (writer.buffer(value) != writer.stackedSlice(result))
+      writer.push(OpKind::Copy,
+                  json::Object{{"in", writer.buffer(value)},
+                               {"out", writer.stackedSlice(result)}});
   llvm::DenseSet<int64_t> carriedBuffers;
   for (Value arg : loop.getCarriedArgs())
     carriedBuffers.insert(writer.buffer(arg));

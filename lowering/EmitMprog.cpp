@@ -336,6 +336,29 @@ LogicalResult MprogEmitter::assignBuffers() {
     }
     ++position;
   }
+  // A value a loop's body computes and stacks is computed in place in its
+  // result's slice of the iteration (no copy at the yield), where its whole
+  // class is the body's own: no argument, source, output or outer value.
+  llvm::DenseMap<Value, Value> stackedInPlace; // leader -> stacked result
+  for (auto [op, loop] : loops) {
+    Block &loopBody = loop.getBodyBlock();
+    for (auto [value, result] :
+         llvm::zip(loopBody.getTerminator()->getOperands().drop_front(
+                       loop.getCarried().size()),
+                   loop.getStackedResults())) {
+      Value leader = aliases.getLeaderValue(value);
+      if (pinnedClasses.contains(leader) || stackedInPlace.count(leader))
+        continue;
+      bool own = llvm::all_of(
+          llvm::make_range(aliases.findLeader(value), aliases.member_end()),
+          [&](Value member) {
+            return llvm::isa<OpResult>(member) &&
+                   member.getDefiningOp()->getBlock() == &loopBody;
+          });
+      if (own)
+        stackedInPlace[leader] = result;
+    }
+  }
   // One buffer per class, in order of first definition.
   int64_t index = 0;
   for (Operation *each : order) {
@@ -347,6 +370,15 @@ LogicalResult MprogEmitter::assignBuffers() {
       llvm::append_range(defined, loop.getStackedArgs());
     for (Value result : defined) {
       Value leader = aliases.getLeaderValue(result);
+      if (auto stacked = stackedInPlace.find(leader);
+          stacked != stackedInPlace.end() && !leaderIndex.count(leader)) {
+        const BufferInfo &slice =
+            buffers[stackedSlices.lookup(stacked->second)];
+        if (slice.shape == largestLocalShape(result)) {
+          leaderIndex[leader] = slice.id;
+          continue;
+        }
+      }
       auto [it, inserted] = leaderIndex.try_emplace(leader, buffers.size());
       BufferInfo *info = nullptr;
       if (inserted) {

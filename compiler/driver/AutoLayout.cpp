@@ -5,6 +5,7 @@
 #include "compiler/driver/Explain.h"
 #include "compiler/driver/Pipeline.h"
 #include "compiler/passes/LayoutBridge.h"
+#include "dialect/MtfDialect.h"
 #include "lowering/EmitMprog.h"
 #include "lowering/ProgramCost.h"
 #include "runtime/core/cost/CostModel.h"
@@ -99,7 +100,7 @@ std::optional<Figures> measure(ModuleOp module, const layout::Mesh &mesh,
   ProgramCost cost = predictProgram(*copy, mesh, machine);
   figures.prediction = cost.prediction;
   for (const CollectiveCost &collective : cost.collectives)
-    figures.received += collective.received;
+    figures.received += collective.received * collective.count;
   FailureOr<MemoryPlanStats> plan = planMprogMemory(*copy);
   if (failed(plan))
     return std::nullopt;
@@ -263,6 +264,9 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
   ModuleOp full = model.full;
   MLIRContext *context = full.getContext();
   std::map<std::string, int64_t> dims = collectModelDims(full);
+  // A loop's layer dim is never split (no pipeline yet): no candidate
+  // splits it.
+  full.walk([&](mtf::LoopOp loop) { dims.erase(loop.getDim().str()); });
   // Under device weights the candidates may cut indivisible sizes where the
   // weights let them (the driver checked the weights against the mesh).
   layout::AxisWeights weights = layout::AxisWeights::even(mesh);

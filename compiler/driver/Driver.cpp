@@ -453,8 +453,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   importOptions.loops = options.repeat == RepeatKind::Loop;
   // What loops do not reach yet, refused before anything runs.
   if (importOptions.loops) {
-    const char *missing = search ? "--layout auto"
-                          : !options.axisWeights.empty() || options.uneven
+    const char *missing = !options.axisWeights.empty() || options.uneven
                               ? "--axis-weights and --uneven"
                               : nullptr;
     if (missing) {
@@ -524,6 +523,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   if (trains) {
     MtfAutodiffOptions autodiffOptions;
     autodiffOptions.outputGrads = options.outputGrads;
+    autodiffOptions.loopRemat = rematName(options.remat);
     pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(autodiffOptions));
     if (failed(pm.run(*module)))
       return failure();
@@ -554,7 +554,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     model.full = *module;
     model.file = llvm::sys::path::filename(options.input).str();
     model.repeats = repeats;
-    if (!StringRef(options.input).ends_with(".mlir"))
+    // A model of loops is measured as written: it does not grow with depth.
+    if (!StringRef(options.input).ends_with(".mlir") && !importOptions.loops)
       model.reimport = [&](const frontend::ImportOptions &counts) {
         // The main import already gave the warnings; errors still go out.
         ScopedDiagnosticHandler quiet(&context, [](Diagnostic &diag) {

@@ -41,6 +41,18 @@ bool needsRemat(ModuleOp module, Remat remat) {
       .wasInterrupted();
 }
 
+std::string rematName(Remat remat) {
+  switch (remat) {
+  case Remat::None:
+    return "none";
+  case Remat::Marked:
+    return "marked";
+  case Remat::Repeat:
+    return "repeat";
+  }
+  llvm_unreachable("unknown Remat");
+}
+
 void addRemat(OpPassManager &pm, ModuleOp module, Remat remat) {
   if (!needsRemat(module, remat))
     return;
@@ -56,6 +68,7 @@ LogicalResult differentiate(ModuleOp module, bool outputGrads, Remat remat,
     pm.nest<mtf::ProgramOp>().addPass(createMtfPrecision());
   MtfAutodiffOptions options;
   options.outputGrads = outputGrads;
+  options.loopRemat = rematName(remat);
   pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(options));
   addRemat(pm, module, remat);
   return pm.run(module);

@@ -66,6 +66,8 @@ bool needsRemat(mlir::ModuleOp module, Remat remat);
 
 /// Adds mtf-remat for `remat` to `pm` (on every program) when needsRemat.
 void addRemat(mlir::OpPassManager &pm, mlir::ModuleOp module, Remat remat);
+/// `remat`'s spelling in --remat and in mtf-autodiff's loop-remat option.
+std::string rematName(Remat remat);
 
 /// Runs mtf-autodiff on every program of `module` that trains (a no-op for
 /// the others): the backward pass and the optimizer update become ordinary

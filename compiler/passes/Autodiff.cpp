@@ -11,6 +11,7 @@
 #include "compiler/passes/Autodiff.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/Sequence.h"
 
@@ -85,41 +86,60 @@ void markActive(Block &block, llvm::DenseSet<Value> &active) {
 /// gradient of each result `diff` holds one for, last op first; a loop goes
 /// through differentiateLoop.
 LogicalResult backpropagate(ArrayRef<Operation *> ops, Differentiator &diff,
-                            OpEmitter &emit);
+                            OpEmitter &emit, LoopRemat remat);
+
+/// The values of `body` that change from one iteration to the next: those
+/// computed from the carried or stacked arguments (`moving`).
+llvm::DenseSet<Value> varyingValues(Block &body, ValueRange moving) {
+  llvm::DenseSet<Value> varying(moving.begin(), moving.end());
+  for (Operation &op : body.without_terminator())
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return varying.contains(v); }))
+      for (Value result : op.getResults())
+        varying.insert(result);
+  return varying;
+}
+
+/// Whether the backward loop computes forward op `op` again rather than
+/// reading its stacked result: under LoopRemat::All every op; else views
+/// (free), ops that read nothing that varies per iteration (no stacked copy
+/// of a value that is the same in every layer), and under Marked the ops of
+/// a `checkpoint(...)`.
+bool recomputedInBackward(Operation *op, LoopRemat remat,
+                          const llvm::DenseSet<Value> &varying) {
+  if (remat == LoopRemat::All || op->hasTrait<mtf::View>())
+    return true;
+  if (llvm::none_of(op->getOperands(),
+                    [&](Value v) { return varying.contains(v); }))
+    return true;
+  return remat == LoopRemat::Marked &&
+         op->hasAttr(mtf::MtfDialect::kCheckpointAttrName);
+}
 
 /// The gradient of a loop with one carried value `x` (the frontend's):
-/// - the forward loop is rebuilt to also stack each iteration's input x_i;
 /// - a backward loop, last layer first, carries the gradient of x and one
-///   sum per invariant operand the loss depends on, and reads x_i and each
-///   stacked operand's slice: it recomputes the layer from x_i (as
-///   --remat=repeat does for unrolled repeats), differentiates it, and
-///   stacks the gradient of each stacked operand;
+///   sum per invariant operand the loss depends on, and reads each stacked
+///   operand's slice. Its body is first the layer again (a clone of the
+///   forward body) and then the layer's gradient;
+/// - then each value of that clone the gradient reads is either kept
+///   (recomputed: recomputedInBackward) or replaced by a slice of a new
+///   stacked result of the forward loop (the activation, saved), and what
+///   is left of the clone unread is erased; x_i, each iteration's input, is
+///   stacked when the backward body still reads it;
 /// - x, the stacked operands and the invariant ones get the loop's
 ///   gradients.
 LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
-                                OpEmitter &emit) {
+                                OpEmitter &emit, LoopRemat remat) {
   if (!g || loop.getCarried().size() != 1 || !loop.getStackedResults().empty())
     return loop.emitOpError() << "is differentiated only with one carried "
                                  "value and nothing stacked (as a repeat)";
   StringRef dim = loop.getDim();
   int64_t count = loop.getCount();
   Block &forwardBody = loop.getBodyBlock();
+  Operation *yield = forwardBody.getTerminator();
   Value carriedArg = loop.getCarriedArgs().front();
   auto carriedType = tensorType(carriedArg);
-
-  // The forward loop, also stacking each iteration's input.
-  OpBuilder before(loop);
-  auto forward = mtf::LoopOp::create(
-      before, loop.getLoc(), loop.getFinals().getTypes(),
-      TypeRange{mtf::LoopOp::stackedType(carriedType, dim, count)}, dim, count,
-      loop.getCarried(), loop.getStacked(), loop.getInvariant(),
-      loop.getReverse());
-  forward->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
-  forward.getBody().takeBody(loop.getBody());
-  Operation *yield = forward.getBodyBlock().getTerminator();
-  yield->insertOperands(yield->getNumOperands(), ValueRange{carriedArg});
-  loop.getFinals().front().replaceAllUsesWith(forward.getFinals().front());
-  Value saved = forward.getStackedResults().front();
+  Location loc = loop.getLoc();
 
   // Which operands the loss depends on, and so need a gradient.
   SmallVector<Value> stackedWanted, invariantWanted;
@@ -130,52 +150,37 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
     if (diff.wants(operand))
       invariantWanted.push_back(operand);
 
-  // The backward loop's operands: carried (the gradient, the sums of the
-  // invariants' gradients), stacked (the inputs, the forward's stacked),
-  // invariant (the forward's).
+  // The backward body's arguments: carried (the gradient, the sums of the
+  // invariants' gradients), stacked (x_i, the forward's stacked operands,
+  // then the saved activations, added below), invariant (the forward's).
   SmallVector<Value> carried{g};
   for (Value operand : invariantWanted)
     carried.push_back(emit.constant(0.0, tensorType(operand)));
-  SmallVector<Value> stacked{saved};
-  llvm::append_range(stacked, forward.getStacked());
-  SmallVector<Type> stackedResultTypes;
-  for (Value operand : stackedWanted)
-    stackedResultTypes.push_back(operand.getType());
-  SmallVector<Type> finalTypes;
-  for (Value value : carried)
-    finalTypes.push_back(value.getType());
-  auto backward = mtf::LoopOp::create(
-      emit.builder(), loop.getLoc(), finalTypes, stackedResultTypes, dim, count,
-      carried, stacked, forward.getInvariant(), /*reverse=*/true);
-  emit.tag(backward);
+  // (Built in a region of its own, the loop's, until the backward loop,
+  // whose types it decides, takes it.)
+  Region scratch(loop.getOperation());
   Block *body = new Block();
-  backward.getBody().push_back(body);
-  Location loc = loop.getLoc();
+  scratch.push_back(body);
   for (Value value : carried)
     body->addArgument(value.getType(), loc);
-  body->addArgument(carriedType, loc);
-  for (Value arg : forward.getStackedArgs())
-    body->addArgument(arg.getType(), loc);
-  for (Value arg : forward.getInvariantArgs())
-    body->addArgument(arg.getType(), loc);
-
-  // The layer again, from the saved input.
-  OpEmitter inner(*body, "backward");
+  size_t inputAt = carried.size();
   IRMapping mapping;
-  size_t at = carried.size();
-  mapping.map(carriedArg, body->getArgument(at));
-  for (auto [arg, index] : llvm::zip(
-           forward.getStackedArgs(),
-           llvm::seq<size_t>(at + 1, at + 1 + forward.getStacked().size())))
-    mapping.map(arg, body->getArgument(index));
-  size_t invariantAt = at + 1 + forward.getStacked().size();
-  for (auto [arg, index] :
-       llvm::zip(forward.getInvariantArgs(),
-                 llvm::seq<size_t>(invariantAt, body->getNumArguments())))
-    mapping.map(arg, body->getArgument(index));
+  mapping.map(carriedArg, body->addArgument(carriedType, loc));
+  for (Value arg : loop.getStackedArgs())
+    mapping.map(arg, body->addArgument(arg.getType(), loc));
+  size_t invariantAt = body->getNumArguments();
+  for (Value arg : loop.getInvariantArgs())
+    mapping.map(arg, body->addArgument(arg.getType(), loc));
+
+  // The layer again, from x_i.
+  OpEmitter inner(*body, "backward");
+  llvm::DenseMap<Operation *, Operation *> forwardOf;
   SmallVector<Operation *> recomputed;
-  for (Operation &op : forward.getBodyBlock().without_terminator())
-    recomputed.push_back(inner.tag(inner.builder().clone(op, mapping)));
+  for (Operation &op : forwardBody.without_terminator()) {
+    Operation *clone = inner.tag(inner.builder().clone(op, mapping));
+    forwardOf[clone] = &op;
+    recomputed.push_back(clone);
+  }
   Value layerOut = mapping.lookupOrDefault(yield->getOperand(0));
 
   // Its gradient.
@@ -183,17 +188,17 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
   Value x = mapping.lookup(carriedArg);
   layer.active.insert(x);
   for (auto [operand, arg] :
-       llvm::zip(forward.getStacked(), forward.getStackedArgs()))
+       llvm::zip(loop.getStacked(), loop.getStackedArgs()))
     if (diff.wants(operand))
       layer.active.insert(mapping.lookup(arg));
   for (auto [operand, arg] :
-       llvm::zip(forward.getInvariant(), forward.getInvariantArgs()))
+       llvm::zip(loop.getInvariant(), loop.getInvariantArgs()))
     if (diff.wants(operand))
       layer.active.insert(mapping.lookup(arg));
   markActive(*body, layer.active);
   if (layer.active.contains(layerOut))
     layer.grads[layerOut] = body->getArgument(0);
-  if (failed(backpropagate(recomputed, layer, inner)))
+  if (failed(backpropagate(recomputed, layer, inner, remat)))
     return failure();
   auto gradOf = [&](Value value) {
     auto it = layer.grads.find(value);
@@ -203,17 +208,89 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
   SmallVector<Value> yielded{gradOf(x)};
   size_t sum = 1;
   for (auto [operand, arg] :
-       llvm::zip(forward.getInvariant(), forward.getInvariantArgs()))
+       llvm::zip(loop.getInvariant(), loop.getInvariantArgs()))
     if (diff.wants(operand)) {
       yielded.push_back(
           inner.add(body->getArgument(sum), gradOf(mapping.lookup(arg))));
       ++sum;
     }
   for (auto [operand, arg] :
-       llvm::zip(forward.getStacked(), forward.getStackedArgs()))
+       llvm::zip(loop.getStacked(), loop.getStackedArgs()))
     if (diff.wants(operand))
       yielded.push_back(gradOf(mapping.lookup(arg)));
   inner.tag(mtf::YieldOp::create(inner.builder(), loc, yielded));
+
+  // Recompute or read each activation, last op first, so that an op's
+  // readers are settled before it: what nothing reads is erased.
+  SmallVector<Value> moving{carriedArg};
+  llvm::append_range(moving, loop.getStackedArgs());
+  llvm::DenseSet<Value> varying = varyingValues(forwardBody, moving);
+  SmallVector<Value> saved;
+  // (A reverse iterator would point past the op it yields: erasing that op
+  // would break it, hence the walk by previous nodes.)
+  Operation *previous = body->getTerminator()->getPrevNode();
+  while (previous) {
+    Operation &op = *previous;
+    previous = op.getPrevNode();
+    auto it = forwardOf.find(&op);
+    if (it == forwardOf.end()) {
+      if (op.use_empty() && isMemoryEffectFree(&op))
+        op.erase();
+      continue;
+    }
+    if (!op.use_empty() && recomputedInBackward(it->second, remat, varying))
+      continue;
+    for (auto [result, original] :
+         llvm::zip(op.getResults(), it->second->getResults())) {
+      if (result.use_empty())
+        continue;
+      result.replaceAllUsesWith(body->insertArgument(invariantAt + saved.size(),
+                                                     result.getType(), loc));
+      saved.push_back(original);
+    }
+    op.erase();
+  }
+  bool inputRead = !body->getArgument(inputAt).use_empty();
+  if (!inputRead)
+    body->eraseArgument(inputAt);
+
+  // The forward loop, also stacking x_i (where read) and the activations.
+  SmallVector<Value> stackedYields;
+  if (inputRead)
+    stackedYields.push_back(carriedArg);
+  llvm::append_range(stackedYields, saved);
+  SmallVector<Type> stackedTypes;
+  for (Value value : stackedYields)
+    stackedTypes.push_back(
+        mtf::LoopOp::stackedType(tensorType(value), dim, count));
+  OpBuilder before(loop);
+  auto forward = mtf::LoopOp::create(before, loc, loop.getFinals().getTypes(),
+                                     stackedTypes, dim, count,
+                                     loop.getCarried(), loop.getStacked(),
+                                     loop.getInvariant(), loop.getReverse());
+  forward->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
+  forward.getBody().takeBody(loop.getBody());
+  yield->insertOperands(yield->getNumOperands(), stackedYields);
+  loop.getFinals().front().replaceAllUsesWith(forward.getFinals().front());
+
+  // The backward loop.
+  SmallVector<Value> stacked;
+  ValueRange stackedResults = forward.getStackedResults();
+  if (inputRead)
+    stacked.push_back(stackedResults.front());
+  llvm::append_range(stacked, forward.getStacked());
+  llvm::append_range(stacked, stackedResults.drop_front(inputRead ? 1 : 0));
+  SmallVector<Type> stackedResultTypes;
+  for (Value operand : stackedWanted)
+    stackedResultTypes.push_back(operand.getType());
+  SmallVector<Type> finalTypes;
+  for (Value value : carried)
+    finalTypes.push_back(value.getType());
+  auto backward = mtf::LoopOp::create(
+      emit.builder(), loc, finalTypes, stackedResultTypes, dim, count, carried,
+      stacked, forward.getInvariant(), /*reverse=*/true);
+  emit.tag(backward);
+  backward.getBody().takeBody(scratch);
 
   diff.send(forward.getCarried().front(), backward.getFinals().front());
   for (auto [operand, total] :
@@ -227,7 +304,7 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
 }
 
 LogicalResult backpropagate(ArrayRef<Operation *> ops, Differentiator &diff,
-                            OpEmitter &emit) {
+                            OpEmitter &emit, LoopRemat remat) {
   for (Operation *op : llvm::reverse(ops)) {
     // A loop the loss depends on through any of its results is
     // differentiated (or refused) as a whole, never skipped.
@@ -237,7 +314,7 @@ LogicalResult backpropagate(ArrayRef<Operation *> ops, Differentiator &diff,
         continue;
       emit.setLoc(op->getLoc());
       if (failed(differentiateLoop(loop, diff.grads.lookup(loop.getResult(0)),
-                                   diff, emit)))
+                                   diff, emit, remat)))
         return failure();
       continue;
     }
@@ -256,7 +333,8 @@ LogicalResult backpropagate(ArrayRef<Operation *> ops, Differentiator &diff,
 } // namespace
 
 FailureOr<llvm::MapVector<Operation *, Value>>
-differentiate(mtf::ProgramOp program, Value loss, OpEmitter &emit) {
+differentiate(mtf::ProgramOp program, Value loss, OpEmitter &emit,
+              LoopRemat loopRemat) {
   Differentiator diff(emit);
   markActive(program.getBodyBlock(), diff.active);
 
@@ -272,7 +350,7 @@ differentiate(mtf::ProgramOp program, Value loss, OpEmitter &emit) {
   if (diff.active.contains(loss))
     diff.grads[loss] = emit.constant(1.0, tensorType(loss));
   // (A loop is rebuilt as it is differentiated: `ops` is not read again.)
-  if (failed(backpropagate(ops, diff, emit)))
+  if (failed(backpropagate(ops, diff, emit, loopRemat)))
     return failure();
 
   llvm::MapVector<Operation *, Value> result;
