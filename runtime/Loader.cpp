@@ -46,6 +46,12 @@ std::string syntaxReason(const json::parse_error &error) {
   return colon == std::string::npos ? what : what.substr(colon + 2);
 }
 
+/// The most devices a .mprog's mesh may have. The loader sizes per-device
+/// tables from the mesh before any device is made (one weight per device
+/// and axis for every tensor), so the mesh is bounded first: a mesh axis of
+/// 2^31 once made the loader allocate 13 GB before a clear error.
+constexpr int64_t kMaxMeshDevices = int64_t(1) << 20;
+
 layout::Mesh parseMesh(const JsonNode &node) {
   std::vector<layout::MeshAxis> axes;
   for (const JsonNode &axis : node.elements())
@@ -56,6 +62,11 @@ layout::Mesh parseMesh(const JsonNode &node) {
   layout::Result<layout::Mesh> mesh = layout::Mesh::fromAxes(axes);
   if (!mesh)
     node.fail(mesh.error().message);
+  if (mesh->numDevices() > kMaxMeshDevices)
+    node.fail("the mesh has " + std::to_string(mesh->numDevices()) +
+              " devices (mesh " + mesh->str() +
+              "); a .mprog's mesh has at most " +
+              std::to_string(kMaxMeshDevices));
   return *mesh;
 }
 

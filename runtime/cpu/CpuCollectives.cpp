@@ -207,8 +207,11 @@ void CpuCommunicator::allToAllV(const void *in,
                                 const std::vector<int64_t> &receiveBytes) {
   int64_t n = size();
   char *dst = static_cast<char *>(out);
+  // (Zero-byte blocks may come with null buffers: memcpy is not called
+  // for them, as passing it a null pointer is undefined even for 0 bytes.)
   if (n == 1) {
-    std::memcpy(dst, in, size_t(sendBytes[0]));
+    if (sendBytes[0] > 0)
+      std::memcpy(dst, in, size_t(sendBytes[0]));
     return;
   }
   // Zero on one member means zero on all only for the equal form; a
@@ -218,10 +221,11 @@ void CpuCommunicator::allToAllV(const void *in,
   int64_t at = 0;
   for (int64_t peer = 0; peer < n; ++peer) {
     const std::vector<int64_t> &theirs = group->starts[size_t(peer)];
-    std::memcpy(dst + at,
-                static_cast<const char *>(group->slots[peer]) +
-                    theirs[size_t(rank())],
-                size_t(receiveBytes[peer]));
+    if (receiveBytes[peer] > 0)
+      std::memcpy(dst + at,
+                  static_cast<const char *>(group->slots[peer]) +
+                      theirs[size_t(rank())],
+                  size_t(receiveBytes[peer]));
     at += receiveBytes[peer];
   }
   // Nobody may overwrite its `in` (or its starts) before every peer has

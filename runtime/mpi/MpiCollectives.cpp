@@ -231,7 +231,8 @@ void MpiCommunicator::allToAllV(const void *in,
                                 void *out,
                                 const std::vector<int64_t> &receiveBytes) {
   if (size() == 1) {
-    std::memcpy(out, in, size_t(sendBytes[0]));
+    if (sendBytes[0] > 0) // (null buffers may come with zero bytes)
+      std::memcpy(out, in, size_t(sendBytes[0]));
     return;
   }
   std::vector<int> sendCounts, sendDispls, receiveCounts, receiveDispls;

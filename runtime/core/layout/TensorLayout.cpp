@@ -50,9 +50,11 @@ static std::string counted(size_t count, const char *one, const char *many) {
 /// The hint for a dimension of `size` elements that `shards` does not divide.
 static std::string divisibilityHint(const std::string &dim, int64_t size,
                                     int64_t shards) {
-  int64_t below = size / shards * shards;
-  std::string examples = below > 0 ? std::to_string(below) + " or " : "";
-  examples += std::to_string(below + shards);
+  int64_t below = size / shards * shards, above = 0;
+  std::string examples = below > 0 ? std::to_string(below) : "";
+  // (The next multiple may not exist: a size near 2^63 split in two.)
+  if (!__builtin_add_overflow(below, shards, &above))
+    examples += (examples.empty() ? "" : " or ") + std::to_string(above);
   return "leave " + quoteName(dim) +
          " unsplit or make its size a multiple of " + std::to_string(shards) +
          " (e.g. " + examples + ")";

@@ -244,6 +244,16 @@ TEST(TensorLayoutErrors, NotDivisible) {
       "tensor 'x' dimension 'batch' (size 3) is not divisible by mesh axis "
       "'b' (size 4)",
       "leave 'batch' unsplit or make its size a multiple of 4 (e.g. 4)", 0, 0);
+  // The largest size split in two: no next multiple (its sum overflowed, a
+  // signed overflow while building the hint, found by mutating .mprog files).
+  EXPECT_LAYOUT_ERROR(
+      TensorLayout::compute("x", {{"batch", INT64_MAX}}, rules("batch:b"),
+                            mesh("b:2")),
+      "tensor 'x' dimension 'batch' (size 9223372036854775807) is not "
+      "divisible by mesh axis 'b' (size 2)",
+      "leave 'batch' unsplit or make its size a multiple of 2 (e.g. "
+      "9223372036854775806)",
+      0, 0);
 }
 
 TEST(TensorLayoutErrors, UnknownMeshAxis) {

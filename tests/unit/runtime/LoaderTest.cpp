@@ -112,6 +112,11 @@ TEST(LoaderTest, HeaderErrors) {
   EXPECT_EQ(errorAfter([](json &p) { p["mesh"][0]["size"] = 0; }),
             "p.mprog: mesh: mesh axis 'b' size must be a positive integer, "
             "got 0");
+  // Bounded before anything is sized from it (2^31 once allocated 13 GB).
+  EXPECT_EQ(
+      errorAfter([](json &p) { p["mesh"][0]["size"] = int64_t(1) << 31; }),
+      "p.mprog: mesh: the mesh has 4294967296 devices (mesh "
+      "b:2147483648;m:2); a .mprog's mesh has at most 1048576");
 }
 
 TEST(LoaderTest, BufferErrors) {

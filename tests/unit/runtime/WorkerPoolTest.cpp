@@ -330,12 +330,16 @@ TEST_P(SharedGemmTest, EqualsTheLoopOnEveryThreadCount) {
                  {"in", {operand(xb, c.lhs), operand(yb, c.rhs)}},
                  {"out", operand(ob, c.out)},
                  {"sizes", c.sizes}};
-    if (threads == 1)
-      // The case is large enough to be cut into 4 parts (2 threads).
+    if (threads == 1) {
+      // The case is large enough to be cut into 4 parts (2 threads). (The
+      // program is kept: a range-for over a member of a temporary read it
+      // after it was destroyed, as AddressSanitizer found.)
+      Program loaded = harness.load(step);
       for (const EinsumStage &stage :
-           harness.load(step).steps[0].as<EinsumAttrs>().plan.stages)
+           loaded.steps[0].as<EinsumAttrs>().plan.stages)
         if (stage.isGemm)
           EXPECT_EQ(gemmParts(stage.gemm, 4), 4);
+    }
     harness.run(step);
     std::vector<float> got = harness.readF32(ob);
     ASSERT_EQ(got.size(), want.size());
