@@ -10,6 +10,14 @@ stacked parameters of the same model compiled with --repeat=loop.
         UNROLLED_DIR's, stacked: prints the largest difference relative to
         each tensor's largest magnitude, for the parameters and for the
         slots, and exits 1 when one is above TOLERANCE (0: bit-identical)
+    stack_params.py --unstack UNROLLED.mprog LOOP.mprog LOOP_DIR OUT_DIR
+                    [LOOP_OUTPUTS.json OUT_OUTPUTS.json]
+        the other way: writes OUT_DIR/<name>.npy for every parameter of
+        UNROLLED.mprog from LOOP_DIR (meshrun --dump-params of LOOP.mprog),
+        each layer's slice of a stacked one, and (given the outputs of
+        meshrun --dump-outputs) the outputs with every grad/NAME of a
+        stacked parameter cut into its layers' grad/NAME, so that a check
+        written for the unrolled program reads the loop program's results
 
 Both programs list their parameters in program order. A loop parameter
 whose first dim is a loop's layer dim (size L) belongs to a run of P such
@@ -73,8 +81,39 @@ def stacked_values(directory, names):
     return arrays[0] if len(arrays) == 1 else np.stack(arrays)
 
 
+def unstack(args):
+    unrolled_path, loop_path, loop_dir, out_dir = args[:4]
+    os.makedirs(out_dir, exist_ok=True)
+    grads = {}
+    for name, targets in pairs(unrolled_path, loop_path):
+        if "/" in name:  # optimizer slots: not unstacked
+            continue
+        value = np.load(file_of(loop_dir, name))
+        slices = [value] if len(targets) == 1 else list(value)
+        for target, part in zip(targets, slices):
+            np.save(file_of(out_dir, target), part.astype(np.float32))
+        grads["grad/" + name] = ["grad/" + t for t in targets]
+    if len(args) == 6:
+        document = json.load(open(args[4]))
+        outputs = {}
+        for name, tensor in document["outputs"].items():
+            if name not in grads or len(grads[name]) == 1:
+                outputs[grads.get(name, [name])[0]] = tensor
+                continue
+            layers = len(grads[name])
+            per = len(tensor["data"]) // layers
+            for layer, target in enumerate(grads[name]):
+                outputs[target] = dict(
+                    tensor, dims=tensor["dims"][1:], shape=tensor["shape"][1:],
+                    data=tensor["data"][layer * per:(layer + 1) * per])
+        document["outputs"] = outputs
+        json.dump(document, open(args[5], "w"))
+
+
 def main():
     args = sys.argv[1:]
+    if args and args[0] == "--unstack":
+        return unstack(args[1:])
     compare = args and args[0] == "--compare"
     tolerance = 0.0
     if compare:
