@@ -119,6 +119,28 @@ TEST(RandomTest, BlocksOfTwoLayoutsAssembleToTheSameTensor) {
   EXPECT_EQ(columns, whole);
 }
 
+// A block of more than 2^20 elements is drawn in parts on several threads:
+// every element is still TensorRandom's value at its global index (here an
+// offset block of a 3-d tensor, so the parts start mid-row).
+TEST(RandomTest, LargeBlocksDrawnInPartsEqualEachElementsDraw) {
+  std::vector<int64_t> shape = {5, 1000, 1001}, offset = {1, 7, 3},
+                       block = {3, 900, 997};
+  InitSpec spec{InitSpec::Kind::Normal, 0.5, 2.0};
+  std::vector<float> values(3 * 900 * 997);
+  fillBlock(spec, 11, "big", shape, offset, block, values.data());
+  TensorRandom random(11, "big");
+  int64_t mismatches = 0, i = 0;
+  for (int64_t a = 0; a < block[0]; ++a)
+    for (int64_t b = 0; b < block[1]; ++b)
+      for (int64_t c = 0; c < block[2]; ++c, ++i) {
+        uint64_t global =
+            ((offset[0] + a) * shape[1] + offset[1] + b) * shape[2] +
+            offset[2] + c;
+        mismatches += values[i] != random.value(spec, global);
+      }
+  EXPECT_EQ(mismatches, 0);
+}
+
 TEST(RandomTest, IntegerBlocksAreLayoutIndependent) {
   std::vector<int64_t> shape = {6};
   std::vector<int32_t> whole(6), left(3), right(3);
