@@ -118,18 +118,7 @@ struct Options {
   cl::opt<Remat> remat{
       "remat",
       cl::desc("activation recomputation when training (docs/training.md)"),
-      cl::init(Remat::Marked),
-      cl::values(
-          clEnumValN(Remat::None, "none",
-                     "keep every activation for the backward pass, also "
-                     "those of checkpoint(...)"),
-          clEnumValN(Remat::Marked, "marked",
-                     "recompute what the model's checkpoint(...) "
-                     "expressions compute (the default)"),
-          clEnumValN(Remat::Repeat, "repeat",
-                     "also each repeat instance: it keeps only its inputs "
-                     "and is recomputed in the backward pass")),
-      cl::cat(category)};
+      cl::init(Remat::Marked), rematValues(), cl::cat(category)};
   cl::opt<RepeatKind> repeat{
       "repeat", cl::desc("how `repeat` is compiled (docs/language.md)"),
       cl::init(RepeatKind::Unroll),
@@ -523,7 +512,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   if (trains) {
     MtfAutodiffOptions autodiffOptions;
     autodiffOptions.outputGrads = options.outputGrads;
-    autodiffOptions.loopRemat = rematName(options.remat);
+    autodiffOptions.loopRemat = options.remat;
     pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(autodiffOptions));
     if (failed(pm.run(*module)))
       return failure();

@@ -41,18 +41,6 @@ bool needsRemat(ModuleOp module, Remat remat) {
       .wasInterrupted();
 }
 
-std::string rematName(Remat remat) {
-  switch (remat) {
-  case Remat::None:
-    return "none";
-  case Remat::Marked:
-    return "marked";
-  case Remat::Repeat:
-    return "repeat";
-  }
-  llvm_unreachable("unknown Remat");
-}
-
 void addRemat(OpPassManager &pm, ModuleOp module, Remat remat) {
   if (!needsRemat(module, remat))
     return;
@@ -68,7 +56,7 @@ LogicalResult differentiate(ModuleOp module, bool outputGrads, Remat remat,
     pm.nest<mtf::ProgramOp>().addPass(createMtfPrecision());
   MtfAutodiffOptions options;
   options.outputGrads = outputGrads;
-  options.loopRemat = rematName(remat);
+  options.loopRemat = remat;
   pm.nest<mtf::ProgramOp>().addPass(createMtfAutodiff(options));
   addRemat(pm, module, remat);
   return pm.run(module);

@@ -12,6 +12,7 @@
 #define MESHC_COMPILER_DRIVER_PIPELINE_H
 
 #include "compiler/interpreter/Interpreter.h"
+#include "compiler/passes/Remat.h"
 #include "runtime/core/layout/LayoutRules.h"
 #include "runtime/core/layout/Mesh.h"
 
@@ -48,17 +49,6 @@ mlir::LogicalResult layoutAndPartition(mlir::ModuleOp module,
                                        const layout::LayoutRules &rules,
                                        const PartitionOptions &options = {});
 
-/// Which forward activations mtf-remat recomputes in the backward pass
-/// (meshc --remat, docs/training.md).
-enum class Remat {
-  /// None: every activation is kept, `checkpoint(...)` included.
-  None,
-  /// Those of the model's `checkpoint(...)` expressions.
-  Marked,
-  /// Those too and every instance of an outermost `repeat`.
-  Repeat,
-};
-
 /// Whether mtf-remat has anything to do in `module` under `remat`: with
 /// `Marked`, only when some op carries a checkpoint tag (so the pass, and
 /// its IR dump, appear only where the model asked for them).
@@ -66,8 +56,6 @@ bool needsRemat(mlir::ModuleOp module, Remat remat);
 
 /// Adds mtf-remat for `remat` to `pm` (on every program) when needsRemat.
 void addRemat(mlir::OpPassManager &pm, mlir::ModuleOp module, Remat remat);
-/// `remat`'s spelling in --remat and in mtf-autodiff's loop-remat option.
-std::string rematName(Remat remat);
 
 /// Runs mtf-autodiff on every program of `module` that trains (a no-op for
 /// the others): the backward pass and the optimizer update become ordinary

@@ -86,7 +86,7 @@ void markActive(Block &block, llvm::DenseSet<Value> &active) {
 /// gradient of each result `diff` holds one for, last op first; a loop goes
 /// through differentiateLoop.
 LogicalResult backpropagate(ArrayRef<Operation *> ops, Differentiator &diff,
-                            OpEmitter &emit, LoopRemat remat);
+                            OpEmitter &emit, Remat remat);
 
 /// The values of `body` that change from one iteration to the next: those
 /// computed from the carried or stacked arguments (`moving`).
@@ -101,18 +101,18 @@ llvm::DenseSet<Value> varyingValues(Block &body, ValueRange moving) {
 }
 
 /// Whether the backward loop computes forward op `op` again rather than
-/// reading its stacked result: under LoopRemat::All every op; else views
+/// reading its stacked result: under Remat::Repeat every op; else views
 /// (free), ops that read nothing that varies per iteration (no stacked copy
 /// of a value that is the same in every layer), and under Marked the ops of
 /// a `checkpoint(...)`.
-bool recomputedInBackward(Operation *op, LoopRemat remat,
+bool recomputedInBackward(Operation *op, Remat remat,
                           const llvm::DenseSet<Value> &varying) {
-  if (remat == LoopRemat::All || op->hasTrait<mtf::View>())
+  if (remat == Remat::Repeat || op->hasTrait<mtf::View>())
     return true;
   if (llvm::none_of(op->getOperands(),
                     [&](Value v) { return varying.contains(v); }))
     return true;
-  return remat == LoopRemat::Marked &&
+  return remat == Remat::Marked &&
          op->hasAttr(mtf::MtfDialect::kCheckpointAttrName);
 }
 
@@ -129,7 +129,7 @@ bool recomputedInBackward(Operation *op, LoopRemat remat,
 /// - x, the stacked operands and the invariant ones get the loop's
 ///   gradients.
 LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
-                                OpEmitter &emit, LoopRemat remat) {
+                                OpEmitter &emit, Remat remat) {
   if (!g || loop.getCarried().size() != 1 || !loop.getStackedResults().empty())
     return loop.emitOpError() << "is differentiated only with one carried "
                                  "value and nothing stacked (as a repeat)";
@@ -304,7 +304,7 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
 }
 
 LogicalResult backpropagate(ArrayRef<Operation *> ops, Differentiator &diff,
-                            OpEmitter &emit, LoopRemat remat) {
+                            OpEmitter &emit, Remat remat) {
   for (Operation *op : llvm::reverse(ops)) {
     // A loop the loss depends on through any of its results is
     // differentiated (or refused) as a whole, never skipped.
@@ -334,7 +334,7 @@ LogicalResult backpropagate(ArrayRef<Operation *> ops, Differentiator &diff,
 
 FailureOr<llvm::MapVector<Operation *, Value>>
 differentiate(mtf::ProgramOp program, Value loss, OpEmitter &emit,
-              LoopRemat loopRemat) {
+              Remat remat) {
   Differentiator diff(emit);
   markActive(program.getBodyBlock(), diff.active);
 
@@ -350,7 +350,7 @@ differentiate(mtf::ProgramOp program, Value loss, OpEmitter &emit,
   if (diff.active.contains(loss))
     diff.grads[loss] = emit.constant(1.0, tensorType(loss));
   // (A loop is rebuilt as it is differentiated: `ops` is not read again.)
-  if (failed(backpropagate(ops, diff, emit, loopRemat)))
+  if (failed(backpropagate(ops, diff, emit, remat)))
     return failure();
 
   llvm::MapVector<Operation *, Value> result;

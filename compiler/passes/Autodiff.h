@@ -14,6 +14,7 @@
 #ifndef MESHC_COMPILER_PASSES_AUTODIFF_H
 #define MESHC_COMPILER_PASSES_AUTODIFF_H
 
+#include "compiler/passes/Remat.h"
 #include "dialect/OpEmitter.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -23,26 +24,16 @@ namespace meshc {
 using mlir::mtf::OpEmitter;
 using mlir::mtf::tensorType;
 
-/// How the backward loop of an mtf.loop gets the activations of the
-/// forward layer it differentiates (meshc's --remat for loops).
-enum class LoopRemat {
-  /// The forward loop stacks every activation the backward pass reads
-  /// (JAX's scan keeps its residuals the same way).
-  None,
-  /// Those too, but ops of a `checkpoint(...)` are recomputed.
-  Marked,
-  /// The forward loop stacks only each layer's input; the backward loop
-  /// recomputes the layer from it (--remat=repeat).
-  All,
-};
-
 /// dLoss/dParam for every trainable parameter of `program`, in program
-/// order. A parameter the loss does not depend on gets a zero gradient and
-/// a warning. Fails (with an error at the op) on an op on the path from a
-/// parameter to the loss that has no gradient.
+/// order. `remat` says how the backward loop of an mtf.loop gets the
+/// forward layer's activations: stacked by the forward loop (None; Marked,
+/// but for `checkpoint(...)` ops, recomputed) or each layer recomputed from
+/// its input (Repeat). A parameter the loss does not depend on gets a zero
+/// gradient and a warning. Fails (with an error at the op) on an op on the path
+/// from a parameter to the loss that has no gradient.
 mlir::FailureOr<llvm::MapVector<mlir::Operation *, mlir::Value>>
 differentiate(mlir::mtf::ProgramOp program, mlir::Value loss, OpEmitter &emit,
-              LoopRemat loopRemat = LoopRemat::Marked);
+              Remat remat = Remat::Marked);
 
 } // namespace meshc
 

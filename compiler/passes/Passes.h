@@ -7,6 +7,7 @@
 #ifndef MESHC_COMPILER_PASSES_PASSES_H
 #define MESHC_COMPILER_PASSES_PASSES_H
 
+#include "compiler/passes/Remat.h"
 #include "dialect/MtfDialect.h"
 #include "mlir/Pass/Pass.h"
 

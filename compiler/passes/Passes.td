@@ -82,11 +82,13 @@ def MtfAutodiff : Pass<"mtf-autodiff", "::mlir::mtf::ProgramOp"> {
   let options = [
     Option<"outputGrads", "output-grads", "bool", /*default=*/"false",
            "also output every parameter's gradient as grad/NAME">,
-    Option<"loopRemat", "loop-remat", "std::string", /*default=*/"\"marked\"",
-           "how a loop's backward pass gets its activations: none (the "
-           "forward loop stacks them), marked (checkpoint(...) ops "
-           "recomputed, the rest stacked) or repeat (each layer recomputed "
-           "from its input), as meshc's --remat">,
+    Option<"loopRemat", "loop-remat", "::meshc::Remat",
+           /*default=*/"::meshc::Remat::Marked",
+           "how a loop's backward pass gets its activations, as meshc's "
+           "--remat: none (the forward loop stacks them), marked "
+           "(checkpoint(...) ops recomputed, the rest stacked) or repeat "
+           "(each layer recomputed from its input)",
+           "::meshc::rematValues()">,
   ];
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }

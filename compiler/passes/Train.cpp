@@ -10,10 +10,6 @@
 #include "compiler/passes/Optimizer.h"
 #include "compiler/passes/Passes.h"
 
-#include "llvm/ADT/StringSwitch.h"
-
-#include <optional>
-
 using namespace mlir;
 
 namespace meshc {
@@ -55,22 +51,10 @@ struct MtfAutodiffPass : public meshc::impl::MtfAutodiffBase<MtfAutodiffPass> {
       }
     }
 
-    std::optional<meshc::LoopRemat> loopRematKind =
-        llvm::StringSwitch<std::optional<meshc::LoopRemat>>(loopRemat)
-            .Case("none", meshc::LoopRemat::None)
-            .Case("marked", meshc::LoopRemat::Marked)
-            .Case("repeat", meshc::LoopRemat::All)
-            .Default(std::nullopt);
-    if (!loopRematKind) {
-      program.emitError() << "mtf-autodiff: loop-remat='" << loopRemat
-                          << "' is none of none, marked, repeat";
-      return signalPassFailure();
-    }
-
     Block &block = program.getBodyBlock();
     meshc::OpEmitter backward(block, "backward");
-    FailureOr<llvm::MapVector<Operation *, Value>> grads = meshc::differentiate(
-        program, train.getLoss(), backward, *loopRematKind);
+    FailureOr<llvm::MapVector<Operation *, Value>> grads =
+        meshc::differentiate(program, train.getLoss(), backward, loopRemat);
     if (failed(grads))
       return signalPassFailure();
 

@@ -31,7 +31,7 @@
 // REPEAT-NEXT: mtf.rename
 // REPEAT-NEXT: mtf.tanh
 
-// BAD: mtf-autodiff: loop-remat='all' is none of none, marked, repeat
+// BAD: for the --loop-remat option: Cannot find option named 'all'!
 
 mtf.program @p {
   %x = mtf.input "x" : !mtf.tensor<[b=2, d=3], f32>
