@@ -58,24 +58,32 @@ MESHC_HOST_DEVICE float binaryOf(int fn, float x, float y) {
 constexpr int kReduceSum = static_cast<int>(FusedInstr::Kind::ReduceSum);
 constexpr int kReduceMax = static_cast<int>(FusedInstr::Kind::ReduceMax);
 
-/// The operand offsets of element `k` of row `row`.
-MESHC_HOST_DEVICE void offsetsOf(const Program &p, int64_t row, int64_t k,
-                                 int64_t *offsets) {
+/// The operand offsets of element `k` of row `row`, in `Index`
+/// arithmetic: uint32_t where every index and offset of the step fits
+/// (fitsIn32Bits), which the GPU divides several times faster than int64_t.
+template <typename Index>
+MESHC_HOST_DEVICE void offsetsOf(const Program &p, Index row, Index k,
+                                 Index *offsets) {
   int operands = p.inputs + p.outputs;
   for (int o = 0; o < operands; ++o)
     offsets[o] = 0;
   for (int d = p.rank - 1; d >= 0; --d) {
-    int64_t &linear = d >= p.outerRank ? k : row;
-    int64_t index = linear % p.sizes[d];
-    linear /= p.sizes[d];
+    Index &linear = d >= p.outerRank ? k : row;
+    Index size = static_cast<Index>(p.sizes[d]);
+    Index index = linear;
+    if (d != 0 && d != p.outerRank) { // the group's first dim takes the rest
+      index = linear % size;
+      linear /= size;
+    }
     for (int o = 0; o < operands; ++o)
-      offsets[o] += index * p.strides[o][d];
+      offsets[o] += index * static_cast<Index>(p.strides[o][d]);
   }
 }
 
 /// Evaluates instructions [0, upto) at one element into `r`; reductions
 /// take their row's value from `known`.
-MESHC_HOST_DEVICE void evaluate(const Program &p, const int64_t *offsets,
+template <typename Index>
+MESHC_HOST_DEVICE void evaluate(const Program &p, const Index *offsets,
                                 int upto, const float *known, float *r) {
   for (int i = 0; i < p.inputs; ++i)
     r[i] = p.in[i][offsets[i]];
@@ -101,20 +109,22 @@ MESHC_HOST_DEVICE void evaluate(const Program &p, const int64_t *offsets,
 }
 
 /// Writes the outputs at one element (row outputs only at element 0).
-MESHC_HOST_DEVICE void writeOutputs(const Program &p, const int64_t *offsets,
-                                    int64_t k, const float *r) {
+template <typename Index>
+MESHC_HOST_DEVICE void writeOutputs(const Program &p, const Index *offsets,
+                                    Index k, const float *r) {
   for (int o = 0; o < p.outputs; ++o)
     if (!p.rowOutput[o] || k == 0)
       p.out[o][offsets[p.inputs + o]] = r[p.outValues[o]];
 }
 
-/// One element of an elementwise body.
-MESHC_HOST_DEVICE void elementAt(const Program &p, int64_t i) {
-  int64_t offsets[kFusedOperands];
+/// One element of an elementwise body (every dim outer, p.inner 1).
+template <typename Index>
+MESHC_HOST_DEVICE void elementAt(const Program &p, Index i) {
+  Index offsets[kFusedOperands];
   float r[kFusedValues];
-  offsetsOf(p, i / p.inner, i % p.inner, offsets);
+  offsetsOf<Index>(p, i, 0, offsets);
   evaluate(p, offsets, p.body, nullptr, r);
-  writeOutputs(p, offsets, i % p.inner, r);
+  writeOutputs(p, offsets, Index(0), r);
 }
 
 /// Folds `x` into a reduction's running value.
@@ -128,6 +138,9 @@ MESHC_HOST_DEVICE float identity(int kind) {
 /// A row with reductions, on the host: element by element, in order.
 void rowOnHost(const Program &p, int64_t row) {
   int64_t offsets[kFusedOperands];
+  auto offsetsOf = [&p](int64_t row, int64_t k, int64_t *offsets) {
+    meshc::runtime::cuda::offsetsOf<int64_t>(p, row, k, offsets);
+  };
   float r[kFusedValues], known[kFusedValues];
   for (int j = 0; j < p.body; ++j) {
     int kind = p.instrs[j].kind;
@@ -135,14 +148,14 @@ void rowOnHost(const Program &p, int64_t row) {
       continue;
     float acc = identity(kind);
     for (int64_t k = 0; k < p.inner; ++k) {
-      offsetsOf(p, row, k, offsets);
+      offsetsOf(row, k, offsets);
       evaluate(p, offsets, j, known, r);
       acc = combine(kind, acc, r[p.instrs[j].a]);
     }
     known[p.inputs + j] = acc;
   }
   for (int64_t k = 0; k < std::max<int64_t>(p.inner, 1); ++k) {
-    offsetsOf(p, row, p.inner ? k : 0, offsets);
+    offsetsOf(row, p.inner ? k : 0, offsets);
     if (p.inner == 0) {
       // An empty row still has its row outputs (empty sums and maxima).
       float rowValues[kFusedValues] = {};
@@ -154,18 +167,19 @@ void rowOnHost(const Program &p, int64_t row) {
       return;
     }
     evaluate(p, offsets, p.body, known, r);
-    writeOutputs(p, offsets, k, r);
+    writeOutputs<int64_t>(p, offsets, k, r);
   }
 }
 
 #if defined(__CUDACC__)
 constexpr int kRowThreads = 256;
 
-__global__ void elementKernel(Program p, int64_t count) {
-  int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+template <typename Index>
+__global__ void elementKernel(Program p, Index count) {
+  Index stride = static_cast<Index>(blockDim.x) * gridDim.x;
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < count; i += stride)
-    elementAt(p, i);
+    elementAt<Index>(p, i);
 }
 
 /// Folds `value` over the block by the reduction `kind`.
@@ -174,18 +188,19 @@ __device__ float blockCombine(int kind, float value) {
                      [kind](float a, float b) { return combine(kind, a, b); });
 }
 
-__global__ void rowKernel(Program p) {
+template <typename Index> __global__ void rowKernel(Program p) {
   __shared__ float known[kFusedValues];
-  int64_t offsets[kFusedOperands];
+  Index offsets[kFusedOperands];
   float r[kFusedValues];
-  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+  Index rows = static_cast<Index>(p.rows), inner = static_cast<Index>(p.inner);
+  for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     for (int j = 0; j < p.body; ++j) {
       int kind = p.instrs[j].kind;
       if (kind != kReduceSum && kind != kReduceMax)
         continue;
       float acc = identity(kind);
-      for (int64_t k = threadIdx.x; k < p.inner; k += blockDim.x) {
-        offsetsOf(p, row, k, offsets);
+      for (Index k = threadIdx.x; k < inner; k += blockDim.x) {
+        offsetsOf<Index>(p, row, k, offsets);
         evaluate(p, offsets, j, known, r);
         acc = combine(kind, acc, r[p.instrs[j].a]);
       }
@@ -194,13 +209,13 @@ __global__ void rowKernel(Program p) {
         known[p.inputs + j] = acc;
       __syncthreads();
     }
-    for (int64_t k = threadIdx.x; k < p.inner; k += blockDim.x) {
-      offsetsOf(p, row, k, offsets);
+    for (Index k = threadIdx.x; k < inner; k += blockDim.x) {
+      offsetsOf<Index>(p, row, k, offsets);
       evaluate(p, offsets, p.body, known, r);
       writeOutputs(p, offsets, k, r);
     }
-    if (p.inner == 0 && threadIdx.x == 0) {
-      offsetsOf(p, row, 0, offsets);
+    if (inner == 0 && threadIdx.x == 0) {
+      offsetsOf<Index>(p, row, Index(0), offsets);
       for (int o = 0; o < p.outputs; ++o)
         if (p.rowOutput[o])
           p.out[o][offsets[p.inputs + o]] = known[p.outValues[o]];
@@ -221,6 +236,7 @@ __device__ void loadKnown(const float *knownRows, int64_t row, float *known) {
 }
 
 /// Reduction `j` over each block's chunk, into part[block].
+template <typename Index>
 __global__ void chunkPartialKernel(Program p, int j, int64_t chunks,
                                    const float *knownRows, float *part) {
   __shared__ float known[kFusedValues];
@@ -228,11 +244,12 @@ __global__ void chunkPartialKernel(Program p, int j, int64_t chunks,
   chunkRange(p.inner, chunks, blockIdx.x % chunks, begin, end);
   loadKnown(knownRows, row, known);
   int kind = p.instrs[j].kind;
-  int64_t offsets[kFusedOperands];
+  Index offsets[kFusedOperands];
   float r[kFusedValues];
   float acc = identity(kind);
-  for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
-    offsetsOf(p, row, k, offsets);
+  for (Index k = static_cast<Index>(begin) + threadIdx.x; k < Index(end);
+       k += blockDim.x) {
+    offsetsOf<Index>(p, Index(row), k, offsets);
     evaluate(p, offsets, j, known, r);
     acc = combine(kind, acc, r[p.instrs[j].a]);
   }
@@ -255,23 +272,25 @@ __global__ void chunkCombineKernel(int64_t rows, int64_t chunks, int kind,
 }
 
 /// The whole body over each block's chunk, writing the outputs.
+template <typename Index>
 __global__ void chunkWriteKernel(Program p, int64_t chunks,
                                  const float *knownRows) {
   __shared__ float known[kFusedValues];
   int64_t row = blockIdx.x / chunks, begin, end;
   chunkRange(p.inner, chunks, blockIdx.x % chunks, begin, end);
   loadKnown(knownRows, row, known);
-  int64_t offsets[kFusedOperands];
+  Index offsets[kFusedOperands];
   float r[kFusedValues];
-  for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
-    offsetsOf(p, row, k, offsets);
+  for (Index k = static_cast<Index>(begin) + threadIdx.x; k < Index(end);
+       k += blockDim.x) {
+    offsetsOf<Index>(p, Index(row), k, offsets);
     evaluate(p, offsets, p.body, known, r);
     writeOutputs(p, offsets, k, r);
   }
 }
 
 /// The split form of rowKernel; false where the workspace is too small.
-bool runChunked(const Exec &exec, const Program &p) {
+template <typename Index> bool runChunked(const Exec &exec, const Program &p) {
   int64_t chunks = splitChunks(p.rows, p.inner, kRowThreads);
   if (chunks < 2 || exec.partials == nullptr ||
       p.rows * (kFusedValues + chunks) > kPartialFloats)
@@ -284,13 +303,13 @@ bool runChunked(const Exec &exec, const Program &p) {
     int kind = p.instrs[j].kind;
     if (kind != kReduceSum && kind != kReduceMax)
       continue;
-    chunkPartialKernel<<<blocks, kRowThreads, 0, exec.stream>>>(
+    chunkPartialKernel<Index><<<blocks, kRowThreads, 0, exec.stream>>>(
         p, j, chunks, knownRows, part);
     chunkCombineKernel<<<combineBlocks, 256, 0, exec.stream>>>(
         p.rows, chunks, kind, p.inputs + j, part, knownRows);
   }
-  chunkWriteKernel<<<blocks, kRowThreads, 0, exec.stream>>>(p, chunks,
-                                                            knownRows);
+  chunkWriteKernel<Index>
+      <<<blocks, kRowThreads, 0, exec.stream>>>(p, chunks, knownRows);
   MESHC_CUDA_CHECK(cudaGetLastError());
   return true;
 }
@@ -309,6 +328,54 @@ std::vector<int64_t> stridesAlong(const NamedShape &shape,
     along.push_back(pos < 0 ? 0 : own[pos]);
   }
   return along;
+}
+
+/// Drops the dims of size 1 and merges each pair of adjacent dims of the
+/// same group (outer or inner) that every operand walks as one (the outer
+/// dim's stride is the inner's times its size, zero for a broadcast): the
+/// offsets then take fewer divisions, a contiguous elementwise step none.
+void mergeDims(Program &p) {
+  int operands = p.inputs + p.outputs;
+  int rank = 0, outerRank = 0;
+  for (int d = 0; d < p.rank; ++d) {
+    bool outer = d < p.outerRank;
+    if (p.sizes[d] == 1)
+      continue;
+    int last = rank - 1;
+    bool sameGroup = rank > 0 && (outer ? true : last >= outerRank);
+    bool walksAsOne = sameGroup;
+    for (int o = 0; o < operands && walksAsOne; ++o)
+      walksAsOne = p.strides[o][last] == p.strides[o][d] * p.sizes[d];
+    if (walksAsOne) {
+      p.sizes[last] *= p.sizes[d];
+      for (int o = 0; o < operands; ++o)
+        p.strides[o][last] = p.strides[o][d];
+      continue;
+    }
+    p.sizes[rank] = p.sizes[d];
+    for (int o = 0; o < operands; ++o)
+      p.strides[o][rank] = p.strides[o][d];
+    outerRank += outer ? 1 : 0;
+    ++rank;
+  }
+  p.rank = rank;
+  p.outerRank = outerRank;
+}
+
+/// Whether every index (rows times inner) and every operand offset of `p`
+/// fits in 31 bits.
+bool fitsIn32Bits(const Program &p) {
+  constexpr int64_t limit = int64_t(1) << 31;
+  if (p.rows * p.inner >= limit)
+    return false;
+  for (int o = 0; o < p.inputs + p.outputs; ++o) {
+    int64_t last = 0;
+    for (int d = 0; d < p.rank; ++d)
+      last += (p.sizes[d] - 1) * p.strides[o][d];
+    if (last >= limit)
+      return false;
+  }
+  return true;
 }
 
 } // namespace
@@ -368,41 +435,45 @@ void fusedKernel(const Exec &exec, const Step &step,
   }
   for (int i = 0; i < p.inputs; ++i)
     p.in[i] = in[i];
+  if (p.rows <= 0)
+    return; // no rows (with reductions, an empty inner still writes rows)
+  mergeDims(p);
+  bool narrow = fitsIn32Bits(p);
 
   if (attrs.reduced == 0) {
-    // No reduction: every element alone, the outer/inner split unused.
-    p.outerRank = p.rank;
-    p.inner = 1;
+    // No reduction: every element alone (all dims outer, p.inner 1).
     int64_t count = p.rows;
-    if (count <= 0)
-      return;
     if (exec.onHost) {
       for (int64_t i = 0; i < count; ++i)
-        elementAt(p, i);
+        elementAt<int64_t>(p, i);
       return;
     }
 #if defined(__CUDACC__)
     const int threads = 256;
-    int64_t blocks =
-        std::min<int64_t>((count + threads - 1) / threads, 1 << 20);
-    elementKernel<<<static_cast<unsigned>(blocks), threads, 0, exec.stream>>>(
-        p, count);
+    auto blocks = static_cast<unsigned>(
+        std::min<int64_t>((count + threads - 1) / threads, 1 << 20));
+    if (narrow)
+      elementKernel<uint32_t><<<blocks, threads, 0, exec.stream>>>(
+          p, static_cast<uint32_t>(count));
+    else
+      elementKernel<int64_t><<<blocks, threads, 0, exec.stream>>>(p, count);
     MESHC_CUDA_CHECK(cudaGetLastError());
 #endif
     return;
   }
-  if (p.rows <= 0)
-    return;
   if (exec.onHost) {
     for (int64_t row = 0; row < p.rows; ++row)
       rowOnHost(p, row);
     return;
   }
 #if defined(__CUDACC__)
-  if (runChunked(exec, p))
+  if (narrow ? runChunked<uint32_t>(exec, p) : runChunked<int64_t>(exec, p))
     return;
-  int64_t blocks = std::min<int64_t>(p.rows, 1 << 20);
-  rowKernel<<<static_cast<unsigned>(blocks), kRowThreads, 0, exec.stream>>>(p);
+  auto blocks = static_cast<unsigned>(std::min<int64_t>(p.rows, 1 << 20));
+  if (narrow)
+    rowKernel<uint32_t><<<blocks, kRowThreads, 0, exec.stream>>>(p);
+  else
+    rowKernel<int64_t><<<blocks, kRowThreads, 0, exec.stream>>>(p);
   MESHC_CUDA_CHECK(cudaGetLastError());
 #endif
 }

@@ -60,6 +60,17 @@ void forEach(const Exec &exec, int64_t count, Body body) {
 /// fastest, carrying the offset incrementally as the CPU's Walk does.
 template <typename Fn>
 MESHC_HOST_DEVICE void walkOffsets(const IterationSpace<1> &space, Fn fn) {
+  // Ranks 0 (a transpose's one element) and 1 (most spaces once simplified)
+  // without the index array below, which lives in local memory.
+  if (space.rank == 0) {
+    fn(int64_t(0));
+    return;
+  }
+  if (space.rank == 1) {
+    for (int64_t k = 0; k < space.sizes[0]; ++k)
+      fn(k * space.strides[0][0]);
+    return;
+  }
   for (int d = 0; d < space.rank; ++d)
     if (space.sizes[d] == 0)
       return;

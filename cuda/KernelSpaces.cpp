@@ -46,6 +46,7 @@ IterationSpace<3> binarySpace(const NamedShape &lhs, const NamedShape &rhs,
   IterationSpace<3> space;
   if (lhs.names == out.names && rhs.names == out.names) {
     space.addDim(out.elements(), {1, 1, 1});
+    space.simplify();
     return space;
   }
   checkRank(out);
@@ -54,6 +55,7 @@ IterationSpace<3> binarySpace(const NamedShape &lhs, const NamedShape &rhs,
   for (size_t d = 0; d < out.names.size(); ++d)
     space.addDim(out.sizes[d], {strideOf(lhs, l, out.names[d]),
                                 strideOf(rhs, r, out.names[d]), o[d]});
+  space.simplify();
   return space;
 }
 
@@ -66,6 +68,8 @@ ReduceSpaces reduceSpaces(const NamedShape &src, const NamedShape &dst) {
   for (size_t d = 0; d < src.names.size(); ++d)
     if (!dst.has(src.names[d]))
       spaces.inner.addDim(src.sizes[d], {s[d]});
+  spaces.outer.simplify();
+  spaces.inner.simplify();
   return spaces;
 }
 
@@ -80,6 +84,7 @@ RowWalk inOutRows(const NamedShape &in, const NamedShape &out,
   walk.length = in.sizes[in.position(dim)];
   walk.step[0] = strideOf(in, i, dim);
   walk.step[1] = strideOf(out, o, dim);
+  walk.rows.simplify();
   return walk;
 }
 
@@ -94,6 +99,7 @@ RowWalk windowRows(const NamedShape &in, const NamedShape &out,
   walk.length = out.sizes[out.position(to)];
   walk.step[0] = strideOf(in, i, from);
   walk.step[1] = strideOf(out, o, to);
+  walk.rows.simplify();
   return walk;
 }
 
@@ -109,6 +115,7 @@ RowWalk crossEntropyWalk(const NamedShape &logits, const NamedShape &labels,
                                     strideOf(labels, l, out.names[d]), o[d]});
   walk.length = logits.sizes[logits.position(dim)];
   walk.step[0] = strideOf(logits, g, dim);
+  walk.rows.simplify();
   return walk;
 }
 
@@ -125,6 +132,7 @@ static RowWalk rowsAlong(const NamedShape &shape, const NamedShape &other,
                        {s[d], strideOf(other, o, shape.names[d]), 0});
   walk.length = shape.sizes[shape.position(dim)];
   walk.step[0] = strideOf(shape, s, dim);
+  walk.rows.simplify();
   return walk;
 }
 
@@ -154,6 +162,7 @@ DropoutSpace dropoutSpace(const std::vector<layout::Dim> &globalDims,
     result.first += blockOffset[d] * global[d];
     result.space.addDim(out.sizes[d], {global[d], o[d]});
   }
+  result.space.simplify();
   return result;
 }
 

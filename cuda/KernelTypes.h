@@ -48,9 +48,59 @@ template <int Operands> struct IterationSpace {
       total *= sizes[d];
     return total;
   }
-  /// The operand offsets of index `linear` (last dim fastest).
+  /// Set by simplify(): every index and offset fits in 31 bits, so
+  /// offsets() divides in 32 bits (several times faster on a GPU).
+  bool narrow = false;
+
+  /// Drops the dims of size 1 and merges each pair of adjacent dims that
+  /// every operand walks as one (the outer's stride the inner's times its
+  /// size; a broadcast, 0 and 0, too): the same indices map to the same
+  /// offsets in the same order, with fewer divisions. Then sets `narrow`.
+  MESHC_HOST_DEVICE void simplify() {
+    int kept = 0;
+    for (int d = 0; d < rank; ++d) {
+      if (sizes[d] == 1)
+        continue;
+      bool asOne = kept > 0;
+      for (int k = 0; k < Operands && asOne; ++k)
+        asOne = strides[k][kept - 1] == strides[k][d] * sizes[d];
+      int to = asOne ? kept - 1 : kept++;
+      sizes[to] = asOne ? sizes[to] * sizes[d] : sizes[d];
+      for (int k = 0; k < Operands; ++k)
+        strides[k][to] = strides[k][d];
+    }
+    rank = kept;
+    const int64_t limit = int64_t(1) << 31;
+    narrow = count() < limit;
+    for (int k = 0; k < Operands && narrow; ++k) {
+      int64_t last = 0;
+      for (int d = 0; d < rank; ++d) {
+        narrow = narrow && strides[k][d] >= 0;
+        last += (sizes[d] - 1) * strides[k][d];
+      }
+      narrow = narrow && last < limit;
+    }
+  }
+
+  /// The operand offsets of index `linear` (last dim fastest), for
+  /// 0 <= linear < count().
   MESHC_HOST_DEVICE void offsets(int64_t linear,
                                  int64_t (&out)[Operands]) const {
+    if (narrow) {
+      uint32_t rest = static_cast<uint32_t>(linear), at[Operands] = {};
+      for (int d = rank - 1; d >= 0; --d) {
+        uint32_t size = static_cast<uint32_t>(sizes[d]), index = rest;
+        if (d > 0) { // the first dim takes what is left
+          index = rest % size;
+          rest /= size;
+        }
+        for (int k = 0; k < Operands; ++k)
+          at[k] += index * static_cast<uint32_t>(strides[k][d]);
+      }
+      for (int k = 0; k < Operands; ++k)
+        out[k] = at[k];
+      return;
+    }
     for (int k = 0; k < Operands; ++k)
       out[k] = 0;
     for (int d = rank - 1; d >= 0; --d) {

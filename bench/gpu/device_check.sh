@@ -7,7 +7,8 @@
 # usage: bench/gpu/device_check.sh OUT [STAGED]   (on the GPU machine, in the
 #        repository root, with STAGED = bench/gpu/staged carried along)
 # Environment: PHASES (default "build unit sweep memcheck bench"; also
-# racecheck, trace, torch), the limits T_<PHASE> in seconds, STEPS (default 5).
+# racecheck, loss, trace, torch), the limits T_<PHASE> in seconds, STEPS (default 5),
+# MEMCHECK_FILTER (the unit tests memcheck runs, a --gtest_filter; default all).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$(mkdir -p "${1:?usage: device_check.sh OUT [STAGED]}" && cd "$1" && pwd)"
@@ -50,10 +51,16 @@ for p in $phases; do
     memcheck)
       phase memcheck "${T_MEMCHECK:-120}" compute-sanitizer --tool memcheck \
         --leak-check full --error-exitcode 3 "$build/tests/unit/cuda/MeshcCudaTests" \
-        --gtest_brief=1 ;;
+        --gtest_brief=1 --gtest_filter="${MEMCHECK_FILTER:-*}" ;;
     racecheck)
       phase racecheck "${T_RACECHECK:-120}" compute-sanitizer --tool racecheck \
         --error-exitcode 3 "$build/tests/unit/cuda/MeshcCudaTests" --gtest_brief=1 ;;
+    loss)
+      # The block's first losses in fp32 on 1 and 8 (2x4) devices, to compare
+      # with the CPU backend's (meshrun block_1x1.mprog --steps 3 here).
+      phase loss "${T_LOSS:-120}" bash -c "for p in block_1x1 block_2x4; do
+        echo \$p; '$build/bin/meshrun' '$staged/'\$p.mprog --backend cuda \
+          --steps 3; done" ;;
     trace)
       # Where a step's time goes: every step waited for (MESHC_CUDA_SYNC=1)
       # and traced, the 1x1 block in tf32 (bench/gpu/trace_by_kind.py sums it).

@@ -224,6 +224,48 @@ TEST(CudaHostTest, BroadcastingBinaryMatchesTheCpu) {
   EXPECT_EQ(binarySpace(out, out, out).rank, 1);
 }
 
+// simplify() merges dims walked as one and drops dims of size 1, keeping
+// every index's offsets; the 32-bit path agrees with the 64-bit one.
+TEST(CudaHostTest, SimplifiedSpacesKeepEveryOffset) {
+  IterationSpace<2> space;
+  // [a=2, b=1, c=3, d=4, e=5]: operand 0 contiguous in a, c, d, e (b has
+  // size 1); operand 1 broadcast along a and transposed in d, e.
+  space.addDim(2, {60, 0});
+  space.addDim(1, {60, 7});
+  space.addDim(3, {20, 20});
+  space.addDim(4, {5, 1});
+  space.addDim(5, {1, 4});
+  IterationSpace<2> simple = space;
+  simple.simplify();
+  EXPECT_EQ(simple.rank, 4); // a | c | d | e: c, d and d, e differ in op 1
+  EXPECT_TRUE(simple.narrow);
+  IterationSpace<2> wide = simple;
+  wide.narrow = false;
+  for (int64_t i = 0; i < space.count(); ++i) {
+    int64_t want[2], got[2], got64[2];
+    space.offsets(i, want);
+    simple.offsets(i, got);
+    wide.offsets(i, got64);
+    ASSERT_EQ(got[0], want[0]) << i;
+    ASSERT_EQ(got[1], want[1]) << i;
+    ASSERT_EQ(got64[0], want[0]) << i;
+    ASSERT_EQ(got64[1], want[1]) << i;
+  }
+  IterationSpace<1> flat;
+  flat.addDim(6, {20});
+  flat.addDim(4, {5});
+  flat.addDim(5, {1});
+  flat.simplify();
+  EXPECT_EQ(flat.rank, 1);
+  EXPECT_EQ(flat.sizes[0], 120);
+  IterationSpace<1> huge;
+  huge.addDim(int64_t(1) << 20, {int64_t(1) << 12});
+  huge.addDim(4096, {1});
+  huge.simplify();
+  EXPECT_EQ(huge.rank, 1);
+  EXPECT_FALSE(huge.narrow); // 2^32 indices
+}
+
 // Maxima and transposes bit for bit; sums to rounding (the CPU adds a
 // contiguous row in vector lanes, the host path element by element).
 TEST(CudaHostTest, ReductionsAndTransposesMatchTheCpu) {
@@ -467,6 +509,47 @@ TEST(CudaHostTest, FusedMatchesTheCpu) {
   expectFusedMatchesTheCpu(
       elements,
       {testData("x", 4 * 700), testData("w", 700), std::vector<float>(4 * 700)},
+      {0, 1}, {2});
+}
+
+TEST(CudaHostTest, FusedMergesDimsWalkedAsOne) {
+  // The kernel merges adjacent dims that every operand walks as one (a, b
+  // and c, d here; e has size 1), but not across the outer/inner boundary
+  // (b, c) nor where an operand is transposed (y's c, d).
+  nlohmann::json rows = {
+      {"op", "fused"},
+      {"dims", {"a", "b", "e", "c", "d"}},
+      {"reduced", 2},
+      {"sizes", {{"a", 3}, {"b", 5}, {"e", 1}, {"c", 4}, {"d", 7}}},
+      {"in",
+       {fusedOperand(0, {"a", "b", "e", "c", "d"}), fusedOperand(1, {"c", "d"}),
+        fusedOperand(4, {"d", "c"})}},
+      {"out",
+       {fusedOperand(2, {"a", "b", "e", "c", "d"}, 7),
+        fusedOperand(3, {"a", "b", "e"}, 4)}},
+      {"body",
+       {{{"fn", "mul"}, {"args", {0, 1}}},
+        {{"fn", "reduce_sum"}, {"args", {3}}},
+        {{"fn", "sub"}, {"args", {0, 4}}},
+        {{"fn", "reduce_max"}, {"args", {5}}},
+        {{"fn", "add"}, {"args", {6, 2}}}}}};
+  expectFusedMatchesTheCpu(rows,
+                           {testData("x", 3 * 5 * 4 * 7), testData("w", 4 * 7),
+                            std::vector<float>(3 * 5 * 4 * 7),
+                            std::vector<float>(3 * 5), testData("y", 7 * 4)},
+                           {0, 1, 4}, {2, 3});
+  // Elements: a, b merge for z and the output but not for the transposed x.
+  nlohmann::json elements = {
+      {"op", "fused"},
+      {"dims", {"a", "b", "c"}},
+      {"reduced", 0},
+      {"sizes", {{"a", 6}, {"b", 3}, {"c", 5}}},
+      {"in",
+       {fusedOperand(0, {"b", "a", "c"}), fusedOperand(1, {"a", "b", "c"})}},
+      {"out", {fusedOperand(2, {"a", "b", "c"}, 2)}},
+      {"body", {{{"fn", "sub"}, {"args", {0, 1}}}}}};
+  expectFusedMatchesTheCpu(
+      elements, {testData("x", 90), testData("z", 90), std::vector<float>(90)},
       {0, 1}, {2});
 }
 
