@@ -391,18 +391,20 @@ void CudaDevice::copy2D(char *dst, int64_t dstPitch, const char *src,
 void CudaDevice::runCollective(const Step &step, Communicator &comm) {
   const Operand &out = step.out;
   DType dtype = dtypeOf(out);
+  auto copy = [&](const std::vector<StridedCopy> &copies, const char *src,
+                  char *dst) {
+    for (const StridedCopy &copy : copies)
+      copy2D(dst + copy.dstOffset, copy.dstPitch, src + copy.srcOffset,
+             copy.srcPitch, copy.width, copy.rows);
+  };
   if (step.op() == OpKind::AllReduce) {
-    comm.allReduce(at(out), out.shape.elements(), dtype,
-                   step.as<AllReduceAttrs>().reduction);
+    runAllReduceStep(
+        step, comm, dtype, at(out),
+        [this](const Operand &operand) { return at(operand); }, scratch, copy);
     return;
   }
-  runMoveStep(
-      step, comm, dtype, at(step.in[0]), at(out), scratch,
-      [&](const std::vector<StridedCopy> &copies, const char *src, char *dst) {
-        for (const StridedCopy &copy : copies)
-          copy2D(dst + copy.dstOffset, copy.dstPitch, src + copy.srcOffset,
-                 copy.srcPitch, copy.width, copy.rows);
-      });
+  runMoveStep(step, comm, dtype, at(step.in[0]), at(out), scratch, copy,
+              [this](const Operand &operand) { return at(operand); });
 }
 
 } // namespace meshc::runtime::cuda

@@ -77,9 +77,12 @@ def Mtf_Dialect : Dialect {
   }];
 }
 
-// Every mtf op states how it becomes .mprog steps.
-class Mtf_Op<string mnemonic, list<Trait> traits = []>
+// Every mtf op states how it becomes .mprog steps (`stepMethods`: the
+// StepOpInterface methods with a default that the op overrides).
+class Mtf_Op<string mnemonic, list<Trait> traits = [],
+             list<string> stepMethods = []>
     : Op<Mtf_Dialect, mnemonic,
-         !listconcat([DeclareOpInterfaceMethods<Mtf_StepOpInterface>], traits)>;
+         !listconcat([DeclareOpInterfaceMethods<Mtf_StepOpInterface,
+                                                stepMethods>], traits)>;
 
 #endif // MESHC_DIALECT_MTFBASE_TD

@@ -110,6 +110,18 @@ LogicalResult ToTensorOp::buildGradients(OpEmitter &, Value, GradientSink &) {
 LogicalResult FromTensorOp::buildGradients(OpEmitter &, Value, GradientSink &) {
   return noGradient(*this);
 }
+LogicalResult CombinedAllReduceOp::buildGradients(OpEmitter &, Value,
+                                                  GradientSink &) {
+  return noGradient(*this);
+}
+LogicalResult CombinedAllGatherOp::buildGradients(OpEmitter &, Value,
+                                                  GradientSink &) {
+  return noGradient(*this);
+}
+LogicalResult CombinedReduceScatterOp::buildGradients(OpEmitter &, Value,
+                                                      GradientSink &) {
+  return noGradient(*this);
+}
 LogicalResult GeluGradOp::buildGradients(OpEmitter &, Value, GradientSink &) {
   return noGradient(*this);
 }

@@ -132,7 +132,7 @@ def Mtf_StepOpInterface : OpInterface<"StepOpInterface"> {
       "::mlir::LogicalResult", "writeSteps",
       (ins "::mlir::mtf::StepWriter &":$writer)>,
     InterfaceMethod<
-      [{Whether the step may write its result over operand 0 when nothing
+      [{Whether the step may write each result i over operand i when nothing
         reads that operand afterwards (an all-reduce works in place).}],
       "bool", "mayWorkInPlace", (ins), [{}], [{ return false; }]>,
   ];

@@ -256,6 +256,80 @@ LogicalResult FromTensorOp::verify() {
                         llvm::cast<RankedTensorType>(getInput().getType()));
 }
 
+/// The checks every combined collective shares: at least two inputs of one
+/// element type, as many results, each result of its input's element type
+/// and rank. `axes` (gather or scatter dims): one per input, in its rank;
+/// result i's dim axes[i] is input i's times a whole factor (`grow`) or a
+/// whole part of it, every other dim the same.
+static LogicalResult verifyCombined(Operation *op,
+                                    std::optional<ArrayRef<int64_t>> axes,
+                                    bool grow) {
+  if (op->getNumOperands() < 2)
+    return op->emitOpError("combines at least two inputs, not ")
+           << op->getNumOperands();
+  if (op->getNumResults() != op->getNumOperands())
+    return op->emitOpError("has ") << op->getNumOperands() << " inputs but "
+                                   << op->getNumResults() << " results";
+  if (axes && axes->size() != op->getNumOperands())
+    return op->emitOpError("has ")
+           << axes->size() << " dims for " << op->getNumOperands() << " inputs";
+  auto first = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    auto in = llvm::cast<RankedTensorType>(op->getOperand(i).getType());
+    auto out = llvm::cast<RankedTensorType>(op->getResult(i).getType());
+    if (in.getElementType() != first.getElementType())
+      return op->emitOpError("input ")
+             << i << " has element type " << in.getElementType() << ", input 0 "
+             << first.getElementType();
+    if (!axes) {
+      if (in != out)
+        return op->emitOpError("result ")
+               << i << " has type " << out << ", input " << i << " " << in;
+      continue;
+    }
+    int64_t dim = (*axes)[i];
+    if (dim < 0 || dim >= in.getRank())
+      return op->emitOpError("dim ") << dim << " of input " << i
+                                     << " is outside its rank " << in.getRank();
+    bool fits = in.getElementType() == out.getElementType() &&
+                in.getRank() == out.getRank() && in.hasStaticShape() &&
+                out.hasStaticShape();
+    for (int64_t d = 0; fits && d < in.getRank(); ++d) {
+      int64_t small = grow ? in.getDimSize(d) : out.getDimSize(d);
+      int64_t large = grow ? out.getDimSize(d) : in.getDimSize(d);
+      fits = d == dim ? small > 0 && large % small == 0 : small == large;
+    }
+    if (!fits)
+      return op->emitOpError("result ")
+             << i << " of type " << out << " is not input " << i << " " << in
+             << (grow ? " gathered" : " scattered") << " along dim " << dim;
+  }
+  return success();
+}
+
+/// Contract: verifyCombined's, results gathered along gather_axes.
+LogicalResult CombinedAllGatherOp::verify() {
+  return verifyCombined(*this, getGatherAxes(), /*grow=*/true);
+}
+
+/// Contract: verifyCombined's, results scattered along scatter_axes, a
+/// reduction "sum" or "max".
+LogicalResult CombinedReduceScatterOp::verify() {
+  if (getReduction() != "sum" && getReduction() != "max")
+    return emitOpError("reduction '")
+           << getReduction() << "' is neither \"sum\" nor \"max\"";
+  return verifyCombined(*this, getScatterAxes(), /*grow=*/false);
+}
+
+/// Contract: verifyCombined's, result i of input i's type, a reduction
+/// "sum" or "max".
+LogicalResult CombinedAllReduceOp::verify() {
+  if (getReduction() != "sum" && getReduction() != "max")
+    return emitOpError("reduction '")
+           << getReduction() << "' is neither \"sum\" nor \"max\"";
+  return verifyCombined(*this, std::nullopt, false);
+}
+
 /// Contract: the result has the operand's dimensions, in order.
 LogicalResult CastOp::verify() {
   TensorType input = tensorOf(getInput());

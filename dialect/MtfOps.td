@@ -273,6 +273,110 @@ def Mtf_FromTensorOp : Mtf_Op<"from_tensor", [Mtf_NoPrecisionRule, Mtf_View, Dec
   }];
 }
 
+def Mtf_CombinedAllGatherOp : Mtf_Op<"combined_all_gather", [Mtf_NoPrecisionRule,
+    DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
+  let summary = "several all-gathers over the same device groups as one";
+  let description = [{
+    Result `i` is `shard.all_gather` of input `i` along its dim
+    `gather_axes[i]` over `grid_axes` of `grid` (equal blocks), for every
+    input, in one collective: member g's chunk holds block g of every input,
+    in input order (`mtf-combine-collectives` makes them;
+    docs/spmd.md#combined-collectives). Inputs share one element type.
+
+    ```mlir
+    %r:2 = mtf.combined_all_gather %a, %b on @mesh grid_axes = [0]
+        gather_axes = [0, 1] : tensor<2x8xf32>, tensor<4x3xf32>
+        -> tensor<4x8xf32>, tensor<4x6xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                       FlatSymbolRefAttr:$grid,
+                       DenseI16ArrayAttr:$grid_axes,
+                       DenseI64ArrayAttr:$gather_axes);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $inputs `on` $grid `grid_axes` `=` $grid_axes `gather_axes` `=`
+    $gather_axes attr-dict `:` type($inputs) `->` type($results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("belongs to local programs only");
+    }
+  }];
+}
+
+def Mtf_CombinedReduceScatterOp : Mtf_Op<"combined_reduce_scatter", [Mtf_NoPrecisionRule,
+    DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
+  let summary = "several reduce-scatters over the same device groups as one";
+  let description = [{
+    Result `i` is `shard.reduce_scatter` of input `i` along its dim
+    `scatter_axes[i]` over `grid_axes` of `grid` by `reduction` ("sum" or
+    "max"; equal blocks), for every input, in one collective: member g's
+    chunk holds block g of every input, in input order
+    (`mtf-combine-collectives` makes them; docs/spmd.md#combined-collectives).
+    Inputs share one element type.
+
+    ```mlir
+    %r:2 = mtf.combined_reduce_scatter %a, %b on @mesh grid_axes = [0]
+        scatter_axes = [0, 1] reduction = "sum" : tensor<4x8xf32>,
+        tensor<4x6xf32> -> tensor<2x8xf32>, tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                       FlatSymbolRefAttr:$grid,
+                       DenseI16ArrayAttr:$grid_axes,
+                       DenseI64ArrayAttr:$scatter_axes, StrAttr:$reduction);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $inputs `on` $grid `grid_axes` `=` $grid_axes `scatter_axes` `=`
+    $scatter_axes `reduction` `=` $reduction attr-dict `:` type($inputs) `->`
+    type($results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("belongs to local programs only");
+    }
+  }];
+}
+
+def Mtf_CombinedAllReduceOp : Mtf_Op<"combined_all_reduce", [Mtf_NoPrecisionRule,
+    DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure],
+    ["mayWorkInPlace"]> {
+  let summary = "several all-reduces over the same device groups as one";
+  let description = [{
+    Result `i` is `shard.all_reduce` of input `i` over `grid_axes` of `grid`
+    by `reduction` ("sum" or "max"), for every input, in one collective over
+    their elements packed end to end: one latency instead of one per input
+    (`mtf-combine-collectives` makes them; docs/spmd.md#combined-collectives).
+    Inputs share one element type; each result has its input's type.
+
+    ```mlir
+    %r:2 = mtf.combined_all_reduce %a, %b on @mesh grid_axes = [0]
+        reduction = "sum" : tensor<64x128xf32>, tensor<128xf32>
+        -> tensor<64x128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                       FlatSymbolRefAttr:$grid,
+                       DenseI16ArrayAttr:$grid_axes, StrAttr:$reduction);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $inputs `on` $grid `grid_axes` `=` $grid_axes `reduction` `=` $reduction
+    attr-dict `:` type($inputs) `->` type($results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("belongs to local programs only");
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

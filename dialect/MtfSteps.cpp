@@ -153,6 +153,68 @@ LogicalResult ToTensorOp::writeSteps(StepWriter &) { return success(); }
 std::optional<OpKind> FromTensorOp::getStepKind() { return std::nullopt; }
 LogicalResult FromTensorOp::writeSteps(StepWriter &) { return success(); }
 
+/// One all_reduce step over the buffers of every input ("bufs"), each
+/// result in place: a copy first where the emitter gave a result a buffer
+/// of its own.
+std::optional<OpKind> CombinedAllReduceOp::getStepKind() {
+  return OpKind::AllReduce;
+}
+bool CombinedAllReduceOp::mayWorkInPlace() { return true; }
+LogicalResult CombinedAllReduceOp::writeSteps(StepWriter &writer) {
+  llvm::json::Array buffers;
+  for (auto [input, result] : llvm::zip(getInputs(), getResults())) {
+    int64_t in = writer.buffer(input), out = writer.buffer(result);
+    if (in != out)
+      writer.push(OpKind::Copy, llvm::json::Object{{"in", in}, {"out", out}});
+    buffers.push_back(out);
+  }
+  writer.push(OpKind::AllReduce,
+              llvm::json::Object{{"bufs", std::move(buffers)},
+                                 {"axes", writer.axisNames(getGridAxes())},
+                                 {"reduction", getReduction()}});
+  return success();
+}
+
+/// A combined all_gather or reduce_scatter step: its tensors as "parts"
+/// (each with its in, out, dim and `sizes`: the whole tensor's, `whole`
+/// being its result for a gather, its input for a scatter).
+static llvm::json::Array combinedParts(Operation *op, ArrayRef<int64_t> dims,
+                                       bool gather, StepWriter &writer) {
+  llvm::json::Array parts;
+  for (auto [input, result, dim] :
+       llvm::zip(op->getOperands(), op->getResults(), dims))
+    parts.push_back(
+        llvm::json::Object{{"in", writer.operand(input)},
+                           {"out", writer.operand(result)},
+                           {"dim", writer.dimName(input, dim)},
+                           {"sizes", writer.sizes({gather ? result : input})}});
+  return parts;
+}
+
+std::optional<OpKind> CombinedAllGatherOp::getStepKind() {
+  return OpKind::AllGather;
+}
+LogicalResult CombinedAllGatherOp::writeSteps(StepWriter &writer) {
+  writer.push(OpKind::AllGather,
+              llvm::json::Object{{"parts", combinedParts(*this, getGatherAxes(),
+                                                         true, writer)},
+                                 {"axes", writer.axisNames(getGridAxes())}});
+  return success();
+}
+
+std::optional<OpKind> CombinedReduceScatterOp::getStepKind() {
+  return OpKind::ReduceScatter;
+}
+LogicalResult CombinedReduceScatterOp::writeSteps(StepWriter &writer) {
+  writer.push(
+      OpKind::ReduceScatter,
+      llvm::json::Object{
+          {"parts", combinedParts(*this, getScatterAxes(), false, writer)},
+          {"axes", writer.axisNames(getGridAxes())},
+          {"reduction", getReduction()}});
+  return success();
+}
+
 std::optional<OpKind> ConstrainOp::getStepKind() { return std::nullopt; }
 LogicalResult ConstrainOp::writeSteps(StepWriter &) {
   return notInLocalProgram(*this, "mtf-partition resolves constraints");

@@ -329,10 +329,15 @@ LogicalResult MprogEmitter::assignBuffers() {
     Operation &op = *each;
     auto step = llvm::dyn_cast<mtf::StepOpInterface>(op);
     if (step && step.mayWorkInPlace()) {
-      Value leader = aliases.getLeaderValue(op.getOperand(0));
-      if (!pinnedClasses.contains(leader) &&
-          lastRead.lookup(leader) == position)
-        aliases.unionSets(op.getOperand(0), op.getResult(0));
+      // Result i over operand i; never two results over one class.
+      llvm::SmallVector<Value> leaders;
+      for (Value operand : op.getOperands())
+        leaders.push_back(aliases.getLeaderValue(operand));
+      for (unsigned i = 0; i < op.getNumResults() && i < leaders.size(); ++i)
+        if (!pinnedClasses.contains(leaders[i]) &&
+            lastRead.lookup(leaders[i]) == position &&
+            llvm::count(leaders, leaders[i]) == 1)
+          aliases.unionSets(op.getOperand(i), op.getResult(i));
     }
     ++position;
   }
@@ -814,11 +819,18 @@ LogicalResult MprogEmitter::emitStep(Operation &op) {
 
 FailureOr<MemoryPlanStats> MprogEmitter::plan() {
   // Ranked values carry the dim names of the named tensor they came from
-  // (through mtf.to_tensor, then each collective on its operand 0).
+  // (through mtf.to_tensor, then each collective on its operand 0; a
+  // combined collective's result i on its operand i).
   program.getBody().walk([&](Operation *op) {
     if (op->getNumResults() == 1 && op->getNumOperands() >= 1 &&
         llvm::isa<RankedTensorType>(op->getResult(0).getType()))
       rankedNames[op->getResult(0)] = dimNames(op->getOperand(0));
+    else if (op->getNumResults() > 1 &&
+             op->getNumResults() == op->getNumOperands())
+      for (auto [operand, result] :
+           llvm::zip(op->getOperands(), op->getResults()))
+        if (llvm::isa<RankedTensorType>(result.getType()))
+          rankedNames[result] = dimNames(operand);
   });
   if (failed(assignBuffers()))
     return failure();

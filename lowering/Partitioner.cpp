@@ -173,7 +173,8 @@ LogicalResult Partitioner::partitionDims(Operation &op,
                   "maxed or whole)";
   Layout layout = resultLayout(&op);
   AxisMap target = axesByName(resultType, layout);
-  if (rule.linear && succeeded(addPartialSums(op, layout, target)))
+  if ((rule.linear || isWidening(op)) &&
+      succeeded(addPartialSums(op, layout, target)))
     return success();
   std::string gathered;
   for (const auto &[dim, role] : rule.roles) {
@@ -199,19 +200,56 @@ LogicalResult Partitioner::partitionDims(Operation &op,
   return success();
 }
 
+/// Whether `op` widens a 16-bit float to f32 (exactly, element by element).
+bool Partitioner::isWidening(Operation &op) {
+  auto cast = llvm::dyn_cast<mtf::CastOp>(op);
+  if (!cast)
+    return false;
+  Type from =
+      llvm::cast<mtf::TensorType>(cast.getInput().getType()).getElementType();
+  Type to = llvm::cast<mtf::TensorType>(cast.getType()).getElementType();
+  return to.isF32() && (from.isBF16() || from.isF16());
+}
+
 /// Sums are linear: the sum or difference of two partial sums over the same
 /// mesh axes is the partial sum of the result, so it is computed locally and
 /// reduced once, later (Mesh-TensorFlow's lazy all-reduce). Applies when both
 /// operands are pending over the same axes and already in the layout the op
-/// needs; fails (changing nothing) otherwise.
+/// needs; fails (changing nothing) otherwise. A widening cast (bf16 to f32)
+/// of a partial sum is likewise a partial sum, summed in f32 and then
+/// rounded through bf16 (roundTotal), as the program rounds the bf16 sum
+/// before widening it: so a bf16 gradient is reduced (and under
+/// --shard-optimizer reduce-scattered) in f32, as Megatron reduces its main
+/// gradients. Such a sum is not added lazily to another (each is rounded
+/// first).
 LogicalResult Partitioner::addPartialSums(Operation &op, const Layout &layout,
                                           const AxisMap &target) {
+  if (op.getNumOperands() == 1 && isWidening(op)) {
+    auto input = pending.find(op.getOperand(0));
+    if (input == pending.end())
+      return failure();
+    auto [local, index] = locals.lookup(op.getOperand(0));
+    auto type = llvm::cast<mtf::TensorType>(op.getOperand(0).getType());
+    if (layouts[index] != layoutFor(type, target))
+      return failure();
+    IRMapping mapping;
+    mapping.map(op.getOperand(0), local);
+    auto resultType = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
+    Operation *clone = cloneLocal(builder, op, mapping);
+    setLocalType(clone->getResult(0), resultType, layout);
+    define(op.getResult(0), clone->getResult(0), layout, /*partial=*/true);
+    Pending sums = input->second;
+    sums.roundThrough = type.getElementType();
+    pending[op.getResult(0)] = sums;
+    return success();
+  }
   if (op.getNumOperands() != 2)
     return failure();
   auto lhs = pending.find(op.getOperand(0));
   auto rhs = pending.find(op.getOperand(1));
   if (lhs == pending.end() || rhs == pending.end() ||
-      lhs->second.axes != rhs->second.axes)
+      lhs->second.axes != rhs->second.axes || lhs->second.roundThrough ||
+      rhs->second.roundThrough)
     return failure();
   IRMapping mapping;
   for (Value operand : op.getOperands()) {
@@ -255,10 +293,11 @@ void Partitioner::materialize(Value value) {
   // ready for every later use.
   if (Operation *def = local.getDefiningOp())
     builder.setInsertionPointAfter(def);
-  Value total =
-      reduceOver(local, llvm::cast<mtf::TensorType>(value.getType()), layout,
-                 sums.axes, std::nullopt, false, Location(sums.loc), sums.why);
-  define(value, total, layout);
+  auto type = llvm::cast<mtf::TensorType>(value.getType());
+  Value total = reduceOver(local, type, layout, sums.axes, std::nullopt, false,
+                           Location(sums.loc), sums.why);
+  define(value, roundTotal(total, type, layout, sums, Location(sums.loc)),
+         layout);
 }
 
 //===----------------------------------------------------------------------===//
@@ -599,8 +638,9 @@ LogicalResult Partitioner::partitionLocalGrad(Operation &op) {
   for (size_t axis : sums.axes)
     (llvm::is_contained(dataAxes, axis) ? data : model).push_back(axis);
   if (!model.empty())
-    local = reduceOver(local, type, layout, model, std::nullopt, false,
-                       op.getLoc(), sums.why);
+    local = roundTotal(reduceOver(local, type, layout, model, std::nullopt,
+                                  false, op.getLoc(), sums.why),
+                       type, layout, sums, op.getLoc());
   if (!data.empty()) {
     if (!refusal && hasUnequalExamples())
       refusal = {op.getLoc(),
@@ -650,11 +690,12 @@ std::optional<Value> Partitioner::scatterPending(Value value,
   std::sort(sorted.begin(), sorted.end());
   if (!dim || sorted != it->second.axes)
     return std::nullopt;
-  Value result =
+  Value result = roundTotal(
       reduceOver(local, type, current, added, *dim, false, user->getLoc(),
                  it->second.why + ", into the shard " +
                      user->getName().stripDialect().str() +
-                     " updates (--shard-optimizer)");
+                     " updates (--shard-optimizer)"),
+      type, target, it->second, user->getLoc());
   scattered.emplace_back(value, target, result);
   return result;
 }
@@ -802,6 +843,21 @@ Value Partitioner::reduceOver(Value value, mtf::TensorType type,
 //===----------------------------------------------------------------------===//
 // Layout helpers
 //===----------------------------------------------------------------------===//
+
+Value Partitioner::roundTotal(Value local, mtf::TensorType type,
+                              const Layout &layout, const Pending &sums,
+                              Location loc) {
+  if (!sums.roundThrough)
+    return local;
+  auto narrow = mtf::TensorType::get(builder.getContext(), type.getDims(),
+                                     sums.roundThrough);
+  Value rounded = track(
+      mtf::CastOp::create(builder, loc, localType(narrow, layout), local),
+      narrow, layout);
+  return track(
+      mtf::CastOp::create(builder, loc, localType(type, layout), rounded), type,
+      layout);
+}
 
 Value Partitioner::scaleLocal(Value local, mtf::TensorType type,
                               const Layout &layout, double factor,

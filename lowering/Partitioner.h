@@ -65,6 +65,7 @@ private:
   bool hasUnequalExamples();
   mlir::LogicalResult addPartialSums(mlir::Operation &op, const Layout &layout,
                                      const AxisMap &target);
+  static bool isWidening(mlir::Operation &op);
   /// Emits the all-reduce of a pending partial sum (once), right after the
   /// partial sums are computed.
   void materialize(mlir::Value value);
@@ -154,8 +155,17 @@ private:
     std::vector<size_t> axes;
     std::string why;
     mlir::LocationAttr loc;
+    /// A widened 16-bit partial sum (isWidening): the element type the
+    /// reduced total is rounded through, as the program rounds the sum.
+    mlir::Type roundThrough;
   };
   llvm::DenseMap<mlir::Value, Pending> pending;
+  /// The reduced total `local` of pending `sums` (a block of a tensor of
+  /// global type `type` with `layout`), rounded through sums.roundThrough
+  /// where it is set (two casts), else `local`.
+  mlir::Value roundTotal(mlir::Value local, mlir::mtf::TensorType type,
+                         const Layout &layout, const Pending &sums,
+                         mlir::Location loc);
   /// scatterPending's results: (partial sum, target layout, local value).
   std::vector<std::tuple<mlir::Value, Layout, mlir::Value>> scattered;
   /// Global parameters (and slots) by name, for mtf.assign.

@@ -78,4 +78,46 @@ def MtfFuse : Pass<"mtf-fuse", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }
 
+def MtfCombineCollectives : Pass<"mtf-combine-collectives", "::mlir::ModuleOp"> {
+  let summary = "merges independent collectives of one kind over the same "
+                "device groups into one over their packed elements";
+  let description = [{
+    In every local program (and each loop's body, once), collectives of one
+    kind -- `shard.all_reduce`, `shard.all_gather`, `shard.reduce_scatter` --
+    on the same mesh, axes, reduction, element type and phase that do not
+    depend on each other become one `mtf.combined_all_reduce`,
+    `mtf.combined_all_gather` or `mtf.combined_reduce_scatter`: one
+    collective, one latency, over their elements packed end to end (for the
+    gather and the scatter, member g's chunk holds block g of every tensor).
+    They are gathered in program order into a bucket of at most
+    `bucket-bytes` bytes (a gather's results, a scatter's inputs); a bucket
+    is closed where an op reads one of its results (the combined op goes
+    right after its last member, so every member's input is ready and no
+    reader moves; the views, casts, assigns and outputs between move after
+    it), or
+    where the next member would overflow it. A bucket of one stays as it
+    was, and so does a collective that fills a bucket alone (bandwidth-bound
+    already; the open bucket stays open for the small ones). Collectives of
+    tensors with dynamic (unequal) sizes are left alone. Each reduce-scatter
+    first moves up to just after the op that makes its input (the
+    partitioner places it just before the update that reads it, between
+    other parameters' updates); its result is smaller than its input, which
+    it then frees earlier.
+
+    Every device runs the same program, so every device combines the same
+    collectives. The runtime packs the buffers into the step's scratch
+    (docs/mprog.md). A ring adds an element's members in an order that
+    depends on the element's place in the buffer, so a combined sum may
+    differ from the uncombined one in the last bit.
+
+    `meshc --bucket-size` sets `bucket-bytes` (0: the pass is skipped).
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"128 << 20",
+           "the most bytes one combined collective packs">,
+  ];
+  let dependentDialects = ["::mlir::mtf::MtfDialect",
+                           "::mlir::shard::ShardDialect"];
+}
+
 #endif // MESHC_LOWERING_PASSES_TD

@@ -186,10 +186,15 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
           if (auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
             for (int16_t axis : axes.asArrayRef())
               collective.axes.push_back(static_cast<size_t>(axis));
-          collective.inBytes = bytesOf(op.getOperand(0));
-          int64_t bytes = collective.kind == layout::CollectiveKind::AllGather
-                              ? bytesOf(op.getResult(0))
-                              : collective.inBytes;
+          // A combined collective's tensors are packed into one buffer.
+          int64_t bytes = 0;
+          for (Value operand : op.getOperands())
+            collective.inBytes += bytesOf(operand);
+          if (collective.kind == layout::CollectiveKind::AllGather)
+            for (Value result : op.getResults())
+              bytes += bytesOf(result);
+          else
+            bytes = collective.inBytes;
           collective.group = layout::groupSize(collective.axes, mesh);
           collective.received = layout::collectiveBytesPerDevice(
               collective.kind, bytes, collective.group);

@@ -135,12 +135,121 @@ std::vector<StridedCopy> contiguous(int64_t dstOffset, int64_t srcOffset,
 
 } // namespace
 
+void runAllReduceStep(const Step &step, Communicator &comm, DType dtype,
+                      char *out,
+                      const std::function<char *(const Operand &)> &at,
+                      char *scratch, const CopyRunner &copy) {
+  const AllReduceAttrs &attrs = step.as<AllReduceAttrs>();
+  if (attrs.buffers.empty()) {
+    comm.allReduce(out, step.out.shape.elements(), dtype, attrs.reduction);
+    return;
+  }
+  int64_t bytes = dtypeBytes(dtype), offset = 0;
+  auto whole = [&](const Operand &buffer, bool pack) {
+    int64_t width = buffer.shape.elements() * bytes;
+    StridedCopy run{
+        pack ? offset : 0, width, pack ? 0 : offset, width, width, 1};
+    if (pack)
+      copy({run}, at(buffer), scratch);
+    else
+      copy({run}, scratch, at(buffer));
+    offset += width;
+  };
+  for (const Operand &buffer : attrs.buffers)
+    whole(buffer, true);
+  comm.allReduce(scratch, offset / bytes, dtype, attrs.reduction);
+  offset = 0;
+  for (const Operand &buffer : attrs.buffers)
+    whole(buffer, false);
+}
+
+namespace {
+
+/// The chunk copies of one part of a combined all_gather or reduce_scatter:
+/// `copies` (one per member chunk, chunk g at g times the part's chunk
+/// bytes on the packed side) moved to the packed buffer's layout, where
+/// member g's chunk holds every part's block g in part order (`total`
+/// bytes; this part's at `prefix`). `packedIsDst`: the packed side is the
+/// copies' destination.
+std::vector<StridedCopy> intoPackedChunks(std::vector<StridedCopy> copies,
+                                          int64_t partChunk, int64_t total,
+                                          int64_t prefix, bool packedIsDst) {
+  for (size_t g = 0; g < copies.size(); ++g) {
+    int64_t &offset = packedIsDst ? copies[g].dstOffset : copies[g].srcOffset;
+    offset += int64_t(g) * (total - partChunk) + prefix;
+  }
+  return copies;
+}
+
+/// A combined all_gather or reduce_scatter: every part's blocks packed so
+/// that member g's chunk holds block g of each part, one collective, then
+/// unpacked.
+void runCombinedMove(const Step &step, const std::vector<MovePart> &parts,
+                     Communicator &comm, DType dtype,
+                     const std::function<char *(const Operand &)> &at,
+                     char *scratch, const CopyRunner &copy) {
+  int64_t bytes = dtypeBytes(dtype);
+  int64_t n = comm.size(), rank = comm.rank();
+  bool gather = step.op() == OpKind::AllGather;
+  // Each part's chunk (one member's block) and its place in a chunk.
+  std::vector<int64_t> chunk, prefix;
+  int64_t total = 0;
+  for (const MovePart &part : parts) {
+    const Operand &small = gather ? part.in : part.out;
+    chunk.push_back(small.shape.elements() * bytes);
+    prefix.push_back(total);
+    total += chunk.back();
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (gather) {
+      copy(contiguous(rank * total + prefix[i], 0, chunk[i]), at(parts[i].in),
+           scratch);
+      continue;
+    }
+    Around view = around(parts[i].in.shape, parts[i].dim);
+    copy(intoPackedChunks(
+             splitCopies(view.outer, view.inner,
+                         std::vector<int64_t>(size_t(n), view.size / n), bytes),
+             chunk[i], total, prefix[i], true),
+         at(parts[i].in), scratch);
+  }
+  if (gather)
+    comm.allGather(scratch, total);
+  else
+    comm.reduceScatter(scratch, total / bytes, dtype,
+                       step.as<ReduceScatterAttrs>().reduction);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!gather) {
+      copy(contiguous(0, rank * total + prefix[i], chunk[i]), scratch,
+           at(parts[i].out));
+      continue;
+    }
+    Around view = around(parts[i].out.shape, parts[i].dim);
+    copy(
+        intoPackedChunks(
+            concatCopies(view.outer, view.inner,
+                         std::vector<int64_t>(size_t(n), view.size / n), bytes),
+            chunk[i], total, prefix[i], false),
+        scratch, at(parts[i].out));
+  }
+}
+
+} // namespace
+
 void runMoveStep(const Step &step, Communicator &comm, DType dtype,
                  const char *in, char *out, char *scratch,
-                 const CopyRunner &copy) {
+                 const CopyRunner &copy,
+                 const std::function<char *(const Operand &)> &at) {
   int64_t bytes = dtypeBytes(dtype);
   int64_t n = comm.size(), rank = comm.rank();
   const NamedShape &inShape = step.in[0].shape;
+  if (const auto *gather = std::get_if<AllGatherAttrs>(&step.attrs);
+      gather && !gather->parts.empty())
+    return runCombinedMove(step, gather->parts, comm, dtype, at, scratch, copy);
+  if (const auto *scatter = std::get_if<ReduceScatterAttrs>(&step.attrs);
+      scatter && !scatter->parts.empty())
+    return runCombinedMove(step, scatter->parts, comm, dtype, at, scratch,
+                           copy);
   switch (step.op()) {
   case OpKind::AllGather: {
     const AllGatherAttrs &gather = step.as<AllGatherAttrs>();

@@ -140,15 +140,28 @@ std::vector<StridedCopy> concatCopies(int64_t outer, int64_t inner,
 /// Runs `copies` from `src` to `dst` in a backend's memory.
 using CopyRunner = std::function<void(const std::vector<StridedCopy> &copies,
                                       const char *src, char *dst)>;
+/// Runs the all_reduce `step` through `comm` for every backend: in place on
+/// Step::out (`out`, its bytes), or, combined (AllReduceAttrs::buffers, `at`
+/// giving each one's bytes), packed end to end into `scratch` by `copy`,
+/// reduced in one call and copied back.
+void runAllReduceStep(const Step &step, Communicator &comm, DType dtype,
+                      char *out,
+                      const std::function<char *(const Operand &)> &at,
+                      char *scratch, const CopyRunner &copy);
+
 /// Runs the all_gather, reduce_scatter, all_to_all or slice `step` through
 /// `comm` for every backend: `in` and `out` are the step's operands' bytes,
 /// `scratch` its scratch, `dtype` their element type, and `copy` moves bytes
 /// in the backend's memory. Each works on its members' blocks of the dim it
 /// cuts or joins (groupBlocks) and calls the equal-chunk form of `comm` when
-/// the step lists none.
+/// the step lists none. A combined all_gather or reduce_scatter ("parts")
+/// packs its parts' blocks into `scratch` (member g's chunk holding block g
+/// of every part, in part order), moves them in one collective and unpacks
+/// them; `at` gives each part's operands' bytes.
 void runMoveStep(const Step &step, Communicator &comm, DType dtype,
                  const char *in, char *out, char *scratch,
-                 const CopyRunner &copy);
+                 const CopyRunner &copy,
+                 const std::function<char *(const Operand &)> &at);
 
 /// A backend's collectives: a factory of communicators.
 class Collectives {

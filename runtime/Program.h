@@ -268,23 +268,36 @@ struct TopKAttrs {
 struct GroupAttrs {
   size_t group = 0;
 };
-/// all_reduce: how members combine.
+/// all_reduce: how members combine. In place on Step::out, or, combined
+/// ("bufs" in the .mprog), on every buffer of `buffers` (Step::out is the
+/// first), packed end to end into the step's scratch for one collective.
 struct AllReduceAttrs : GroupAttrs {
   Reduction reduction = Reduction::Sum;
+  std::vector<Operand> buffers;
 };
 // The collectives that cut or join a dim carry, under device weights, each
 // group member's block of it in rank order ("blocks" in the .mprog); empty
 // when the blocks are equal (groupBlocks in Collectives.h).
-/// all_gather: the dim concatenated.
+/// One tensor of a combined all_gather or reduce_scatter ("parts" in the
+/// .mprog): its operands and the dim it joins or cuts into equal blocks.
+struct MovePart {
+  Operand in, out;
+  std::string dim;
+};
+/// all_gather: the dim concatenated. Combined, `parts` lists every tensor
+/// (Step::in/out and `dim` are the first's), gathered in one collective.
 struct AllGatherAttrs : GroupAttrs {
   std::string dim;
   std::vector<int64_t> blocks;
+  std::vector<MovePart> parts;
 };
-/// reduce_scatter: the dim cut and how members combine.
+/// reduce_scatter: the dim cut and how members combine; combined, as
+/// all_gather.
 struct ReduceScatterAttrs : GroupAttrs {
   std::string dim;
   Reduction reduction = Reduction::Sum;
   std::vector<int64_t> blocks;
+  std::vector<MovePart> parts;
 };
 /// all_to_all: the dim cut and the dim concatenated.
 struct AllToAllAttrs : GroupAttrs {

@@ -165,10 +165,14 @@ using SizeOverrides = std::map<std::string, int64_t>;
 /// Parses one step.
 class StepParser {
 public:
+  /// `parentAxes`: parsing a part of a combined collective ("parts"),
+  /// whose group is its parent step's.
   StepParser(const JsonNode &node, Program &program,
              const std::map<int64_t, size_t> &bufferIndex,
-             const LoopReach &reach)
-      : node(node), program(program), bufferIndex(bufferIndex), reach(reach) {}
+             const LoopReach &reach,
+             const std::vector<std::string> *parentAxes = nullptr)
+      : node(node), program(program), bufferIndex(bufferIndex), reach(reach),
+        parentAxes(parentAxes) {}
 
   Step parse(size_t index);
 
@@ -337,9 +341,18 @@ private:
 
   /// Reads "axes" into `attrs`; returns the group size.
   int64_t readAxes(GroupAttrs &attrs) {
-    JsonNode axesNode = node.member("axes");
     std::vector<std::string> axes;
     int64_t size = 1;
+    if (parentAxes) {
+      for (const std::string &name : *parentAxes)
+        size *= program.mesh.axisSize(*program.mesh.axisIndex(name));
+      groupAxes = *parentAxes;
+      attrs.group = std::find(program.groupAxes.begin(),
+                              program.groupAxes.end(), *parentAxes) -
+                    program.groupAxes.begin();
+      return size;
+    }
+    JsonNode axesNode = node.member("axes");
     for (const JsonNode &axis : axesNode.elements()) {
       std::string name = axis.string();
       std::optional<size_t> index = program.mesh.axisIndex(name);
@@ -452,6 +465,11 @@ private:
   void parseClassIndexOperands();
   /// The checks every collective but all_reduce ends with.
   void finishCollective();
+  /// A combined all_gather or reduce_scatter: its "parts" into
+  /// attrs.parts; false where the step has none.
+  template <typename Attrs> bool parseParts(Attrs &attrs);
+  /// Fails at a "sizes" entry that no operand uses.
+  void requireSizesUsed() const;
   void stageHalfOperands();
 
   /// `operand` without dim `dim`.
@@ -467,6 +485,7 @@ private:
   const std::map<int64_t, size_t> &bufferIndex;
   const LoopReach &reach;
   OpKind kind = OpKind::Fill;
+  const std::vector<std::string> *parentAxes = nullptr;
   Step step;
   std::optional<JsonNode> sizesNode;
   /// The mesh axes of the step's group (readAxes).
@@ -493,12 +512,60 @@ Step StepParser::parse(size_t index) {
   }
 #include "runtime/core/StepKinds.def"
   }
+  requireSizesUsed();
+  stageHalfOperands();
+  return step;
+}
+
+void StepParser::requireSizesUsed() const {
   if (sizesNode)
     for (const auto &[name, size] : sizesNode->members())
       if (!used.count(name))
         size.fail("dim '" + name + "' is not a dim of any operand");
-  stageHalfOperands();
-  return step;
+}
+
+template <typename Attrs> bool StepParser::parseParts(Attrs &attrs) {
+  std::optional<JsonNode> list = node.optionalMember("parts");
+  if (!list || parentAxes)
+    return false;
+  std::string what = std::string("a combined ") + opName(kind);
+  for (const char *key : {"in", "out", "dim", "sizes", "blocks"})
+    if (std::optional<JsonNode> stray = node.optionalMember(key))
+      stray->fail(what + " lists its tensors in \"parts\", not \"" + key +
+                  "\"");
+  readAxes(attrs);
+  std::vector<JsonNode> partNodes = list->elements();
+  if (partNodes.size() < 2)
+    list->fail("\"parts\" lists " + std::to_string(partNodes.size()) +
+               " tensor" + (partNodes.size() == 1 ? "" : "s") + "; " + what +
+               " has at least 2");
+  std::set<size_t> seen;
+  for (const JsonNode &partNode : partNodes) {
+    StepParser part(partNode, program, bufferIndex, reach, &groupAxes);
+    part.kind = kind;
+    Attrs own;
+    part.parseAttrs(own);
+    part.requireSizesUsed();
+    if (!own.blocks.empty())
+      partNode.member("blocks").fail(what + " moves equal blocks");
+    MovePart moved{part.step.in[0], part.step.out, own.dim};
+    for (const Operand *operand : {&moved.in, &moved.out})
+      if (!seen.insert(operand->buffer).second)
+        partNode.fail(bufferName(*operand) + " is in two parts");
+    if (!attrs.parts.empty() &&
+        bufferOf(moved.in).dtype != bufferOf(attrs.parts.front().in).dtype)
+      partNode.fail(bufferName(moved.in) + " holds " +
+                    dtypeName(bufferOf(moved.in).dtype) + ", the first part " +
+                    dtypeName(bufferOf(attrs.parts.front().in).dtype) + ": " +
+                    what + " packs one element type");
+    step.scratchBytes +=
+        bytesOf(kind == OpKind::AllGather ? moved.out : moved.in);
+    attrs.parts.push_back(std::move(moved));
+  }
+  step.in = {attrs.parts.front().in};
+  step.out = attrs.parts.front().out;
+  attrs.dim = attrs.parts.front().dim;
+  return true;
 }
 
 /// The kernels compute in f32: every bf16 or f16 operand of a computing step
@@ -875,11 +942,46 @@ void StepParser::parseAttrs(DropoutAttrs &attrs) {
 
 void StepParser::parseAttrs(AllReduceAttrs &attrs) {
   readAxes(attrs);
-  step.out = flat("buf");
   attrs.reduction = choose(node.member("reduction"), "reduction", kReductions);
+  std::optional<JsonNode> list = node.optionalMember("bufs");
+  if (!list) {
+    step.out = flat("buf");
+    return;
+  }
+  // Combined: the buffers packed end to end into the scratch.
+  if (std::optional<JsonNode> single = node.optionalMember("buf"))
+    single->fail("an all_reduce has \"buf\" or \"bufs\", not both");
+  std::vector<JsonNode> refs = list->elements();
+  if (refs.size() < 2)
+    list->fail("\"bufs\" lists " + std::to_string(refs.size()) + " buffer" +
+               (refs.size() == 1 ? "" : "s") +
+               "; a combined all_reduce has at least 2 (one is \"buf\")");
+  int64_t bytes = 0;
+  for (const JsonNode &ref : refs) {
+    Operand buffer;
+    buffer.buffer = bufferRef(ref);
+    buffer.shape.sizes = {bufferOf(buffer).elements};
+    for (const Operand &earlier : attrs.buffers)
+      if (earlier.buffer == buffer.buffer)
+        ref.fail("buffer " + std::to_string(ref.integer()) +
+                 " is listed twice in \"bufs\"");
+    if (!attrs.buffers.empty() &&
+        bufferOf(buffer).dtype != bufferOf(attrs.buffers.front()).dtype)
+      ref.fail("buffer " + std::to_string(ref.integer()) + " holds " +
+               dtypeName(bufferOf(buffer).dtype) + ", buffer " +
+               std::to_string(refs.front().integer()) + " " +
+               dtypeName(bufferOf(attrs.buffers.front()).dtype) +
+               ": a combined all_reduce packs one element type");
+    bytes += bytesOf(buffer);
+    attrs.buffers.push_back(buffer);
+  }
+  step.out = attrs.buffers.front();
+  step.scratchBytes = bytes;
 }
 
 void StepParser::parseAttrs(AllGatherAttrs &attrs) {
+  if (parseParts(attrs))
+    return;
   int64_t groupSize = readAxes(attrs);
   readSizes();
   step.out = operand("out");
@@ -898,6 +1000,11 @@ void StepParser::parseAttrs(AllGatherAttrs &attrs) {
 }
 
 void StepParser::parseAttrs(ReduceScatterAttrs &attrs) {
+  if (parseParts(attrs)) {
+    attrs.reduction =
+        choose(node.member("reduction"), "reduction", kReductions);
+    return;
+  }
   int64_t groupSize = readAxes(attrs);
   readSizes();
   step.in = {operand("in")};
@@ -908,7 +1015,9 @@ void StepParser::parseAttrs(ReduceScatterAttrs &attrs) {
   if (attrs.blocks.empty())
     own = sizeOverGroup(attrs.dim, groupSize);
   SizeOverrides outSizes = {{attrs.dim, own}};
-  attrs.reduction = choose(node.member("reduction"), "reduction", kReductions);
+  if (!parentAxes)
+    attrs.reduction =
+        choose(node.member("reduction"), "reduction", kReductions);
   step.scratchBytes = bytesOf(step.in[0]);
   step.out = operand("out", outSizes);
   finishCollective();

@@ -22,11 +22,28 @@ namespace {
 /// Runs recorded up front without growing the buffers.
 constexpr int64_t kReservedRuns = 64;
 
-/// The bytes a collective step moves per device: its largest operand.
+/// The bytes a collective step moves per device: its largest operand (a
+/// combined all_reduce's buffers together).
 int64_t collectiveBytes(const Step &step) {
   int64_t elements = step.out.shape.elements();
   for (const Operand &operand : step.in)
     elements = std::max(elements, operand.shape.elements());
+  if (const auto *reduce = std::get_if<AllReduceAttrs>(&step.attrs);
+      reduce && !reduce->buffers.empty()) {
+    elements = 0;
+    for (const Operand &buffer : reduce->buffers)
+      elements += buffer.shape.elements();
+  }
+  const std::vector<MovePart> *parts = nullptr;
+  if (const auto *gather = std::get_if<AllGatherAttrs>(&step.attrs))
+    parts = &gather->parts;
+  if (const auto *scatter = std::get_if<ReduceScatterAttrs>(&step.attrs))
+    parts = &scatter->parts;
+  if (parts && !parts->empty()) {
+    elements = 0;
+    for (const MovePart &part : *parts)
+      elements += std::max(part.in.shape.elements(), part.out.shape.elements());
+  }
   return elements * 4;
 }
 

@@ -115,6 +115,12 @@ struct Options {
       cl::desc("with --layout auto: the most memory a device may plan "
                "(e.g. 80GiB)"),
       cl::value_desc("size"), cl::cat(category)};
+  cl::opt<std::string> bucketSize{
+      "bucket-size",
+      cl::desc(
+          "the most bytes one combined collective packs (default 128MiB; 0: "
+          "every collective on its own; docs/spmd.md)"),
+      cl::value_desc("size"), cl::init("128MiB"), cl::cat(category)};
   cl::opt<Remat> remat{
       "remat",
       cl::desc("activation recomputation when training (docs/training.md)"),
@@ -426,6 +432,16 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     }
     searchOptions.memoryLimit = *limit;
   }
+  int64_t bucketBytes = 0;
+  if (llvm::StringRef(options.bucketSize).trim() != "0") {
+    layout::Result<int64_t> bucket = cost::parseMemorySize(options.bucketSize);
+    if (!bucket.ok()) {
+      llvm::errs() << "meshc: error: --bucket-size: " << bucket.error().message
+                   << " (or 0 to combine none)\n";
+      return failure();
+    }
+    bucketBytes = *bucket;
+  }
   if (options.explain || search) {
     layout::Result<cost::MachineProfile> loaded =
         cost::loadMachineProfile(options.machine);
@@ -561,6 +577,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
         return copy;
       };
     searchOptions.partition.fuse = !options.noFuse;
+    searchOptions.partition.bucketBytes = bucketBytes;
     searchOptions.partition.shardOptimizer = options.shardOptimizer;
     searchOptions.partition.axisWeights = weights.str(mesh);
     searchOptions.partition.uneven = weights.allowsIndivisible();
@@ -603,6 +620,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     partitionPipeline.addPass(createMtfPartition());
     if (!options.noFuse)
       partitionPipeline.addPass(createMtfFuse());
+    if (bucketBytes > 0)
+      partitionPipeline.addPass(createMtfCombineCollectives({bucketBytes}));
     if (failed(pm.run(*module)))
       return failure();
   }

@@ -133,10 +133,15 @@ void explainCollectives(const ProgramCost &cost, const layout::Mesh &mesh,
                            (collective.interNode ? " (between nodes)" : ""),
                        where, reason ? reason.getValue().str() : ""});
   }
-  int64_t runs = 0;
-  for (const CollectiveCost &collective : cost.collectives)
+  int64_t runs = 0, slices = 0;
+  for (const CollectiveCost &collective : cost.collectives) {
     runs += collective.count;
+    if (collective.kind == layout::CollectiveKind::Slice)
+      slices += collective.count;
+  }
   os << "\ncollectives per step (" << runs;
+  if (slices)
+    os << ", " << slices << " of them local slices without communication";
   if (runs != static_cast<int64_t>(entries.size()))
     os << ", " << entries.size() << " listed: a loop's once, ×its iterations";
   os << "):\n";

@@ -26,6 +26,8 @@ LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
   pm.addPass(createMtfPartition());
   if (options.fuse)
     pm.addPass(createMtfFuse());
+  if (options.bucketBytes > 0)
+    pm.addPass(createMtfCombineCollectives({options.bucketBytes}));
   return pm.run(module);
 }
 

@@ -39,6 +39,9 @@ struct PartitionOptions {
   /// even) and --uneven (mtf-apply-layout's axis-weights and uneven).
   std::string axisWeights;
   bool uneven = false;
+  /// The most bytes one combined collective packs (mtf-combine-collectives;
+  /// 0: none combined).
+  int64_t bucketBytes = 128 << 20;
 };
 
 /// Lays out every program of `module` by `rules` on `mesh`, then partitions

@@ -343,20 +343,23 @@ int64_t CpuDevice::rowParts(int64_t elements) const {
 void CpuDevice::runCollective(const Step &step, Communicator &comm) {
   const Operand &out = step.out;
   DType dtype = program.buffers[out.buffer].dtype;
+  auto copy = [](const std::vector<StridedCopy> &copies, const char *src,
+                 char *dst) {
+    for (const StridedCopy &copy : copies)
+      for (int64_t row = 0; row < copy.rows; ++row)
+        std::memcpy(dst + copy.dstOffset + row * copy.dstPitch,
+                    src + copy.srcOffset + row * copy.srcPitch,
+                    size_t(copy.width));
+  };
   if (step.op() == OpKind::AllReduce) {
-    comm.allReduce(at(out), out.shape.elements(), dtype,
-                   step.as<AllReduceAttrs>().reduction);
+    runAllReduceStep(
+        step, comm, dtype, at(out),
+        [this](const Operand &operand) { return at(operand); }, scratch.data(),
+        copy);
     return;
   }
-  runMoveStep(
-      step, comm, dtype, at(step.in[0]), at(out), scratch.data(),
-      [](const std::vector<StridedCopy> &copies, const char *src, char *dst) {
-        for (const StridedCopy &copy : copies)
-          for (int64_t row = 0; row < copy.rows; ++row)
-            std::memcpy(dst + copy.dstOffset + row * copy.dstPitch,
-                        src + copy.srcOffset + row * copy.srcPitch,
-                        size_t(copy.width));
-      });
+  runMoveStep(step, comm, dtype, at(step.in[0]), at(out), scratch.data(), copy,
+              [this](const Operand &operand) { return at(operand); });
 }
 
 CpuBackend::CpuBackend() { openblas_set_num_threads(1); }

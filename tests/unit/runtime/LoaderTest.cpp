@@ -253,6 +253,93 @@ TEST(LoaderTest, CollectiveErrors) {
             "but buffer 2 has 16");
 }
 
+TEST(LoaderTest, CombinedAllReduceErrors) {
+  auto combined = [](json bufs) {
+    return [bufs](json &p) {
+      p["arena_bytes"] = 120;
+      p["buffers"].push_back({{"id", 4},
+                              {"dtype", "i32"},
+                              {"shape", {2}},
+                              {"offset", 112},
+                              {"bytes", 8}});
+      p["steps"][1] = {{"op", "all_reduce"},
+                       {"bufs", bufs},
+                       {"axes", {"m"}},
+                       {"reduction", "sum"}};
+    };
+  };
+  EXPECT_EQ(errorAfter(combined({2, 3})), "");
+  EXPECT_EQ(errorAfter(combined({2})),
+            "p.mprog: steps[1].bufs: \"bufs\" lists 1 buffer; a combined "
+            "all_reduce has at least 2 (one is \"buf\")");
+  EXPECT_EQ(errorAfter(combined({2, 3, 2})),
+            "p.mprog: steps[1].bufs[2]: buffer 2 is listed twice in \"bufs\"");
+  EXPECT_EQ(errorAfter(combined({2, 4})),
+            "p.mprog: steps[1].bufs[1]: buffer 4 holds i32, buffer 2 f32: a "
+            "combined all_reduce packs one element type");
+  EXPECT_EQ(errorAfter(combined({2, 9})),
+            "p.mprog: steps[1].bufs[1]: buffer 9 is not declared");
+  EXPECT_EQ(errorAfter([&](json &p) {
+              combined({2, 3})(p);
+              p["steps"][1]["buf"] = 2;
+            }),
+            "p.mprog: steps[1].buf: an all_reduce has \"buf\" or \"bufs\", "
+            "not both");
+}
+
+TEST(LoaderTest, CombinedMoveErrors) {
+  // Step 1 as a combined all_gather of two parts: its own tensor and one
+  // more (buffers 4 -> 5, the same shapes).
+  auto part = [](int64_t in, int64_t out) {
+    return json{{"in", {{"buf", in}, {"dims", {"batch", "hidden"}}}},
+                {"out", {{"buf", out}, {"dims", {"batch", "hidden"}}}},
+                {"dim", "hidden"},
+                {"sizes", {{"batch", 2}, {"hidden", 4}}}};
+  };
+  auto combined = [](json parts) {
+    return [parts](json &p) {
+      p["arena_bytes"] = 160;
+      p["buffers"].push_back({{"id", 4},
+                              {"dtype", "f32"},
+                              {"shape", {2, 2}},
+                              {"offset", 112},
+                              {"bytes", 16}});
+      p["buffers"].push_back({{"id", 5},
+                              {"dtype", "f32"},
+                              {"shape", {2, 4}},
+                              {"offset", 128},
+                              {"bytes", 32}});
+      p["steps"][1] = {{"op", "all_gather"}, {"parts", parts}, {"axes", {"m"}}};
+    };
+  };
+  EXPECT_EQ(errorAfter(combined({part(2, 3), part(4, 5)})), "");
+  EXPECT_EQ(errorAfter(combined({part(2, 3)})),
+            "p.mprog: steps[1].parts: \"parts\" lists 1 tensor; a combined "
+            "all_gather has at least 2");
+  EXPECT_EQ(errorAfter(combined({part(2, 3), part(2, 5)})),
+            "p.mprog: steps[1].parts[1]: buffer 2 is in two parts");
+  EXPECT_EQ(errorAfter([&](json &p) {
+              combined({part(2, 3), part(4, 5)})(p);
+              p["steps"][1]["dim"] = "hidden";
+            }),
+            "p.mprog: steps[1].dim: a combined all_gather lists its tensors in "
+            "\"parts\", not \"dim\"");
+  EXPECT_EQ(errorAfter([&](json &p) {
+              json blocked = part(4, 5);
+              blocked["blocks"] = {2, 2};
+              combined({part(2, 3), blocked})(p);
+            }),
+            "p.mprog: steps[1].parts[1].blocks: a combined all_gather moves "
+            "equal blocks");
+  EXPECT_EQ(errorAfter([&](json &p) {
+              json wrong = part(4, 5);
+              wrong["sizes"]["hidden"] = 8;
+              combined({part(2, 3), wrong})(p);
+            }),
+            "p.mprog: steps[1].parts[1].out: operand [batch=2, hidden=8] needs "
+            "64 bytes but buffer 5 has 32");
+}
+
 TEST(LoaderTest, ElementwiseErrors) {
   auto unary = [](json &p) {
     p["steps"].push_back(

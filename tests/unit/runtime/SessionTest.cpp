@@ -189,6 +189,178 @@ TEST(SessionTest, AllReduceInPlace) {
                             8.0f);
 }
 
+// A combined all_reduce ("bufs"): both buffers summed over the group in one
+// collective through the scratch, each in place; the sums equal two plain
+// all_reduce steps' bit for bit.
+TEST(SessionTest, CombinedAllReduceSumsEveryBuffer) {
+  auto program = [](bool combined) {
+    json steps = combined ? json::array({{{"op", "all_reduce"},
+                                          {"bufs", {0, 1}},
+                                          {"axes", {"m"}},
+                                          {"reduction", "sum"}}})
+                          : json::array({{{"op", "all_reduce"},
+                                          {"buf", 0},
+                                          {"axes", {"m"}},
+                                          {"reduction", "sum"}},
+                                         {{"op", "all_reduce"},
+                                          {"buf", 1},
+                                          {"axes", {"m"}},
+                                          {"reduction", "sum"}}});
+    json text = json::parse(R"({
+      "format": "meshc-mprog", "version": 1, "program": "combined",
+      "mesh": [{"name": "b", "size": 2}, {"name": "m", "size": 3}],
+      "seed": 5, "arena_bytes": 128,
+      "buffers": [
+        {"id": 0, "dtype": "f32", "shape": [2, 5], "offset": 0, "bytes": 40},
+        {"id": 1, "dtype": "f32", "shape": [7], "offset": 64, "bytes": 28}],
+      "tensors": [
+        {"role": "input", "name": "x", "buffer": 0, "dtype": "f32",
+         "dims": [{"name": "r", "size": 2}, {"name": "c", "size": 5}]},
+        {"role": "input", "name": "z", "buffer": 1, "dtype": "f32",
+         "dims": [{"name": "k", "size": 7}]},
+        {"role": "output", "name": "x", "buffer": 0, "dtype": "f32",
+         "dims": [{"name": "r", "size": 2}, {"name": "c", "size": 5}]},
+        {"role": "output", "name": "z", "buffer": 1, "dtype": "f32",
+         "dims": [{"name": "k", "size": 7}]}]})");
+    text["steps"] = steps;
+    return parseProgram(text.dump(), "combined.mprog");
+  };
+  Program combined = program(true), plain = program(false);
+  EXPECT_EQ(combined.steps.size(), 1u);
+  EXPECT_EQ(combined.steps[0].scratchBytes, 68);
+  Session one(combined, {}), two(plain, {});
+  one.runStep();
+  two.runStep();
+  for (const char *name : {"x", "z"}) {
+    HostTensor got = one.gather(*combined.findTensor(Role::Output, name));
+    HostTensor want = two.gather(*plain.findTensor(Role::Output, name));
+    std::vector<int64_t> shape =
+        combined.findTensor(Role::Input, name)->globalShape();
+    std::vector<float> input(got.elements());
+    fillBlock({InitSpec::Kind::Normal, 0.0, 1.0}, 5, name, shape,
+              std::vector<int64_t>(shape.size(), 0), shape, input.data());
+    for (int64_t i = 0; i < got.elements(); ++i) {
+      ASSERT_EQ(got.at(i), want.at(i)) << name << " element " << i;
+      ASSERT_FLOAT_EQ(got.at(i), 3.0f * input[i]) << name << " element " << i;
+    }
+  }
+}
+
+// A combined all_gather and a combined reduce_scatter ("parts"): two
+// tensors each, one cut along an inner dim (strided blocks) and one along
+// its outer dim, moved in one collective; the results equal the single
+// steps' bit for bit and the inputs gathered (twice the input scattered).
+TEST(SessionTest, CombinedGatherAndScatterMoveEveryPart) {
+  auto program = [](bool combined, bool gather) {
+    // x: [a=3, c=8], z: [k=6]; c and k split over m (2 devices) on one side.
+    json cSplit = dim("c", 8, {"m"}), kSplit = dim("k", 6, {"m"});
+    json small = {{"x", {dim("a", 3), cSplit}}, {"z", {kSplit}}};
+    json whole = {{"x", {dim("a", 3), dim("c", 8)}}, {"z", {dim("k", 6)}}};
+    json in = gather ? small : whole, out = gather ? whole : small;
+    auto part = [&](const char *name, int64_t from, int64_t to,
+                    std::vector<std::string> dims, const char *cut,
+                    json sizes) {
+      return json{{"in", operand(from, dims)},
+                  {"out", operand(to, dims)},
+                  {"dim", cut},
+                  {"sizes", sizes}};
+    };
+    json xSizes = {{"a", 3}, {"c", 8}}, zSizes = {{"k", 6}};
+    json parts = {part("x", 0, 2, {"a", "c"}, "c", xSizes),
+                  part("z", 1, 3, {"k"}, "k", zSizes)};
+    json steps = json::array();
+    const char *op = gather ? "all_gather" : "reduce_scatter";
+    if (combined) {
+      steps.push_back({{"op", op}, {"parts", parts}, {"axes", {"m"}}});
+    } else {
+      for (json each : parts) {
+        each["op"] = op;
+        each["axes"] = {"m"};
+        steps.push_back(each);
+      }
+    }
+    if (!gather)
+      for (json &step : steps)
+        step["reduction"] = "sum";
+    int64_t xIn = gather ? 12 : 24, zIn = gather ? 3 : 6;
+    int64_t xOut = gather ? 24 : 12, zOut = gather ? 6 : 3;
+    json text = {{"format", "meshc-mprog"},
+                 {"version", 1},
+                 {"program", "moves"},
+                 {"mesh", {{{"name", "m"}, {"size", 2}}}},
+                 {"seed", 9},
+                 {"arena_bytes", 4 * (xIn + zIn + xOut + zOut)},
+                 {"buffers",
+                  {{{"id", 0},
+                    {"dtype", "f32"},
+                    {"shape", {xIn}},
+                    {"offset", 0},
+                    {"bytes", 4 * xIn}},
+                   {{"id", 1},
+                    {"dtype", "f32"},
+                    {"shape", {zIn}},
+                    {"offset", 4 * xIn},
+                    {"bytes", 4 * zIn}},
+                   {{"id", 2},
+                    {"dtype", "f32"},
+                    {"shape", {xOut}},
+                    {"offset", 4 * (xIn + zIn)},
+                    {"bytes", 4 * xOut}},
+                   {{"id", 3},
+                    {"dtype", "f32"},
+                    {"shape", {zOut}},
+                    {"offset", 4 * (xIn + zIn + xOut)},
+                    {"bytes", 4 * zOut}}}},
+                 {"tensors",
+                  {{{"role", "input"},
+                    {"name", "x"},
+                    {"buffer", 0},
+                    {"dtype", "f32"},
+                    {"dims", in["x"]}},
+                   {{"role", "input"},
+                    {"name", "z"},
+                    {"buffer", 1},
+                    {"dtype", "f32"},
+                    {"dims", in["z"]}},
+                   {{"role", "output"},
+                    {"name", "x"},
+                    {"buffer", 2},
+                    {"dtype", "f32"},
+                    {"dims", out["x"]}},
+                   {{"role", "output"},
+                    {"name", "z"},
+                    {"buffer", 3},
+                    {"dtype", "f32"},
+                    {"dims", out["z"]}}}},
+                 {"steps", steps}};
+
+    return parseProgram(text.dump(), "moves.mprog");
+  };
+  for (bool gather : {true, false}) {
+    SCOPED_TRACE(gather ? "all_gather" : "reduce_scatter");
+    Program combined = program(true, gather), plain = program(false, gather);
+    ASSERT_EQ(combined.steps.size(), 1u);
+    EXPECT_EQ(combined.steps[0].scratchBytes, 4 * (24 + 6));
+    Session one(combined, {}), two(plain, {});
+    one.runStep();
+    two.runStep();
+    for (const char *name : {"x", "z"}) {
+      HostTensor got = one.gather(*combined.findTensor(Role::Output, name));
+      HostTensor want = two.gather(*plain.findTensor(Role::Output, name));
+      std::vector<int64_t> shape =
+          combined.findTensor(Role::Input, name)->globalShape();
+      std::vector<float> input(got.elements());
+      fillBlock({InitSpec::Kind::Normal, 0.0, 1.0}, 9, name, shape,
+                std::vector<int64_t>(shape.size(), 0), shape, input.data());
+      for (int64_t i = 0; i < got.elements(); ++i) {
+        ASSERT_EQ(got.at(i), want.at(i)) << name << " element " << i;
+        ASSERT_FLOAT_EQ(got.at(i), (gather ? 1.0f : 2.0f) * input[i])
+            << name << " element " << i;
+      }
+    }
+  }
+}
+
 /// Two devices; device 1 gets a bad label and fails while device 0 waits
 /// for it in the all_reduce that follows.
 json crossEntropyProgram() {
