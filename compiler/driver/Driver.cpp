@@ -103,6 +103,12 @@ struct Options {
                         cl::desc("print every tensor's layout, per-device "
                                  "slice and bytes, and per-device memory"),
                         cl::cat(category)};
+  cl::opt<bool> explainAll{
+      "explain-all",
+      cl::desc("--explain listing each tensor of a repeat's instances and "
+               "each collective and fused step on its own line (--explain "
+               "groups identical ones)"),
+      cl::cat(category)};
   cl::opt<std::string> machine{
       "machine",
       cl::desc("the machine --explain and --layout auto predict step times "
@@ -642,7 +648,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     for (auto program : laidOut.getOps<mtf::ProgramOp>())
       explainProgram(program, partition ? *module : ModuleOp(),
                      succeeded(mprog) ? &stats : nullptr,
-                     scratch ? &*scratch : nullptr, machine, llvm::outs());
+                     scratch ? &*scratch : nullptr, machine,
+                     !options.explainAll, llvm::outs());
   }
 
   if (emit == EmitKind::Default)
@@ -682,6 +689,8 @@ int meshcMain(int argc, char **argv) {
       "meshc: compiles a named-dimension model for a device mesh\n\n"
       "  meshc model.mtf --mesh \"b:4;m:2\" --layout \"batch:b;hidden:m\" "
       "--explain\n");
+  if (options.explainAll)
+    options.explain = true;
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> buffer =

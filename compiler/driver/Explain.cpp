@@ -18,7 +18,9 @@
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
+#include <map>
 
 using namespace mlir;
 
@@ -30,6 +32,8 @@ namespace {
 struct Row {
   std::string name, kind, type, layout, slice;
   int64_t bytes = 0;
+  /// `name` with its instance numbers made "_*" (instanceTemplate).
+  std::string group;
 };
 
 std::string typeString(mtf::TensorType type) {
@@ -56,6 +60,49 @@ std::string kindOf(Operation *op) {
     return phase.getValue().str();
   return "activation";
 }
+
+/// `text` (a tensor's name, or a collective's cause that names tensors)
+/// with each instance number of a repeat ("_3" before a '.' or '/':
+/// `block_3.h`, `attention_3.wq/adam_m`; with `atEnd`, the name of an
+/// instance's own op, also at the end: `block_3`) made "_*", so the
+/// instances' entries group.
+std::string instanceTemplate(const std::string &text, bool atEnd = false) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    size_t j = i + 1;
+    if (text[i] == '_')
+      while (j < text.size() &&
+             std::isdigit(static_cast<unsigned char>(text[j])))
+        ++j;
+    if (text[i] == '_' && j > i + 1 &&
+        (j == text.size() ? atEnd : text[j] == '.' || text[j] == '/')) {
+      out += "_*";
+      i = j;
+      continue;
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
+/// `items` with equal keys merged into their first, in first-seen order,
+/// each with how many it stands for.
+template <typename T, typename Key>
+std::vector<std::pair<T, int64_t>> groupEqual(const std::vector<T> &items,
+                                              Key key) {
+  std::vector<std::pair<T, int64_t>> groups;
+  std::map<std::string, size_t> index;
+  for (const T &item : items) {
+    auto [it, added] = index.try_emplace(key(item), groups.size());
+    if (added)
+      groups.push_back({item, 0});
+    ++groups[it->second].second;
+  }
+  return groups;
+}
+
+/// " ×n" after a grouped entry that stands for n > 1.
+std::string times(int64_t n) { return n > 1 ? " ×" + std::to_string(n) : ""; }
 
 /// The columns `text` takes: its UTF-8 characters ("×" is one).
 size_t displayWidth(const std::string &text) {
@@ -102,7 +149,7 @@ void printTable(const std::vector<Row> &rows, llvm::raw_ostream &os) {
 /// Every collective of the partitioned program, with its bytes, predicted
 /// time and cause, then the predicted step time.
 void explainCollectives(const ProgramCost &cost, const layout::Mesh &mesh,
-                        const cost::MachineProfile &machine,
+                        const cost::MachineProfile &machine, bool grouped,
                         llvm::raw_ostream &os) {
   struct Entry {
     std::string op, axes, bytes, received, time, where, why;
@@ -139,11 +186,29 @@ void explainCollectives(const ProgramCost &cost, const layout::Mesh &mesh,
     if (collective.kind == layout::CollectiveKind::Slice)
       slices += collective.count;
   }
+  size_t listed = entries.size();
+  if (grouped) {
+    // Identical collectives (a repeat's instances) once, ×how many.
+    for (Entry &e : entries)
+      e.why = instanceTemplate(e.why);
+    auto groups = groupEqual(entries, [](const Entry &e) {
+      return e.op + "\n" + e.axes + "\n" + e.bytes + "\n" + e.received + "\n" +
+             e.time + "\n" + e.where + "\n" + e.why;
+    });
+    entries.clear();
+    for (auto &[entry, n] : groups) {
+      entries.push_back(entry);
+      entries.back().op += times(n);
+    }
+  }
   os << "\ncollectives per step (" << runs;
   if (slices)
     os << ", " << slices << " of them local slices without communication";
-  if (runs != static_cast<int64_t>(entries.size()))
-    os << ", " << entries.size() << " listed: a loop's once, ×its iterations";
+  if (runs != static_cast<int64_t>(listed))
+    os << ", " << listed << " listed: a loop's once, ×its iterations";
+  if (entries.size() != listed)
+    os << "; identical ones grouped into " << entries.size()
+       << " lines, --explain-all lists each";
   os << "):\n";
   if (entries.empty()) {
     os << "  none: every device computes on its own blocks\n";
@@ -181,7 +246,7 @@ void explainCollectives(const ProgramCost &cost, const layout::Mesh &mesh,
 
 /// Every mtf.fused step of the partitioned program: its phase, iteration
 /// dims (the reduced ones named), source and ops.
-void explainFusion(ModuleOp spmd, llvm::raw_ostream &os) {
+void explainFusion(ModuleOp spmd, bool grouped, llvm::raw_ostream &os) {
   std::vector<mtf::FusedOp> groups;
   int64_t ops = 0;
   spmd.walk([&](mtf::FusedOp fused) {
@@ -195,6 +260,7 @@ void explainFusion(ModuleOp spmd, llvm::raw_ostream &os) {
     os << "  none (--no-fuse, or no chain of elementwise ops)\n";
     return;
   }
+  std::vector<std::pair<int, std::string>> lines; // (index, text)
   int index = 0;
   for (mtf::FusedOp fused : groups) {
     std::string dims, reduced, body, where = "?";
@@ -225,11 +291,29 @@ void explainFusion(ModuleOp spmd, llvm::raw_ostream &os) {
               std::to_string(loc.getLine());
     auto phase =
         fused->getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName);
-    os << "  #" << ++index << " " << (phase ? phase.getValue() : "forward")
-       << " [" << (dims.empty() ? "scalar" : dims) << "]"
-       << (reduced.empty() ? "" : " rows over " + reduced) << " at " << where
-       << ": " << body << "\n";
+    std::string text;
+    llvm::raw_string_ostream line(text);
+    line << (phase ? phase.getValue() : "forward") << " ["
+         << (dims.empty() ? "scalar" : dims) << "]"
+         << (reduced.empty() ? "" : " rows over " + reduced) << " at " << where
+         << ": " << body;
+    lines.push_back({++index, text});
   }
+  if (!grouped) {
+    for (const auto &[number, text] : lines)
+      os << "  #" << number << " " << text << "\n";
+    return;
+  }
+  // Identical steps (a repeat's instances) once: the first's number, ×how
+  // many.
+  auto same = groupEqual(lines, [](const std::pair<int, std::string> &line) {
+    return line.second;
+  });
+  if (same.size() != lines.size())
+    os << "  (identical steps grouped into " << same.size()
+       << " lines, --explain-all lists each)\n";
+  for (const auto &[line, n] : same)
+    os << "  #" << line.first << times(n) << " " << line.second << "\n";
 }
 
 ScratchPlan planScratch(const llvm::json::Value &mprog) {
@@ -245,7 +329,7 @@ ScratchPlan planScratch(const llvm::json::Value &mprog) {
 
 void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
                     const MemoryPlanStats *plan, const ScratchPlan *scratch,
-                    const cost::MachineProfile &machine,
+                    const cost::MachineProfile &machine, bool grouped,
                     llvm::raw_ostream &os) {
   layout::Mesh mesh = toMesh(program.getMeshAttr());
   layout::AxisWeights weights = axisWeightsOf(program, mesh);
@@ -301,6 +385,7 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
       std::vector<layout::Dim> dims = toDims(type);
       Row row;
       row.name = name;
+      row.group = instanceTemplate(name, op.hasAttr("mtf.instance"));
       row.kind = kindOf(&op) + (count > 1 ? " ×" + std::to_string(count) : "");
       row.type = typeString(type);
       row.layout = tensorLayout->str(dims, mesh);
@@ -323,6 +408,26 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
     }
   };
   list(program.getBodyBlock(), 1);
+  if (grouped) {
+    // A repeat's instances' tensors once each, ×how many instances.
+    size_t all = rows.size();
+    auto same = groupEqual(rows, [](const Row &row) {
+      return row.group + "\n" + row.kind + "\n" + row.type + "\n" + row.layout +
+             "\n" + row.slice + "\n" + std::to_string(row.bytes);
+    });
+    rows.clear();
+    for (auto &[row, n] : same) {
+      rows.push_back(row);
+      if (n > 1) {
+        rows.back().name = row.group;
+        rows.back().kind += times(n);
+      }
+    }
+    if (rows.size() != all)
+      os << "tensors (" << all << ", identical ones of a repeat's instances "
+         << "grouped into " << rows.size()
+         << " lines, ×how many; --explain-all lists each):\n";
+  }
   printTable(rows, os);
 
   os << "\nper-device memory:\n";
@@ -363,8 +468,9 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
     os << "  scratch      unknown: the runtime's loader rejects the program: "
        << scratch->error << "\n";
   if (spmd) {
-    explainCollectives(predictProgram(spmd, mesh, machine), mesh, machine, os);
-    explainFusion(spmd, os);
+    explainCollectives(predictProgram(spmd, mesh, machine), mesh, machine,
+                       grouped, os);
+    explainFusion(spmd, grouped, os);
   }
   if (!outputs.empty()) {
     os << "\noutputs: ";

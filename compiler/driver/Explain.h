@@ -35,10 +35,14 @@ ScratchPlan planScratch(const llvm::json::Value &mprog);
 /// bytes, predicted time, the model line that caused it and why), the
 /// predicted step time on `machine` (lowering/ProgramCost.h) and the fused
 /// steps; with `plan`, the planned per-device arena; with `scratch`, the
-/// device scratch and the device's total.
+/// device scratch and the device's total. `grouped`: the tensors of a
+/// repeat's instances, and identical collectives and fused steps, once
+/// each with how many they stand for (meshc --explain; --explain-all lists
+/// each).
 void explainProgram(mlir::mtf::ProgramOp program, mlir::ModuleOp spmd,
                     const MemoryPlanStats *plan, const ScratchPlan *scratch,
-                    const cost::MachineProfile &machine, llvm::raw_ostream &os);
+                    const cost::MachineProfile &machine, bool grouped,
+                    llvm::raw_ostream &os);
 
 /// "12 B", "4.0 KiB", "1.5 MiB", ... (one home: the cost library).
 using cost::formatBytes;
