@@ -237,23 +237,20 @@ private:
           builder, loc, types, inputs, reduce.getGridAttr(),
           reduce.getGridAxesAttr(),
           reductionName(builder, reduce.getReduction()));
+    // Each member's gathered or scattered dim.
     SmallVector<int64_t> dims;
-    if (auto gather = llvm::dyn_cast<shard::AllGatherOp>(last)) {
-      for (Operation *member : members)
-        dims.push_back(
-            static_cast<int64_t>(llvm::cast<shard::AllGatherOp>(member)
-                                     .getGatherAxis()
-                                     .getZExtValue()));
+    for (Operation *member : members) {
+      IntegerAttr axis =
+          llvm::isa<shard::AllGatherOp>(member)
+              ? llvm::cast<shard::AllGatherOp>(member).getGatherAxisAttr()
+              : llvm::cast<shard::ReduceScatterOp>(member).getScatterAxisAttr();
+      dims.push_back(axis.getInt());
+    }
+    if (auto gather = llvm::dyn_cast<shard::AllGatherOp>(last))
       return mtf::CombinedAllGatherOp::create(
           builder, loc, types, inputs, gather.getGridAttr(),
           gather.getGridAxesAttr(), builder.getDenseI64ArrayAttr(dims));
-    }
     auto scatter = llvm::cast<shard::ReduceScatterOp>(last);
-    for (Operation *member : members)
-      dims.push_back(
-          static_cast<int64_t>(llvm::cast<shard::ReduceScatterOp>(member)
-                                   .getScatterAxis()
-                                   .getZExtValue()));
     return mtf::CombinedReduceScatterOp::create(
         builder, loc, types, inputs, scatter.getGridAttr(),
         scatter.getGridAxesAttr(), builder.getDenseI64ArrayAttr(dims),

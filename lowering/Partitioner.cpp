@@ -574,11 +574,22 @@ LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
       yielded.push_back(operandAs(value, argLayouts[index], terminator));
       continue;
     }
+    auto type = llvm::cast<mtf::TensorType>(value.getType());
+    // A pending sum stacked for ops after the loop that read it cut further
+    // (--shard-optimizer's update of a stacked parameter): reduce-scattered
+    // into that cut in each iteration, so the loop stacks shards, not whole
+    // gradients.
+    if (std::optional<Layout> cut =
+            stackedUse(loop.getResult(index), type, dim))
+      if (std::optional<Value> shard =
+              scatterPending(value, *cut, terminator)) {
+        pending.erase(value);
+        define(value, *shard, *cut);
+      }
     materialize(value);
     auto [local, layoutIndex] = locals.lookup(value);
     Layout layout = layouts[layoutIndex];
     std::vector<std::vector<size_t>> splits{{}};
-    auto type = llvm::cast<mtf::TensorType>(value.getType());
     for (size_t d = 0; d < type.getDims().size(); ++d)
       splits.push_back(layout.axesOf(d));
     Layout stackedLayout = Layout::fromAxisIndices(std::move(splits));
@@ -603,6 +614,25 @@ LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
     define(result, local.getResult(index), layout);
   }
   return success();
+}
+
+std::optional<Partitioner::Layout>
+Partitioner::stackedUse(Value stacked, mtf::TensorType slice, StringRef dim) {
+  for (Operation *user : stacked.getUsers()) {
+    if (user->getNumResults() != 1 ||
+        !user->hasAttr(mtf::MtfDialect::kLayoutAttrName))
+      continue;
+    auto resultType =
+        llvm::dyn_cast<mtf::TensorType>(user->getResult(0).getType());
+    if (!resultType)
+      continue;
+    AxisMap axes = axesByName(resultType, resultLayout(user));
+    if (auto layer = axes.find(dim.str());
+        layer != axes.end() && !layer->second.empty())
+      continue; // cut along the layer dim: no slice of it
+    return layoutFor(slice, axes);
+  }
+  return std::nullopt;
 }
 
 bool Partitioner::hasUnequalExamples() {
@@ -693,8 +723,10 @@ std::optional<Value> Partitioner::scatterPending(Value value,
   Value result = roundTotal(
       reduceOver(local, type, current, added, *dim, false, user->getLoc(),
                  it->second.why + ", into the shard " +
-                     user->getName().stripDialect().str() +
-                     " updates (--shard-optimizer)"),
+                     (llvm::isa<mtf::YieldOp>(user)
+                          ? std::string("the update after the loop reads")
+                          : user->getName().stripDialect().str() + " updates") +
+                     " (--shard-optimizer)"),
       type, target, it->second, user->getLoc());
   scattered.emplace_back(value, target, result);
   return result;
@@ -851,9 +883,9 @@ Value Partitioner::roundTotal(Value local, mtf::TensorType type,
     return local;
   auto narrow = mtf::TensorType::get(builder.getContext(), type.getDims(),
                                      sums.roundThrough);
-  Value rounded = track(
-      mtf::CastOp::create(builder, loc, localType(narrow, layout), local),
-      narrow, layout);
+  Value rounded =
+      track(mtf::CastOp::create(builder, loc, localType(narrow, layout), local),
+            narrow, layout);
   return track(
       mtf::CastOp::create(builder, loc, localType(type, layout), rounded), type,
       layout);

@@ -63,6 +63,12 @@ private:
   mlir::LogicalResult partitionLoop(mlir::mtf::LoopOp loop);
   /// Whether some input's first (example) dim is cut into unequal blocks.
   bool hasUnequalExamples();
+  /// The layout a slice (global type `slice`) of loop result `stacked` has
+  /// where the first op after the loop that reads it wants it (its result's
+  /// layout, by dim name); none where that op cuts the layer dim `dim`.
+  std::optional<Layout> stackedUse(mlir::Value stacked,
+                                   mlir::mtf::TensorType slice,
+                                   llvm::StringRef dim);
   mlir::LogicalResult addPartialSums(mlir::Operation &op, const Layout &layout,
                                      const AxisMap &target);
   static bool isWidening(mlir::Operation &op);

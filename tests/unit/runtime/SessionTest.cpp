@@ -189,6 +189,32 @@ TEST(SessionTest, AllReduceInPlace) {
                             8.0f);
 }
 
+/// Runs `combined` (one combined collective step) and `plain` (the same
+/// tensors moved by single steps) once, and checks outputs x and z equal
+/// bit for bit and equal `factor` times the inputs x and z (drawn with
+/// `seed`).
+void expectCombinedMatchesSingleSteps(const Program &combined,
+                                      const Program &plain, uint64_t seed,
+                                      float factor) {
+  ASSERT_EQ(combined.steps.size(), 1u);
+  Session one(combined, {}), two(plain, {});
+  one.runStep();
+  two.runStep();
+  for (const char *name : {"x", "z"}) {
+    HostTensor got = one.gather(*combined.findTensor(Role::Output, name));
+    HostTensor want = two.gather(*plain.findTensor(Role::Output, name));
+    std::vector<int64_t> shape =
+        combined.findTensor(Role::Input, name)->globalShape();
+    std::vector<float> input(got.elements());
+    fillBlock({InitSpec::Kind::Normal, 0.0, 1.0}, seed, name, shape,
+              std::vector<int64_t>(shape.size(), 0), shape, input.data());
+    for (int64_t i = 0; i < got.elements(); ++i) {
+      ASSERT_EQ(got.at(i), want.at(i)) << name << " element " << i;
+      ASSERT_FLOAT_EQ(got.at(i), factor * input[i]) << name << " element " << i;
+    }
+  }
+}
+
 // A combined all_reduce ("bufs"): both buffers summed over the group in one
 // collective through the scratch, each in place; the sums equal two plain
 // all_reduce steps' bit for bit.
@@ -226,24 +252,8 @@ TEST(SessionTest, CombinedAllReduceSumsEveryBuffer) {
     return parseProgram(text.dump(), "combined.mprog");
   };
   Program combined = program(true), plain = program(false);
-  EXPECT_EQ(combined.steps.size(), 1u);
   EXPECT_EQ(combined.steps[0].scratchBytes, 68);
-  Session one(combined, {}), two(plain, {});
-  one.runStep();
-  two.runStep();
-  for (const char *name : {"x", "z"}) {
-    HostTensor got = one.gather(*combined.findTensor(Role::Output, name));
-    HostTensor want = two.gather(*plain.findTensor(Role::Output, name));
-    std::vector<int64_t> shape =
-        combined.findTensor(Role::Input, name)->globalShape();
-    std::vector<float> input(got.elements());
-    fillBlock({InitSpec::Kind::Normal, 0.0, 1.0}, 5, name, shape,
-              std::vector<int64_t>(shape.size(), 0), shape, input.data());
-    for (int64_t i = 0; i < got.elements(); ++i) {
-      ASSERT_EQ(got.at(i), want.at(i)) << name << " element " << i;
-      ASSERT_FLOAT_EQ(got.at(i), 3.0f * input[i]) << name << " element " << i;
-    }
-  }
+  expectCombinedMatchesSingleSteps(combined, plain, 5, 3.0f);
 }
 
 // A combined all_gather and a combined reduce_scatter ("parts"): two
@@ -339,25 +349,8 @@ TEST(SessionTest, CombinedGatherAndScatterMoveEveryPart) {
   for (bool gather : {true, false}) {
     SCOPED_TRACE(gather ? "all_gather" : "reduce_scatter");
     Program combined = program(true, gather), plain = program(false, gather);
-    ASSERT_EQ(combined.steps.size(), 1u);
     EXPECT_EQ(combined.steps[0].scratchBytes, 4 * (24 + 6));
-    Session one(combined, {}), two(plain, {});
-    one.runStep();
-    two.runStep();
-    for (const char *name : {"x", "z"}) {
-      HostTensor got = one.gather(*combined.findTensor(Role::Output, name));
-      HostTensor want = two.gather(*plain.findTensor(Role::Output, name));
-      std::vector<int64_t> shape =
-          combined.findTensor(Role::Input, name)->globalShape();
-      std::vector<float> input(got.elements());
-      fillBlock({InitSpec::Kind::Normal, 0.0, 1.0}, 9, name, shape,
-                std::vector<int64_t>(shape.size(), 0), shape, input.data());
-      for (int64_t i = 0; i < got.elements(); ++i) {
-        ASSERT_EQ(got.at(i), want.at(i)) << name << " element " << i;
-        ASSERT_FLOAT_EQ(got.at(i), (gather ? 1.0f : 2.0f) * input[i])
-            << name << " element " << i;
-      }
-    }
+    expectCombinedMatchesSingleSteps(combined, plain, 9, gather ? 1.0f : 2.0f);
   }
 }
 
