@@ -307,6 +307,14 @@ static LogicalResult verifyCombined(Operation *op,
   return success();
 }
 
+/// A combined collective's reduction: "sum" or "max".
+static LogicalResult verifyReduction(Operation *op, StringRef reduction) {
+  if (reduction == "sum" || reduction == "max")
+    return success();
+  return op->emitOpError("reduction '")
+         << reduction << "' is neither \"sum\" nor \"max\"";
+}
+
 /// Contract: verifyCombined's, results gathered along gather_axes.
 LogicalResult CombinedAllGatherOp::verify() {
   return verifyCombined(*this, getGatherAxes(), /*grow=*/true);
@@ -315,18 +323,16 @@ LogicalResult CombinedAllGatherOp::verify() {
 /// Contract: verifyCombined's, results scattered along scatter_axes, a
 /// reduction "sum" or "max".
 LogicalResult CombinedReduceScatterOp::verify() {
-  if (getReduction() != "sum" && getReduction() != "max")
-    return emitOpError("reduction '")
-           << getReduction() << "' is neither \"sum\" nor \"max\"";
+  if (failed(verifyReduction(*this, getReduction())))
+    return failure();
   return verifyCombined(*this, getScatterAxes(), /*grow=*/false);
 }
 
 /// Contract: verifyCombined's, result i of input i's type, a reduction
 /// "sum" or "max".
 LogicalResult CombinedAllReduceOp::verify() {
-  if (getReduction() != "sum" && getReduction() != "max")
-    return emitOpError("reduction '")
-           << getReduction() << "' is neither \"sum\" nor \"max\"";
+  if (failed(verifyReduction(*this, getReduction())))
+    return failure();
   return verifyCombined(*this, std::nullopt, false);
 }
 

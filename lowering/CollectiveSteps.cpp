@@ -20,11 +20,12 @@ namespace shard = mlir::shard;
 using meshc::runtime::OpKind;
 
 namespace meshc {
-namespace {
 
 StringRef reductionName(shard::ReductionKind kind) {
   return kind == shard::ReductionKind::Max ? "max" : "sum";
 }
+
+namespace {
 
 /// Adds `key`: the member blocks of `cut`'s dim `dim` over `group`, where
 /// they differ.

@@ -10,9 +10,13 @@
 #ifndef MESHC_LOWERING_COLLECTIVESTEPS_H
 #define MESHC_LOWERING_COLLECTIVESTEPS_H
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/DialectRegistry.h"
 
 namespace meshc {
+
+/// A reduction's .mprog and mtf spelling: "sum" or "max".
+llvm::StringRef reductionName(mlir::shard::ReductionKind kind);
 
 /// Attaches StepOpInterface to all_reduce, all_gather, all_slice,
 /// reduce_scatter and all_to_all when the shard dialect loads.

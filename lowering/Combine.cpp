@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialect/MtfDialect.h"
+#include "lowering/CollectiveSteps.h"
 #include "lowering/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -108,11 +109,6 @@ std::optional<Candidate> candidateOf(Operation &op) {
                       typeName(element)},
                      *in};
   return std::nullopt;
-}
-
-StringAttr reductionName(OpBuilder &builder, shard::ReductionKind kind) {
-  return builder.getStringAttr(kind == shard::ReductionKind::Max ? "max"
-                                                                 : "sum");
 }
 
 class Combiner {
@@ -236,7 +232,7 @@ private:
       return mtf::CombinedAllReduceOp::create(
           builder, loc, types, inputs, reduce.getGridAttr(),
           reduce.getGridAxesAttr(),
-          reductionName(builder, reduce.getReduction()));
+          builder.getStringAttr(meshc::reductionName(reduce.getReduction())));
     // Each member's gathered or scattered dim.
     SmallVector<int64_t> dims;
     for (Operation *member : members) {
@@ -254,7 +250,7 @@ private:
     return mtf::CombinedReduceScatterOp::create(
         builder, loc, types, inputs, scatter.getGridAttr(),
         scatter.getGridAxesAttr(), builder.getDenseI64ArrayAttr(dims),
-        reductionName(builder, scatter.getReduction()));
+        builder.getStringAttr(meshc::reductionName(scatter.getReduction())));
   }
 
   /// Replaces a bucket of two or more by one combined op after its last

@@ -338,6 +338,13 @@ TEST(LoaderTest, CombinedMoveErrors) {
             }),
             "p.mprog: steps[1].parts[1].out: operand [batch=2, hidden=8] needs "
             "64 bytes but buffer 5 has 32");
+  EXPECT_EQ(errorAfter([&](json &p) {
+              combined({part(2, 3), part(4, 5)})(p);
+              p["buffers"][4]["dtype"] = "i32";
+              p["buffers"][5]["dtype"] = "i32";
+            }),
+            "p.mprog: steps[1].parts[1]: buffer 4 holds i32, the first part "
+            "f32: a combined all_gather packs one element type");
 }
 
 TEST(LoaderTest, ElementwiseErrors) {
