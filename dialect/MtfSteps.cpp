@@ -243,6 +243,10 @@ LogicalResult LoopOp::writeSteps(StepWriter &writer) {
   FailureOr<json::Array> body = writer.stepsOf(getBodyBlock());
   if (failed(body))
     return failure();
+  // A body that computes nothing (an identity layer) leaves the carried
+  // values as they came in: no step to repeat.
+  if (body->empty())
+    return success();
   json::Array stacked;
   for (Value arg : getStackedArgs())
     stacked.push_back(json::Object{{"buf", writer.buffer(arg)},

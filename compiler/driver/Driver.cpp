@@ -133,13 +133,14 @@ struct Options {
       cl::init(Remat::Marked), rematValues(), cl::cat(category)};
   cl::opt<RepeatKind> repeat{
       "repeat", cl::desc("how `repeat` is compiled (docs/language.md)"),
-      cl::init(RepeatKind::Unroll),
-      cl::values(clEnumValN(RepeatKind::Unroll, "unroll",
-                            "one instance per layer, each with its own "
-                            "parameters (the default)"),
-                 clEnumValN(RepeatKind::Loop, "loop",
+      cl::init(RepeatKind::Loop),
+      cl::values(clEnumValN(RepeatKind::Loop, "loop",
                             "one mtf.loop over the layer dim, parameters "
-                            "stacked along it")),
+                            "stacked along it (the default; unrolled under "
+                            "device weights)"),
+                 clEnumValN(RepeatKind::Unroll, "unroll",
+                            "one instance per layer, each with its own "
+                            "parameters")),
       cl::cat(category)};
   cl::opt<PrecisionKind> precision{
       "precision",
@@ -462,16 +463,17 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   frontend::ImportOptions importOptions;
   importOptions.repeats = &repeats;
   importOptions.loops = options.repeat == RepeatKind::Loop;
-  // What loops do not reach yet, refused before anything runs.
-  if (importOptions.loops) {
-    const char *missing = !options.axisWeights.empty() || options.uneven
-                              ? "--axis-weights and --uneven"
-                              : nullptr;
-    if (missing) {
-      llvm::errs() << "meshc: error: --repeat=loop does not take " << missing
-                   << " yet; use --repeat=unroll (the default)\n";
+  // Loops do not take unequal blocks yet: under device weights the default
+  // unrolls, and an explicit --repeat=loop is refused.
+  if (importOptions.loops && !weights.isPlain()) {
+    if (options.repeat.getNumOccurrences()) {
+      llvm::errs() << "meshc: error: --repeat=loop does not take device "
+                      "weights (--axis-weights, --uneven or the layout's "
+                      "weights) yet; use --repeat=unroll, which they "
+                      "default to\n";
       return failure();
     }
+    importOptions.loops = false;
   }
   OwningOpRef<ModuleOp> module =
       importInput(options, sourceMgr, context, importOptions);
