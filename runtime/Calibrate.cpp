@@ -3,6 +3,7 @@
 #include "runtime/Calibrate.h"
 
 #include "runtime/Error.h"
+#include "runtime/FileWrite.h"
 #include "runtime/Loader.h"
 #include "runtime/Meshrun.h"
 #include "runtime/Session.h"
@@ -386,6 +387,7 @@ void usage(std::ostream &out) {
 
 int calibrateMain(int argc, const char *const *argv, std::ostream &out,
                   std::ostream &err) {
+  reportFileSizeLimitAsError();
   Context context;
   std::string name, output;
   for (int i = 1; i < argc; ++i) {
@@ -460,10 +462,7 @@ int calibrateMain(int argc, const char *const *argv, std::ostream &out,
       if (output.empty()) {
         out << text;
       } else {
-        std::ofstream file(output);
-        file << text;
-        if (!file.flush())
-          throw RuntimeError("cannot write " + output);
+        writeFileAtomically(output, text);
         err << "meshc-calibrate: wrote " << output << "\n";
       }
     }

@@ -14,6 +14,7 @@
 #include "runtime/Checkpoint.h"
 
 #include "runtime/Error.h"
+#include "runtime/FileWrite.h"
 
 #include <zlib.h>
 
@@ -104,8 +105,9 @@ void writeShard(const Session &session, const Program &program,
     data.append(block.data(), block.size());
   }
   if (!data.empty())
-    writeFileDurably((folder / shardName(device)).string(), data.data(),
-                     static_cast<int64_t>(data.size()));
+    writeFileAtomically((folder / shardName(device)).string(),
+                        std::string_view(data.data(), data.size()),
+                        /*durable=*/true);
 }
 
 /// The index of the checkpoint in `folder` from every device's records.
@@ -169,12 +171,42 @@ void publish(const fs::path &dir, const fs::path &partial,
     throw RuntimeError("cannot rename '" + partial.string() + "' to '" +
                        stepDir.string() + "': " + error.message());
   std::string latest = stepDir.filename().string() + "\n";
-  writeFileDurably((dir / "latest").string(), latest.data(),
-                   static_cast<int64_t>(latest.size()));
+  writeFileAtomically((dir / "latest").string(), latest, /*durable=*/true);
   std::vector<std::pair<int64_t, fs::path>> steps = completeSteps(dir);
   for (size_t i = static_cast<size_t>(keep); i < steps.size(); ++i)
     if (steps[i].second != stepDir)
       fs::remove_all(steps[i].second, error);
+}
+
+/// Writes every local shard into `partial`, then (rank 0) the index, and
+/// publishes the folder as `stepDir`.
+void writeAndPublish(const Session &session, const Program &program,
+                     const std::string &dir, int64_t keep,
+                     const fs::path &partial, const fs::path &stepDir,
+                     const std::vector<const Tensor *> &params,
+                     std::vector<ShardRecord> &records) {
+  ProcessGroup *processes = session.processGroup();
+  bool root = !processes || processes->rank() == 0;
+  agree(processes, attempt([&] {
+          for (size_t i = 0; i < session.localDevices().size(); ++i)
+            writeShard(session, program, params, i, partial,
+                       records.data() + i * params.size());
+        }));
+  if (processes) {
+    std::vector<char> all = processes->gatherToRoot(
+        records.data(),
+        static_cast<int64_t>(records.size() * sizeof(ShardRecord)));
+    records.resize(all.size() / sizeof(ShardRecord));
+    std::memcpy(records.data(), all.data(), all.size());
+  }
+  agree(processes, !root ? "" : attempt([&] {
+          CheckpointIndex index =
+              makeIndex(session, program, params, records, stepDir.string());
+          std::string text = checkpointIndexJson(index, program);
+          writeFileAtomically((partial / "index.json").string(), text,
+                              /*durable=*/true);
+          publish(dir, partial, stepDir, keep);
+        }));
 }
 
 } // namespace
@@ -189,27 +221,6 @@ uint32_t checkpointCrc32(const void *data, int64_t bytes) {
     bytes -= chunk;
   }
   return static_cast<uint32_t>(crc);
-}
-
-void writeFileDurably(const std::string &path, const void *data,
-                      int64_t bytes) {
-  std::string temporary = path + ".tmp";
-  std::FILE *file = std::fopen(temporary.c_str(), "wb");
-  bool ok =
-      file && std::fwrite(data, 1, bytes, file) == static_cast<size_t>(bytes);
-  ok = file && std::fflush(file) == 0 && ok && ::fsync(fileno(file)) == 0;
-  if (file)
-    ok = std::fclose(file) == 0 && ok;
-  std::string reason = ok ? "" : std::strerror(errno);
-  std::error_code error;
-  if (ok)
-    fs::rename(temporary, path, error);
-  if (error)
-    reason = error.message();
-  if (!reason.empty()) {
-    fs::remove(temporary, error);
-    throw RuntimeError("cannot write '" + path + "': " + reason);
-  }
 }
 
 CheckpointWritten writeCheckpoint(const Session &session,
@@ -233,26 +244,19 @@ CheckpointWritten writeCheckpoint(const Session &session,
   std::vector<const Tensor *> params = paramsOf(program);
   std::vector<ShardRecord> records(session.localDevices().size() *
                                    params.size());
-  agree(processes, attempt([&] {
-          for (size_t i = 0; i < session.localDevices().size(); ++i)
-            writeShard(session, program, params, i, partial,
-                       records.data() + i * params.size());
-        }));
-  if (processes) {
-    std::vector<char> all = processes->gatherToRoot(
-        records.data(),
-        static_cast<int64_t>(records.size() * sizeof(ShardRecord)));
-    records.resize(all.size() / sizeof(ShardRecord));
-    std::memcpy(records.data(), all.data(), all.size());
+  // A save that fails (a full disk, say) leaves no partial folder: the
+  // previous step stays the latest. Every process has stopped writing once
+  // agree() throws.
+  try {
+    writeAndPublish(session, program, dir, keep, partial, stepDir, params,
+                    records);
+  } catch (...) {
+    if (root) {
+      std::error_code error;
+      fs::remove_all(partial, error);
+    }
+    throw;
   }
-  agree(processes, !root ? "" : attempt([&] {
-          CheckpointIndex index =
-              makeIndex(session, program, params, records, stepDir.string());
-          std::string text = checkpointIndexJson(index, program);
-          writeFileDurably((partial / "index.json").string(), text.data(),
-                           static_cast<int64_t>(text.size()));
-          publish(dir, partial, stepDir, keep);
-        }));
   CheckpointWritten written;
   written.dir = stepDir.string();
   for (const ShardRecord &record : records)

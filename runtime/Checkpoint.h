@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace meshc::runtime {
@@ -80,10 +81,6 @@ struct CheckpointWritten {
 /// The CRC32 (IEEE, as zlib computes it) of `bytes` bytes at `data`.
 uint32_t checkpointCrc32(const void *data, int64_t bytes);
 
-/// Writes `bytes` at `data` to `path` through PATH.tmp, flushed to disk,
-/// then renamed over `path`. Throws RuntimeError naming the path.
-void writeFileDurably(const std::string &path, const void *data, int64_t bytes);
-
 /// The index.json text of `index`, whose tensors are params of `program`
 /// (their layouts are written too).
 std::string checkpointIndexJson(const CheckpointIndex &index,
@@ -106,6 +103,12 @@ std::string findCheckpoint(const std::string &path);
 /// Reads and checks `stepDir`/index.json. Throws RuntimeError naming the
 /// file and the offending values.
 CheckpointIndex readCheckpointIndex(const std::string &stepDir);
+
+/// Checks the text of an index.json, named `file` in errors, of the step
+/// folder `stepDir` (readCheckpointIndex's parser; a fuzz target's entry).
+CheckpointIndex parseCheckpointIndex(std::string_view text,
+                                     const std::string &file,
+                                     const std::string &stepDir);
 
 /// Fills every param block of this process's devices from `index` (any
 /// mesh or layout) and sets the session's run counter. Every param of

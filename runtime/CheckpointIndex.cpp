@@ -148,7 +148,13 @@ CheckpointIndex readCheckpointIndex(const std::string &stepDir) {
                        "' is not a complete checkpoint");
   std::stringstream text;
   text << in.rdbuf();
-  json document = json::parse(text.str(), nullptr, false);
+  return parseCheckpointIndex(text.str(), file, stepDir);
+}
+
+CheckpointIndex parseCheckpointIndex(std::string_view text,
+                                     const std::string &file,
+                                     const std::string &stepDir) {
+  json document = json::parse(text, nullptr, false);
   if (document.is_discarded())
     throw RuntimeError(file + ": not valid JSON; the checkpoint is corrupt");
   JsonNode root(document, "", file);

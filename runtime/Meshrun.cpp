@@ -10,6 +10,7 @@
 
 #include "runtime/Checkpoint.h"
 #include "runtime/Error.h"
+#include "runtime/FileWrite.h"
 #include "runtime/Loader.h"
 #include "runtime/MeshrunLoop.h"
 
@@ -348,6 +349,7 @@ MeshrunOptions parseMeshrunArgs(const std::vector<std::string> &args) {
 
 int meshrunMain(int argc, const char *const *argv, std::ostream &out,
                 std::ostream &err) {
+  reportFileSizeLimitAsError();
   if (launchedRanks() > 1) {
 #ifdef MESHC_HAVE_MPI
     return meshrunMpi(argc, argv, out, err);
@@ -366,6 +368,9 @@ int meshrunMain(int argc, const char *const *argv, std::ostream &out,
       return 0;
     }
     run(options, out, err, &err == &std::cerr && isatty(STDERR_FILENO));
+    // The report is output too: a full disk under `meshrun ... > log` fails.
+    if (!out.flush())
+      throw RuntimeError("cannot write the report to the standard output");
     return 0;
   } catch (const std::exception &error) {
     err << "meshrun: error: " << error.what() << "\n";

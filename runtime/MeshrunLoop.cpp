@@ -11,6 +11,7 @@
 #include "runtime/MeshrunLoop.h"
 
 #include "runtime/Error.h"
+#include "runtime/FileWrite.h"
 #include "runtime/Npy.h"
 #include "runtime/TrainingReport.h"
 #include "runtime/core/cost/CostModel.h"
@@ -21,7 +22,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <ostream>
 
 namespace meshc::runtime {
@@ -99,13 +99,11 @@ void dumpOutputs(const std::string &path, const Program &program,
   }
   if (!write)
     return;
-  std::ofstream file(path);
-  file << nlohmann::json{{"outputs", outputs}}.dump() << "\n";
-  if (!file)
-    throw RuntimeError("cannot write '" + path + "'");
+  writeFileAtomically(path, nlohmann::json{{"outputs", outputs}}.dump() + "\n");
 }
 
-/// Writes every param as DIR/paramFileName(name) (global, f32).
+/// Writes every param as DIR/paramFileName(name) (global, f32): all of
+/// them, or (on an error) none.
 void dumpParams(const std::string &dir, const Program &program,
                 const Session &session, bool write) {
   if (write) {
@@ -115,15 +113,17 @@ void dumpParams(const std::string &dir, const Program &program,
       throw RuntimeError("--dump-params: cannot create directory '" + dir +
                          "': " + error.message());
   }
+  FileSet files;
   for (const Tensor &tensor : program.tensors) {
     if (tensor.role != Role::Param)
       continue;
     HostTensor value = session.gather(tensor);
     if (write)
-      writeNpy(
+      files.add(
           (std::filesystem::path(dir) / paramFileName(tensor.name)).string(),
-          {value.dtype, value.shape, value.data});
+          npyBytes(value.dtype, value.shape, value.data.data()));
   }
+  files.commit();
 }
 
 /// "adam (beta1 0.9, lr 0.001), loss 'loss', sync every 4 runs over b (2

@@ -11,6 +11,7 @@
 #include "runtime/Npy.h"
 
 #include "runtime/Error.h"
+#include "runtime/FileWrite.h"
 
 #include <cctype>
 #include <fstream>
@@ -46,10 +47,8 @@ std::string npyBytes(DType dtype, const std::vector<int64_t> &shape,
 }
 
 void writeNpy(const std::string &path, const NpyArray &array) {
-  std::ofstream file(path, std::ios::binary);
-  file << npyBytes(array.dtype, array.shape, array.data.data());
-  if (!file)
-    throw RuntimeError("cannot write '" + path + "'");
+  writeFileAtomically(path,
+                      npyBytes(array.dtype, array.shape, array.data.data()));
 }
 
 namespace {

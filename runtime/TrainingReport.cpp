@@ -13,8 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 namespace meshc::runtime {
 
@@ -148,23 +146,6 @@ std::string TrainingLog::plot(const std::string &name,
   if (!eval.points.empty())
     chart.series.push_back(eval);
   return svgLineChart(chart);
-}
-
-void writeFileAtomically(const std::string &path, const std::string &text) {
-  std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary);
-    file << text;
-    file.flush();
-    if (!file)
-      throw RuntimeError("cannot write '" + path + "'");
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary, error);
-    throw RuntimeError("cannot write '" + path + "'");
-  }
 }
 
 } // namespace meshc::runtime

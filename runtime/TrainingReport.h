@@ -85,10 +85,6 @@ private:
   std::vector<std::pair<int64_t, std::vector<double>>> evals;
 };
 
-/// Writes `text` to `path` through a temporary file renamed over it, so
-/// readers never see half a file. Throws RuntimeError naming the path.
-void writeFileAtomically(const std::string &path, const std::string &text);
-
 } // namespace meshc::runtime
 
 #endif // MESHC_RUNTIME_TRAININGREPORT_H

@@ -36,8 +36,9 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+
+#include <csignal>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -188,6 +189,58 @@ struct Options {
       cl::cat(category)};
 };
 
+/// Writes what `print` prints to `path` ("-": standard output). A regular
+/// file (or a new one) is written as a temporary beside it, renamed over
+/// `path` only once complete: a full disk or a file-size limit leaves
+/// whatever was at `path` before. Anything else at `path` (a device such as
+/// /dev/null, a pipe, a symbolic link) is written in place, never replaced.
+/// Errors name `what` (the flag), the path and the system's reason.
+LogicalResult writeOutput(StringRef path, StringRef what,
+                          llvm::function_ref<void(llvm::raw_ostream &)> print) {
+  auto fail = [&](const std::string &reason) {
+    llvm::errs() << "meshc: error: " << what << ": cannot write '" << path
+                 << "': " << reason << "\n";
+    return failure();
+  };
+  auto written = [&](llvm::raw_fd_ostream &os) {
+    print(os);
+    os.flush();
+    std::error_code ec = os.error();
+    os.clear_error();
+    return ec;
+  };
+  llvm::sys::fs::file_status status;
+  bool inPlace = path == "-" || (!llvm::sys::fs::status(path, status,
+                                                        /*follow=*/false) &&
+                                 llvm::sys::fs::exists(status) &&
+                                 !llvm::sys::fs::is_regular_file(status));
+  if (inPlace) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return fail(ec.message());
+    if (std::error_code error = written(os))
+      return fail(error.message());
+    return success();
+  }
+  llvm::Expected<llvm::sys::fs::TempFile> temporary =
+      llvm::sys::fs::TempFile::create(path + "-%%%%%%.tmp");
+  if (!temporary)
+    return fail(llvm::toString(temporary.takeError()));
+  std::error_code error;
+  {
+    llvm::raw_fd_ostream os(temporary->FD, /*shouldClose=*/false);
+    error = written(os);
+  }
+  if (error) {
+    llvm::consumeError(temporary->discard());
+    return fail(error.message());
+  }
+  if (llvm::Error error = temporary->keep(path))
+    return fail(llvm::toString(std::move(error)));
+  return success();
+}
+
 /// Writes the whole module to DIR/NN-<stage>.mlir after import and after
 /// every pass, so a reader can follow the pipeline stage by stage.
 class DumpIRInstrumentation : public PassInstrumentation {
@@ -199,14 +252,8 @@ public:
     SmallString<128> path(dir);
     llvm::sys::path::append(
         path, llvm::formatv("{0:2}-{1}.mlir", counter++, stage).str());
-    std::string error;
-    auto file = openOutputFile(path, &error);
-    if (!file)
-      return emitError(module.getLoc())
-             << "--dump-ir: cannot write '" << path << "': " << error;
-    module.print(file->os());
-    file->keep();
-    return success();
+    return writeOutput(path, "--dump-ir",
+                       [&](llvm::raw_ostream &os) { module.print(os); });
   }
 
   void runAfterPass(Pass *pass, Operation *) override {
@@ -365,14 +412,11 @@ LogicalResult writeReference(const Options &options, ModuleOp module) {
         interp::interpret(program, interpOptions);
     if (failed(outputs))
       return failure();
-    std::string error;
-    auto file = openOutputFile(options.reference, &error);
-    if (!file) {
-      llvm::errs() << "meshc: error: --reference: " << error << "\n";
+    if (failed(writeOutput(
+            options.reference, "--reference", [&](llvm::raw_ostream &os) {
+              os << llvm::formatv("{0}", outputsToJson(*outputs)) << "\n";
+            })))
       return failure();
-    }
-    file->os() << llvm::formatv("{0}", outputsToJson(*outputs)) << "\n";
-    file->keep();
   }
   return success();
 }
@@ -484,16 +528,10 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
 
   EmitKind emit = options.emit;
   if (emit == EmitKind::Import) {
-    std::string error;
-    auto file = openOutputFile(options.output, &error);
-    if (!file) {
-      llvm::errs() << "meshc: error: " << error << "\n";
-      return failure();
-    }
-    module->print(file->os());
-    file->os() << "\n";
-    file->keep();
-    return success();
+    return writeOutput(options.output, "-o", [&](llvm::raw_ostream &os) {
+      module->print(os);
+      os << "\n";
+    });
   }
   if (emit == EmitKind::Default)
     emit = (options.explain || !options.showLayout.empty()) &&
@@ -656,31 +694,29 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
 
   if (emit == EmitKind::Default)
     return success();
-  std::string error;
-  auto file = openOutputFile(options.output, &error);
-  if (!file) {
-    llvm::errs() << "meshc: error: " << error << "\n";
-    return failure();
-  }
   if (emit == EmitKind::Mprog) {
     MprogOptions mprogOptions;
     mprogOptions.seed = options.seed;
     FailureOr<llvm::json::Value> mprog = emitMprog(*module, mprogOptions);
     if (failed(mprog))
       return failure();
-    file->os() << llvm::formatv("{0:2}", *mprog) << "\n";
-  } else {
-    module->print(file->os());
-    file->os() << "\n";
+    return writeOutput(options.output, "-o", [&](llvm::raw_ostream &os) {
+      os << llvm::formatv("{0:2}", *mprog) << "\n";
+    });
   }
-  file->keep();
-  return success();
+  return writeOutput(options.output, "-o", [&](llvm::raw_ostream &os) {
+    module->print(os);
+    os << "\n";
+  });
 }
 
 } // namespace
 
 int meshcMain(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // A write past the file-size limit fails with EFBIG and is reported like a
+  // full disk (writeOutput) instead of killing meshc with SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
