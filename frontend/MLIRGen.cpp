@@ -134,7 +134,11 @@ LogicalResult MLIRGen::checkBudget(Loc loc) const {
 void MLIRGen::nameValue(mlir::Value value, llvm::StringRef name) {
   if (!namedValues.insert(value).second)
     return;
+  // A loop body's argument (`y = x` in a repeated function) has no op to
+  // name (found by fuzz-mtf: it crashed meshc).
   mlir::Operation *op = value.getDefiningOp();
+  if (!op)
+    return;
   op->setLoc(mlir::NameLoc::get(stringAttr(name), op->getLoc()));
 }
 

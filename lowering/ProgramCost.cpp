@@ -161,12 +161,87 @@ double weightedSlowdown(Operation *op, const layout::Mesh &mesh,
 
 } // namespace
 
+namespace {
+
+/// The cost of each step of a program on one mesh and machine, computed
+/// once per op.
+class StepCosts {
+public:
+  StepCosts(mtf::ProgramOp program, const layout::Mesh &mesh,
+            const cost::MachineProfile &machine)
+      : mesh(mesh), machine(machine), weights(axisWeightsOf(program, mesh)) {}
+
+  /// The prediction of step `op` of kind `kind` (one run, count 1).
+  PredictedStep of(Operation &op, runtime::OpKind kind) {
+    auto [it, added] = cache.try_emplace(&op);
+    if (added)
+      it->second = compute(op, kind);
+    PredictedStep step;
+    step.op = &op;
+    step.kind = kind;
+    step.seconds = it->second.seconds;
+    step.collective = it->second.collective ? &*it->second.collective : nullptr;
+    return step;
+  }
+
+private:
+  struct Entry {
+    double seconds = 0;
+    std::optional<CollectiveCost> collective;
+  };
+
+  Entry compute(Operation &op, runtime::OpKind kind) {
+    Entry entry;
+    if (!runtime::usesGroup(kind)) {
+      entry.seconds = cost::stepSeconds(machine, workOf(&op)) *
+                      weightedSlowdown(&op, mesh, weights);
+      return entry;
+    }
+    CollectiveCost collective;
+    collective.op = &op;
+    collective.kind = collectiveKindOf(kind);
+    if (auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
+      for (int16_t axis : axes.asArrayRef())
+        collective.axes.push_back(static_cast<size_t>(axis));
+    // A combined collective's tensors are packed into one buffer.
+    int64_t bytes = 0;
+    for (Value operand : op.getOperands())
+      collective.inBytes += bytesOf(operand);
+    if (collective.kind == layout::CollectiveKind::AllGather)
+      for (Value result : op.getResults())
+        bytes += bytesOf(result);
+    else
+      bytes = collective.inBytes;
+    collective.group = layout::groupSize(collective.axes, mesh);
+    collective.received = layout::collectiveBytesPerDevice(
+        collective.kind, bytes, collective.group);
+    const cost::Link &link = cost::linkOf(machine, mesh, collective.axes);
+    collective.interNode = &link == &machine.interNode;
+    collective.seconds =
+        cost::collectiveSeconds(collective.kind, bytes, collective.group, link);
+    entry.seconds = collective.seconds;
+    entry.collective = collective;
+    return entry;
+  }
+
+  const layout::Mesh &mesh;
+  const cost::MachineProfile &machine;
+  layout::AxisWeights weights;
+  llvm::DenseMap<Operation *, Entry> cache;
+};
+
+int64_t loopCount(Operation &loop) {
+  return loop.getAttrOfType<IntegerAttr>("count").getInt();
+}
+
+} // namespace
+
 ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
                            const cost::MachineProfile &machine) {
   ProgramCost result;
   result.prediction.overhead = machine.runOverhead;
   spmd.walk([&](mtf::ProgramOp program) {
-    layout::AxisWeights weights = axisWeightsOf(program, mesh);
+    StepCosts costs(program, mesh, machine);
     // The ops of `block`, each run `count` times per step.
     std::function<void(Block &, int64_t)> predict = [&](Block &block,
                                                         int64_t count) {
@@ -175,33 +250,12 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
         if (!kind)
           continue;
         if (kind == runtime::OpKind::Loop) {
-          predict(op.getRegion(0).front(),
-                  count * op.getAttrOfType<IntegerAttr>("count").getInt());
+          predict(op.getRegion(0).front(), count * loopCount(op));
           continue;
         }
-        if (runtime::usesGroup(*kind)) {
-          CollectiveCost collective;
-          collective.op = &op;
-          collective.kind = collectiveKindOf(*kind);
-          if (auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
-            for (int16_t axis : axes.asArrayRef())
-              collective.axes.push_back(static_cast<size_t>(axis));
-          // A combined collective's tensors are packed into one buffer.
-          int64_t bytes = 0;
-          for (Value operand : op.getOperands())
-            collective.inBytes += bytesOf(operand);
-          if (collective.kind == layout::CollectiveKind::AllGather)
-            for (Value result : op.getResults())
-              bytes += bytesOf(result);
-          else
-            bytes = collective.inBytes;
-          collective.group = layout::groupSize(collective.axes, mesh);
-          collective.received = layout::collectiveBytesPerDevice(
-              collective.kind, bytes, collective.group);
-          const cost::Link &link = cost::linkOf(machine, mesh, collective.axes);
-          collective.interNode = &link == &machine.interNode;
-          collective.seconds = cost::collectiveSeconds(collective.kind, bytes,
-                                                       collective.group, link);
+        PredictedStep step = costs.of(op, *kind);
+        if (step.collective) {
+          CollectiveCost collective = *step.collective;
           collective.count = count;
           result.prediction.communication +=
               collective.seconds * static_cast<double>(count);
@@ -209,15 +263,41 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
           result.collectives.push_back(collective);
           continue;
         }
-        result.prediction.compute += cost::stepSeconds(machine, workOf(&op)) *
-                                     weightedSlowdown(&op, mesh, weights) *
-                                     static_cast<double>(count);
+        result.prediction.compute += step.seconds * static_cast<double>(count);
         result.prediction.steps += count;
       }
     };
     predict(program.getBodyBlock(), 1);
   });
   return result;
+}
+
+void forEachPredictedStep(
+    ModuleOp spmd, const layout::Mesh &mesh,
+    const cost::MachineProfile &machine,
+    llvm::function_ref<void(const PredictedStep &)> visit) {
+  spmd.walk([&](mtf::ProgramOp program) {
+    StepCosts costs(program, mesh, machine);
+    std::function<void(Block &, int64_t)> walk = [&](Block &block,
+                                                     int64_t iteration) {
+      for (Operation &op : block) {
+        std::optional<runtime::OpKind> kind = mtf::stepKindOf(&op);
+        if (!kind)
+          continue;
+        if (kind == runtime::OpKind::Loop) {
+          int64_t count = loopCount(op);
+          bool reverse = op.hasAttr("reverse");
+          for (int64_t i = 0; i < count; ++i)
+            walk(op.getRegion(0).front(), reverse ? count - 1 - i : i);
+          continue;
+        }
+        PredictedStep step = costs.of(op, *kind);
+        step.iteration = iteration;
+        visit(step);
+      }
+    };
+    walk(program.getBodyBlock(), -1);
+  });
 }
 
 } // namespace meshc

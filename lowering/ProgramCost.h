@@ -16,9 +16,11 @@
 #ifndef MESHC_LOWERING_PROGRAMCOST_H
 #define MESHC_LOWERING_PROGRAMCOST_H
 
+#include "runtime/core/StepKinds.h"
 #include "runtime/core/cost/CostModel.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <vector>
 
@@ -49,6 +51,27 @@ struct ProgramCost {
 /// `spmd` on `mesh`, on a machine like `machine`.
 ProgramCost predictProgram(mlir::ModuleOp spmd, const layout::Mesh &mesh,
                            const cost::MachineProfile &machine);
+
+/// One step a run launches, as the cost model sees it.
+struct PredictedStep {
+  mlir::Operation *op = nullptr;
+  runtime::OpKind kind = runtime::OpKind::Fill;
+  /// Its predicted time (a collective's on its link).
+  double seconds = 0;
+  /// A collective's figures (count 1); null for a computing step.
+  const CollectiveCost *collective = nullptr;
+  /// Its innermost loop's iteration, or -1 outside loops.
+  int64_t iteration = -1;
+};
+
+/// Calls `visit` for every step one run of the program in `spmd` launches,
+/// in the order a device runs them: a loop's body once per iteration (last
+/// first in a reverse loop). Each step's time is the one predictProgram
+/// sums.
+void forEachPredictedStep(
+    mlir::ModuleOp spmd, const layout::Mesh &mesh,
+    const cost::MachineProfile &machine,
+    llvm::function_ref<void(const PredictedStep &)> visit);
 
 } // namespace meshc
 

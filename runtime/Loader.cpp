@@ -382,6 +382,14 @@ Program parseProgram(std::string_view text, const std::string &fileName) {
     size_t offset = error.byte == 0 ? 0 : error.byte - 1;
     throw RuntimeError(fileName + ":" + lineColumn(text, offset) +
                        ": not valid JSON: " + syntaxReason(error));
+  } catch (const json::out_of_range &error) {
+    // A number no double holds (1e400; found by fuzz-mprog). nlohmann
+    // gives no position for it.
+    std::string what = error.what();
+    size_t prefix = what.find("] ");
+    throw RuntimeError(
+        fileName + ": not valid JSON: " +
+        (prefix == std::string::npos ? what : what.substr(prefix + 2)));
   }
   JsonNode root(document, "", fileName);
   if (!document.is_object())

@@ -40,7 +40,10 @@ ninja -C "$build" -j "$jobs"
 
 # Leaks are reported at exit; OpenBLAS's and Open MPI's own allocations
 # that live until exit are not ours (suppressed by name).
-export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_error=0}"
+# allow_user_poisoning=0: LLVM's BumpPtrAllocator, inlined into our
+# instrumented code, poisons slabs that Debian's uninstrumented libMLIR then
+# allocates from without unpoisoning (a false use-after-poison; scope all).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_error=0:allow_user_poisoning=0}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/scripts/sanitize.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"

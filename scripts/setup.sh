@@ -16,6 +16,8 @@ packages=(
   libhwy-dev
   # MPI for multi-process runs
   libopenmpi-dev openmpi-bin
+  # the libFuzzer targets (scripts/fuzz.sh): clang, libFuzzer, sanitizer runtimes
+  clang-22 libclang-rt-22-dev
   # real data (scripts/fetch_data.sh) and the JAX venv (scripts/setup_python.sh)
   python3-numpy python3-venv
 )

@@ -18,6 +18,7 @@
 #include "frontend/Frontend.h"
 #include "lowering/EmitMprog.h"
 #include "lowering/Passes.h"
+#include "lowering/Timeline.h"
 #include "runtime/core/cost/CostModel.h"
 #include "runtime/core/layout/LayoutRules.h"
 #include "runtime/core/layout/Spec.h"
@@ -110,11 +111,16 @@ struct Options {
                "each collective and fused step on its own line (--explain "
                "groups identical ones)"),
       cl::cat(category)};
+  cl::opt<std::string> timeline{
+      "timeline",
+      cl::desc("write one run as the cost model predicts it, a Chrome trace "
+               "like meshrun --trace's (docs/cost.md)"),
+      cl::value_desc("file.json"), cl::cat(category)};
   cl::opt<std::string> machine{
       "machine",
-      cl::desc("the machine --explain and --layout auto predict step times "
-               "for: a preset (h100-sxm, epyc-2core-threads, epyc-2core-mpi) "
-               "or a JSON profile file (docs/cost.md)"),
+      cl::desc("the machine --explain, --timeline and --layout auto predict "
+               "step times for: a preset (h100-sxm, epyc-2core-threads, "
+               "epyc-2core-mpi) or a JSON profile file (docs/cost.md)"),
       cl::value_desc("preset|file"), cl::init(cost::kDefaultMachine),
       cl::cat(category)};
   cl::opt<std::string> memoryLimit{
@@ -450,9 +456,11 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   if (!resolveLayout(options, mesh, rules, weights, search))
     return failure();
   cost::MachineProfile machine;
-  if (options.machine.getNumOccurrences() && !options.explain && !search) {
-    llvm::errs() << "meshc: error: --machine is for --explain's predicted "
-                    "times and --layout auto; add one of them\n";
+  bool predicts = options.explain || !options.timeline.empty();
+  if (options.machine.getNumOccurrences() && !predicts && !search) {
+    llvm::errs() << "meshc: error: --machine is for --explain's and "
+                    "--timeline's predicted times and --layout auto; add one "
+                    "of them\n";
     return failure();
   }
   if (search && mesh.numDevices() <= 1) {
@@ -460,6 +468,11 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
                     "devices to search layouts on; got "
                  << (mesh.rank() ? "mesh " + mesh.str() : std::string("none"))
                  << "\nhint: give --mesh, e.g. --mesh \"b:2;m:4\"\n";
+    return failure();
+  }
+  if (!options.timeline.empty() && options.emit == EmitKind::Import) {
+    llvm::errs() << "meshc: error: --timeline predicts the partitioned "
+                    "program, but --emit=import stops before it\n";
     return failure();
   }
   if (search && options.emit == EmitKind::Import) {
@@ -493,7 +506,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     }
     bucketBytes = *bucket;
   }
-  if (options.explain || search) {
+  if (predicts || search) {
     layout::Result<cost::MachineProfile> loaded =
         cost::loadMachineProfile(options.machine);
     if (!loaded.ok()) {
@@ -534,12 +547,13 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     });
   }
   if (emit == EmitKind::Default)
-    emit = (options.explain || !options.showLayout.empty()) &&
+    emit = (options.explain || !options.showLayout.empty() ||
+            !options.timeline.empty()) &&
                    !options.output.getNumOccurrences()
                ? EmitKind::Default
                : EmitKind::Mprog;
-  bool partition =
-      emit == EmitKind::Spmd || emit == EmitKind::Mprog || options.explain;
+  bool partition = emit == EmitKind::Spmd || emit == EmitKind::Mprog ||
+                   options.explain || !options.timeline.empty();
 
   std::unique_ptr<DumpIRInstrumentation> dumper;
   if (!options.dumpIR.empty()) {
@@ -691,6 +705,13 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
                      scratch ? &*scratch : nullptr, machine,
                      !options.explainAll, llvm::outs());
   }
+
+  if (!options.timeline.empty() &&
+      failed(writeOutput(options.timeline, "--timeline",
+                         [&](llvm::raw_ostream &os) {
+                           writePredictedTimeline(*module, mesh, machine, os);
+                         })))
+    return failure();
 
   if (emit == EmitKind::Default)
     return success();

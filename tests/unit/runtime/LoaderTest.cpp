@@ -92,6 +92,10 @@ TEST(LoaderTest, SyntaxErrors) {
                          "'[', '{', or a literal");
   EXPECT_EQ(errorOf("[1]"),
             "p.mprog: expected a JSON object at the top level, got an array");
+  // Found by fuzz-mprog: a number no double holds escaped as nlohmann's
+  // out_of_range exception.
+  EXPECT_EQ(errorOf("{\"version\": 1e30816}"),
+            "p.mprog: not valid JSON: number overflow parsing '1e30816'");
 }
 
 TEST(LoaderTest, HeaderErrors) {

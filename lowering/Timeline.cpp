@@ -1,0 +1,102 @@
+//===- Timeline.cpp - The predicted step as a Chrome trace ----------------===//
+
+#include "lowering/Timeline.h"
+
+#include "dialect/MtfDialect.h"
+#include "lowering/ProgramCost.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+
+namespace meshc {
+
+using namespace mlir;
+
+namespace {
+
+/// "charlm.mtf:12:5", or "" without a file location.
+std::string sourceOf(Operation *op) {
+  auto loc = op->getLoc()->findInstanceOf<FileLineColLoc>();
+  if (!loc)
+    return "";
+  return llvm::sys::path::filename(loc.getFilename()).str() + ":" +
+         std::to_string(loc.getLine()) + ":" + std::to_string(loc.getColumn());
+}
+
+/// One complete event of `seconds` at `start` (seconds), in microseconds.
+llvm::json::Object event(llvm::StringRef name, llvm::StringRef category,
+                         double start, double seconds,
+                         llvm::json::Object args) {
+  return llvm::json::Object{{"ph", "X"},
+                            {"name", name},
+                            {"cat", category},
+                            {"pid", 0},
+                            {"tid", 0},
+                            {"ts", start * 1e6},
+                            {"dur", seconds * 1e6},
+                            {"args", std::move(args)}};
+}
+
+} // namespace
+
+void writePredictedTimeline(ModuleOp spmd, const layout::Mesh &mesh,
+                            const cost::MachineProfile &machine,
+                            llvm::raw_ostream &os) {
+  std::string program;
+  spmd.walk([&](mtf::ProgramOp op) { program = op.getSymName().str(); });
+  llvm::json::Array events;
+  events.push_back(llvm::json::Object{
+      {"ph", "M"},
+      {"name", "process_name"},
+      {"pid", 0},
+      {"args", llvm::json::Object{{"name", "meshc --timeline (predicted on " +
+                                               machine.name + ")"}}}});
+  events.push_back(llvm::json::Object{
+      {"ph", "M"},
+      {"name", "thread_name"},
+      {"pid", 0},
+      {"tid", 0},
+      {"args", llvm::json::Object{{"name", "every device (predicted)"}}}});
+  double now = 0, computing = 0, communicating = 0;
+  int64_t steps = 0;
+  forEachPredictedStep(spmd, mesh, machine, [&](const PredictedStep &step) {
+    llvm::json::Object args{{"step", steps++}};
+    if (std::string where = sourceOf(step.op); !where.empty())
+      args["loc"] = where;
+    if (step.iteration >= 0)
+      args["iteration"] = step.iteration;
+    if (const CollectiveCost *collective = step.collective) {
+      std::string axes;
+      for (size_t axis : collective->axes)
+        axes += (axes.empty() ? "" : ",") + mesh.axisName(axis);
+      args["bytes"] = collective->inBytes;
+      args["group"] = axes;
+      args["link"] = collective->interNode ? "between nodes" : "in a node";
+      communicating += step.seconds;
+    } else {
+      computing += step.seconds;
+    }
+    events.push_back(event(runtime::opName(step.kind),
+                           runtime::opCategory(step.kind), now, step.seconds,
+                           std::move(args)));
+    now += step.seconds;
+  });
+  events.push_back(event("run overhead", "overhead", now, machine.runOverhead,
+                         llvm::json::Object{}));
+  now += machine.runOverhead;
+  llvm::json::Object top{
+      {"displayTimeUnit", "ms"},
+      {"otherData",
+       llvm::json::Object{{"program", program},
+                          {"mesh", mesh.str()},
+                          {"machine", machine.name},
+                          {"predicted step seconds", now},
+                          {"compute seconds", computing},
+                          {"communication seconds", communicating},
+                          {"exposed communication seconds", communicating}}},
+      {"traceEvents", std::move(events)}};
+  os << llvm::formatv("{0}", llvm::json::Value(std::move(top))) << "\n";
+}
+
+} // namespace meshc
