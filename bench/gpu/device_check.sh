@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One pass of the GPU check (closed issue 16) sized for a short device lease:
-# build, CUDA unit tests, the GPU layout sweep, compute-sanitizer, and the
+# build, the kernel conformance suite (every step kind on cuda and cpu) and
+# the CUDA unit tests, the GPU layout sweep, compute-sanitizer, and the
 # benchmarks, each phase under its own time limit, each writing its log to
 # OUT as it goes (so a phase that runs out of time still reports the others).
 #
@@ -8,7 +9,8 @@
 #        repository root, with STAGED = bench/gpu/staged carried along)
 # Environment: PHASES (default "build unit sweep memcheck bench"; also
 # racecheck, loss, trace, torch), the limits T_<PHASE> in seconds, STEPS (default 5),
-# MEMCHECK_FILTER (the unit tests memcheck runs, a --gtest_filter; default all).
+# MEMCHECK_FILTER (the unit tests memcheck runs in both binaries, a
+# --gtest_filter; default every CUDA test: cuda/*:Cuda*:*/CudaSession.*).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$(mkdir -p "${1:?usage: device_check.sh OUT [STAGED]}" && cd "$1" && pwd)"
@@ -40,18 +42,20 @@ phase() {  # phase NAME LIMIT COMMAND...
 for p in $phases; do
   case "$p" in
     build)
-      TARGETS="meshrun MeshcCudaTests gemm_bench" \
+      TARGETS="meshrun MeshcCudaTests MeshcConformanceTests gemm_bench" \
         phase build "${T_BUILD:-300}" "$root/bench/gpu/run_all.sh" gpu-build "$staged" ||
         { tail -40 "$out/build.log"; exit 1; } ;;
     unit)
-      phase unit "${T_UNIT:-120}" "$build/tests/unit/cuda/MeshcCudaTests" ;;
+      phase unit "${T_UNIT:-120}" bash -c "'$build/tests/unit/conformance/MeshcConformanceTests' \
+        --gtest_brief=1 && '$build/tests/unit/cuda/MeshcCudaTests' --gtest_brief=1" ;;
     sweep)
       phase sweep "${T_SWEEP:-150}" "$root/bench/gpu/sweep.sh" "$staged/sweep" \
         "$build/bin/meshrun" ;;
     memcheck)
-      phase memcheck "${T_MEMCHECK:-120}" compute-sanitizer --tool memcheck \
-        --leak-check full --error-exitcode 3 "$build/tests/unit/cuda/MeshcCudaTests" \
-        --gtest_brief=1 --gtest_filter="${MEMCHECK_FILTER:-*}" ;;
+      phase memcheck "${T_MEMCHECK:-120}" bash -c "for t in conformance/MeshcConformanceTests \
+        cuda/MeshcCudaTests; do compute-sanitizer --tool memcheck --leak-check full \
+        --error-exitcode 3 '$build/tests/unit/'\$t --gtest_brief=1 \
+        --gtest_filter='${MEMCHECK_FILTER:-cuda/*:Cuda*:*/CudaSession.*}' || exit \$?; done" ;;
     racecheck)
       phase racecheck "${T_RACECHECK:-120}" compute-sanitizer --tool racecheck \
         --error-exitcode 3 "$build/tests/unit/cuda/MeshcCudaTests" --gtest_brief=1 ;;

@@ -8,7 +8,8 @@
 #       bench/gpu/staged) and stages the build dependencies (stage_deps.sh).
 #   bench/gpu/run_all.sh gpu [DIR]     on the GPU machine, in the repository
 #       root with DIR carried along: builds the runtime alone with CUDA
-#       (build-gpu), runs the CUDA unit tests, the GPU layout sweep and the
+#       (build-gpu), runs the kernel conformance suite (every step kind on
+#       cuda and cpu) and the CUDA unit tests, the GPU layout sweep and the
 #       benchmarks, and writes everything to DIR/results.txt.
 #   gpu-build, gpu-test, gpu-bench     the three parts of `gpu` one by one
 #       (each fits a 10-minute command).
@@ -17,7 +18,8 @@
 # build), PYTHON (gpu: the Python with torch, default python3), STEPS
 # (benchmark steps, default 10), CUDA_ARCH (default 90), BUILD_DIR (gpu: the
 # runtime-only build, default build-gpu), TARGETS (gpu-build: the ninja
-# targets, default meshrun MeshcCudaTests MeshcRuntimeTests gemm_bench),
+# targets, default meshrun MeshcConformanceTests MeshcCudaTests
+# MeshcRuntimeTests gemm_bench),
 # MESHC_STAGED_DEPS=1 (gpu-build:
 # use the staged dependencies even where the system has its own).
 set -euo pipefail
@@ -88,11 +90,12 @@ gpu_build() {
   cmake -G Ninja -S "$root" -B "$build" -DMESHC_BUILD_COMPILER=OFF \
     -DMESHC_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" "${flags[@]}"
   # shellcheck disable=SC2086
-  ninja -C "$build" ${TARGETS:-meshrun MeshcCudaTests MeshcRuntimeTests gemm_bench}
+  ninja -C "$build" ${TARGETS:-meshrun MeshcConformanceTests MeshcCudaTests MeshcRuntimeTests gemm_bench}
 }
 
 gpu_test() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
+  "$build/tests/unit/conformance/MeshcConformanceTests" --gtest_brief=1
   "$build/tests/unit/cuda/MeshcCudaTests" --gtest_brief=1
   "$here/sweep.sh" "$dir/sweep" "$build/bin/meshrun"
 }

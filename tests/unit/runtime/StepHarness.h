@@ -22,6 +22,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,18 @@ inline std::vector<float> testData(const std::string &name, int64_t count) {
   std::vector<float> values(count);
   for (int64_t i = 0; i < count; ++i)
     values[i] = static_cast<float>(random.normal(i));
+  return values;
+}
+
+/// `values` as a buffer of float type `dtype` stores them (rounded to bf16
+/// or f16; unchanged for f32).
+inline std::vector<float> roundedTo(const std::string &dtype,
+                                    std::vector<float> values) {
+  for (float &v : values)
+    if (dtype == "bf16")
+      v = meshc::half::roundToBf16(v);
+    else if (dtype == "f16")
+      v = meshc::half::roundToF16(v);
   return values;
 }
 
@@ -70,12 +83,33 @@ inline nlohmann::json layerNormBody(int64_t d) {
           instr("mul", {14, 2})};
 }
 
+/// The fused step y = layer_norm(gelu(x) + r) * g over d (layerNormBody),
+/// x stored [d, batch]: outputs y[batch, d], the rows' rsqrt rs[batch] and y
+/// transposed yT[d, batch].
+inline nlohmann::json layerNormStep(int64_t x, int64_t r, int64_t g, int64_t y,
+                                    int64_t rs, int64_t yT, int64_t batch,
+                                    int64_t d) {
+  return {{"op", "fused"},
+          {"dims", {"batch", "d"}},
+          {"reduced", 1},
+          {"sizes", {{"batch", batch}, {"d", d}}},
+          {"in",
+           {operand(x, {"d", "batch"}), operand(r, {"batch", "d"}),
+            operand(g, {"d"})}},
+          {"out",
+           {output(y, {"batch", "d"}, 15), output(rs, {"batch"}, 13),
+            output(yT, {"d", "batch"}, 15)}},
+          {"body", layerNormBody(d)}};
+}
+
 /// Builds, loads and runs one-step programs on one device.
 class StepHarness {
 public:
-  /// A harness running steps on the backend called `backend`.
-  explicit StepHarness(std::string backend = "cpu")
-      : backendName(std::move(backend)) {}
+  /// A harness running steps on the backend called `backend`; when `ran`
+  /// is given, run() adds the kind of each step it hands to the backend.
+  explicit StepHarness(std::string backend = "cpu",
+                       std::set<OpKind> *ran = nullptr)
+      : backendName(std::move(backend)), ranKinds(ran) {}
 
   /// Declares an f32 buffer holding `values`; returns its id.
   int64_t f32(const std::vector<float> &values) {
@@ -94,6 +128,11 @@ public:
                                      : meshc::half::f16FromF32(v));
     return add(dtype, bits.data(), static_cast<int64_t>(bits.size()), 2);
   }
+  /// Declares a buffer of float type `dtype` (f32, bf16 or f16) holding
+  /// `values` rounded to it; returns its id.
+  int64_t floats(const std::string &dtype, const std::vector<float> &values) {
+    return dtype == "f32" ? f32(values) : half(dtype, values);
+  }
   /// Declares a buffer over the same bytes as buffer `id`.
   int64_t alias(int64_t id) {
     Entry entry = entries[id];
@@ -111,6 +150,8 @@ public:
     // device then has every core (or MESHC_CPU_THREADS threads).
     backend->setLocalDevices(1);
     std::unique_ptr<Device> device = backend->createDevice(program, 0);
+    if (ranKinds)
+      ranKinds->insert(program.steps[0].op());
     device->allocate(program.arenaBytes, program.scratchBytes);
     for (const Entry &entry : entries)
       if (entry.aliasOf < 0)
@@ -161,6 +202,12 @@ public:
     return values;
   }
 
+  /// The contents of float buffer `id` (f32, bf16 or f16) after run(), as
+  /// f32.
+  std::vector<float> readFloats(int64_t id) const {
+    return entries[id].dtype == "f32" ? readF32(id) : readHalf(id);
+  }
+
 private:
   struct Entry {
     std::string dtype;
@@ -189,6 +236,7 @@ private:
   }
 
   std::string backendName;
+  std::set<OpKind> *ranKinds;
   std::vector<Entry> entries;
   int64_t arenaBytes = 0;
 };

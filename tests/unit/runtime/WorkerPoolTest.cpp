@@ -214,8 +214,9 @@ TEST(WorkerPoolTest, FusedRowsOnSeveralThreadsAreBitIdentical) {
   };
   std::vector<std::vector<float>> one =
       runFused(1, inputs, {rows * d, rows}, step);
-  // The one-thread result is the formula's (FusedStepTest checks the
-  // kernel in detail; here a spot check that the body is the intended one).
+  // The one-thread result is the formula's (the conformance suite
+  // checks the kernel in detail; here a spot check that the body is the
+  // intended one).
   for (auto [s, t] :
        {std::pair<int64_t, int64_t>{0, 0}, {3, 17}, {S - 1, T - 1}}) {
     double mean = 0;
