@@ -331,6 +331,7 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
   case OpKind::ReduceScatter:
   case OpKind::AllToAll:
   case OpKind::Slice:
+  case OpKind::CollectivePermute:
     runCollective(step, *comm);
     return;
   case OpKind::Loop:

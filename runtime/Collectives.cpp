@@ -318,6 +318,21 @@ void runMoveStep(const Step &step, Communicator &comm, DType dtype,
     copy({own}, in, out);
     return;
   }
+  case OpKind::CollectivePermute: {
+    // A variable-count all-to-all in which each member sends one chunk (its
+    // whole in, to its target) and receives at most one (from its source):
+    // every backend's allToAllV moves only the chunks that are not empty.
+    int64_t total = inShape.elements() * bytes;
+    std::vector<int64_t> sendBytes(size_t(n), 0), receiveBytes(size_t(n), 0);
+    for (auto [source, target] : step.as<CollectivePermuteAttrs>().pairs) {
+      if (source == rank)
+        sendBytes[size_t(target)] = total;
+      if (target == rank)
+        receiveBytes[size_t(source)] = total;
+    }
+    comm.allToAllV(in, sendBytes, out, receiveBytes);
+    return;
+  }
   default:
     throw RuntimeError("step " + std::to_string(step.index) + " (" +
                        opName(step.op()) +

@@ -312,6 +312,15 @@ struct SliceAttrs : GroupAttrs {
   std::vector<int64_t> blocks;
 };
 
+/// collective_permute: member `source` of the group sends its whole `in`
+/// to member `target`'s `out`, for each (source, target) pair (each member
+/// a source at most once and a target at most once); a member no pair
+/// targets keeps its `out`. Pipeline stages pass activations and gradients
+/// this way (XLA's CollectivePermute, NCCL's send/recv).
+struct CollectivePermuteAttrs : GroupAttrs {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+};
+
 /// fused: an expression program (FusedStep.h). Its inputs are Step::in,
 /// its outputs `outs` (Step::out is the first); output i writes value
 /// outValues[i].

@@ -450,6 +450,7 @@ private:
   void parseAttrs(ReduceScatterAttrs &attrs);
   void parseAttrs(AllToAllAttrs &attrs);
   void parseAttrs(SliceAttrs &attrs);
+  void parseAttrs(CollectivePermuteAttrs &attrs);
   void parseAttrs(FusedAttrs &attrs);
   void parseAttrs(LoopAttrs &attrs);
   /// A fused body instruction that makes value `value`.
@@ -1078,6 +1079,50 @@ void StepParser::parseAttrs(SliceAttrs &attrs) {
     own = sizeOverGroup(attrs.dim, groupSize);
   step.out = operand("out", {{attrs.dim, own}});
   finishCollective();
+}
+
+void StepParser::parseAttrs(CollectivePermuteAttrs &attrs) {
+  int64_t groupSize = readAxes(attrs);
+  step.in = {flat("in")};
+  step.out = flat("out");
+  const Operand &in = step.in[0], &out = step.out;
+  if (bufferOf(in).dtype != bufferOf(out).dtype)
+    node.member("out").fail(
+        bufferName(out) + " is " + dtypeName(bufferOf(out).dtype) + " but " +
+        bufferName(in) + " is " + dtypeName(bufferOf(in).dtype));
+  if (bytesOf(in) != bytesOf(out))
+    node.member("out").fail(
+        "a collective_permute moves its whole in: " + bufferName(in) +
+        " holds " + std::to_string(bytesOf(in)) + " bytes, " + bufferName(out) +
+        " " + std::to_string(bytesOf(out)));
+  requireNoOverlap(in, out);
+  JsonNode list = node.member("pairs");
+  std::vector<JsonNode> pairNodes = list.elements();
+  if (pairNodes.empty())
+    list.fail("a collective_permute lists at least one [source, target] "
+              "pair");
+  std::set<int64_t> sources, targets;
+  for (const JsonNode &pairNode : pairNodes) {
+    std::vector<JsonNode> ends = pairNode.elements();
+    if (ends.size() != 2)
+      pairNode.fail("a pair is [source, target], got " +
+                    std::to_string(ends.size()) + " entries");
+    int64_t members[2];
+    for (size_t i = 0; i < 2; ++i) {
+      members[i] = ends[i].integerAtLeast(0);
+      if (members[i] >= groupSize)
+        ends[i].fail("member " + std::to_string(members[i]) +
+                     " is outside the group over [" + quoted(groupAxes) +
+                     "], whose ranks are 0.." + std::to_string(groupSize - 1));
+    }
+    if (!sources.insert(members[0]).second)
+      ends[0].fail("member " + std::to_string(members[0]) +
+                   " is the source of two pairs");
+    if (!targets.insert(members[1]).second)
+      ends[1].fail("member " + std::to_string(members[1]) +
+                   " is the target of two pairs");
+    attrs.pairs.emplace_back(members[0], members[1]);
+  }
 }
 
 void StepParser::finishCollective() {

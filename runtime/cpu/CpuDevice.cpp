@@ -273,6 +273,7 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
   case OpKind::ReduceScatter:
   case OpKind::AllToAll:
   case OpKind::Slice:
+  case OpKind::CollectivePermute:
     runCollective(step, *comm);
     return;
   case OpKind::Loop:

@@ -1,13 +1,15 @@
 //===- CollectiveTest.cpp - Collectives and slice against plain loops -----===//
 //
-// all_reduce, all_gather, reduce_scatter, all_to_all and slice on every
+// all_reduce, all_gather, reduce_scatter, all_to_all, slice and
+// collective_permute on every
 // device of a 2x3 mesh (b:2, m:3) of the backend under test, at once, with
 // the backend's communicators, against loops over the members of each group
 // written here: groups over m, over b and over both; every dtype; sum and
 // max; dims cut evenly and into unequal blocks (the variable-count
 // collectives of device weights); inner and outer dims; the combined forms
-// ("bufs", "parts"). Values are small integers, so sums are exact in every
-// dtype and whatever order a backend adds them in.
+// ("bufs", "parts"); permutations that shift, rotate, swap and keep (a
+// member no pair targets keeps its out). Values are small integers, so sums are
+// exact in every dtype and whatever order a backend adds them in.
 //
 //===----------------------------------------------------------------------===//
 
@@ -432,6 +434,61 @@ TEST_P(Conformance, ReduceScatter_CombinedParts) {
     ASSERT_EQ(h.get(smallA, d), wantA) << "device " << d;
     ASSERT_EQ(h.get(smallB, d), wantB) << "device " << d;
   }
+}
+
+/// collective_permute: each pair's source sends its whole in to its
+/// target's out; a member no pair targets keeps its out.
+TEST_P(Conformance, CollectivePermute_ShiftsRotationsSwapsAndSelf) {
+  struct Case {
+    std::vector<std::string> axes;
+    std::vector<std::pair<int64_t, int64_t>> pairs;
+  };
+  const std::vector<Case> cases = {
+      {{"m"}, {{0, 1}, {1, 2}}},                       // a pipeline shift
+      {{"m"}, {{2, 1}, {1, 0}}},                       // and back
+      {{"m"}, {{0, 1}, {1, 2}, {2, 0}}},               // a rotation
+      {{"b"}, {{0, 1}, {1, 0}}},                       // a swap
+      {{"m"}, {{1, 1}}},                               // to itself
+      {{"b", "m"}, {{0, 5}, {5, 3}, {3, 1}, {1, 2}}}}; // over both axes
+  for (std::string dtype : {"f32", "i32", "bf16", "f16"})
+    for (const Case &c : cases)
+      for (int64_t count : {1, 1001}) {
+        SCOPED_TRACE(dtype + " over " + json(c.axes).dump() + " pairs " +
+                     json(c.pairs).dump() + " of " + std::to_string(count));
+        MeshHarness h = mesh({{"b", 2}, {"m", 3}});
+        int64_t in = h.buffer(dtype, count), out = h.buffer(dtype, count);
+        for (int64_t d = 0; d < h.devices(); ++d) {
+          std::vector<float> mine(count), kept(count);
+          for (int64_t i = 0; i < count; ++i) {
+            mine[i] = value(d, i);
+            kept[i] = value(d, i, 1);
+          }
+          h.set(in, d, mine);
+          h.set(out, d, kept);
+        }
+        h.run({{"op", "collective_permute"},
+               {"in", in},
+               {"out", out},
+               {"axes", c.axes},
+               {"pairs", c.pairs}});
+        for (int64_t d = 0; d < h.devices(); ++d) {
+          int64_t rank;
+          std::vector<int64_t> members = membersOf(d, c.axes, rank);
+          // From the source whose target is this member, else kept.
+          int64_t from = -1;
+          for (auto [source, target] : c.pairs)
+            if (target == rank)
+              from = members[size_t(source)];
+          std::vector<float> want(count);
+          for (int64_t i = 0; i < count; ++i)
+            want[i] = from >= 0 ? value(from, i) : value(d, i, 1);
+          ASSERT_EQ(h.get(out, d), want) << "device " << d;
+          std::vector<float> mine(count);
+          for (int64_t i = 0; i < count; ++i)
+            mine[i] = value(d, i);
+          ASSERT_EQ(h.get(in, d), mine) << "device " << d << " in";
+        }
+      }
 }
 
 } // namespace

@@ -201,7 +201,8 @@ TEST(LoaderTest, StepErrors) {
             "einsum, unary, cast, binary, reduce, softmax, logsumexp, "
             "softmax_cross_entropy, one_hot, argmax, dropout, range, cumsum, "
             "window, top_k, all_reduce, "
-            "all_gather, reduce_scatter, all_to_all, slice, fused, loop)");
+            "all_gather, reduce_scatter, all_to_all, slice, fused, loop, "
+            "collective_permute)");
   EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["sizes"]["io"] = 8; }),
             "p.mprog: steps[0].in[0]: operand [batch=2, io=8] needs 64 bytes "
             "but buffer 0 has 32");
@@ -255,6 +256,55 @@ TEST(LoaderTest, CollectiveErrors) {
             }),
             "p.mprog: steps[1].in: operand [batch=2, hidden=4] needs 32 bytes "
             "but buffer 2 has 16");
+}
+
+TEST(LoaderTest, CollectivePermuteErrors) {
+  // Step 1 becomes a collective_permute of buffer 0 into buffer 3 over m.
+  auto permute = [](json pairs) {
+    return [pairs](json &p) {
+      p["steps"][1] = {{"op", "collective_permute"},
+                       {"in", 0},
+                       {"out", 3},
+                       {"axes", {"m"}},
+                       {"pairs", pairs}};
+    };
+  };
+  EXPECT_EQ(errorAfter(permute({{0, 1}, {1, 0}})), "");
+  EXPECT_EQ(errorAfter(permute(json::array())),
+            "p.mprog: steps[1].pairs: a collective_permute lists at least one "
+            "[source, target] pair");
+  EXPECT_EQ(errorAfter(permute({{0, 2}})),
+            "p.mprog: steps[1].pairs[0][1]: member 2 is outside the group "
+            "over ['m'], whose ranks are 0..1");
+  EXPECT_EQ(errorAfter(permute({{0, 1}, {0, 0}})),
+            "p.mprog: steps[1].pairs[1][0]: member 0 is the source of two "
+            "pairs");
+  EXPECT_EQ(errorAfter(permute({{0, 1}, {1, 1}})),
+            "p.mprog: steps[1].pairs[1][1]: member 1 is the target of two "
+            "pairs");
+  EXPECT_EQ(errorAfter(permute({{0, 1, 1}})),
+            "p.mprog: steps[1].pairs[0]: a pair is [source, target], got 3 "
+            "entries");
+  EXPECT_EQ(errorAfter(permute({{-1, 1}})),
+            "p.mprog: steps[1].pairs[0][0]: expected an integer >= 0, got -1");
+  EXPECT_EQ(errorAfter([&](json &p) {
+              permute({{0, 1}})(p);
+              p["steps"][1]["out"] = 2;
+            }),
+            "p.mprog: steps[1].out: a collective_permute moves its whole in: "
+            "buffer 0 holds 32 bytes, buffer 2 16");
+  EXPECT_EQ(errorAfter([&](json &p) {
+              permute({{0, 1}})(p);
+              p["buffers"][3]["dtype"] = "i32";
+              p["tensors"].erase(2);
+            }),
+            "p.mprog: steps[1].out: buffer 3 is i32 but buffer 0 is f32");
+  EXPECT_EQ(errorAfter([&](json &p) {
+              permute({{0, 1}})(p);
+              p["steps"][1]["out"] = 0;
+            }),
+            "p.mprog: steps[1].out: buffer 0 [0, 32) overlaps buffer 0 [0, 32) "
+            "that collective_permute reads");
 }
 
 TEST(LoaderTest, CombinedAllReduceErrors) {
