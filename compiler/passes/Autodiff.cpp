@@ -176,8 +176,12 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
   OpEmitter inner(*body, "backward");
   llvm::DenseMap<Operation *, Operation *> forwardOf;
   SmallVector<Operation *> recomputed;
+  // The clones carry the layer dim as their repeat instance, so the memory
+  // plan counts what stays of them as recomputed activations.
+  StringAttr instance = StringAttr::get(loop.getContext(), dim);
   for (Operation &op : forwardBody.without_terminator()) {
     Operation *clone = inner.tag(inner.builder().clone(op, mapping));
+    clone->setAttr(mtf::MtfDialect::kInstanceAttrName, instance);
     forwardOf[clone] = &op;
     recomputed.push_back(clone);
   }
