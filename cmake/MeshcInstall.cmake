@@ -126,6 +126,9 @@ endforeach()
 if(NOT DEFINED MESHC_RUNTIME_MPI)
   set(MESHC_RUNTIME_MPI OFF)
 endif()
+if(NOT DEFINED MESHC_RUNTIME_DNNL)
+  set(MESHC_RUNTIME_DNNL OFF)
+endif()
 install(EXPORT meshcTargets
   NAMESPACE meshc::
   FILE meshcTargets.cmake

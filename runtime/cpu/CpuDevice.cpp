@@ -26,7 +26,7 @@ namespace meshc::runtime {
 
 CpuDevice::CpuDevice(const Program &program, int64_t deviceId, int threads)
     : program(program), blockOffsets(program.blockOffsets(deviceId)),
-      pool(threads) {}
+      pool(threads), bf16Gemms(program, threads) {}
 
 void CpuDevice::HostMemory::allocate(int64_t bytes) {
   std::free(raw);
@@ -136,15 +136,37 @@ void CpuDevice::runDropout(const Step &step, const RunContext &context) {
 void CpuDevice::run(const Step &step, Communicator *comm,
                     const RunContext &context) {
   shifts = context.shifts;
-  for (const Operand &in : step.in)
-    if (in.staging >= 0)
-      widenKernel(program.buffers[in.buffer].dtype, bufferAt(in), f32(at(in)),
-                  in.shape.elements());
-  runKernel(step, comm, context);
+  // An einsum on oneDNN's bf16 GEMMs reads its two bf16 operands as they
+  // are; everything else reads f32 copies of its bf16 and f16 operands.
+  const Bf16Gemms::Planned *direct = bf16Gemms.find(step);
+  for (size_t i = 0; i < step.in.size(); ++i) {
+    const Operand &in = step.in[i];
+    if (in.staging >= 0 &&
+        !(direct && (i == direct->aInput || i == direct->bInput)))
+      convertShared(in, /*widen=*/true);
+  }
+  if (direct)
+    runBf16Gemm(step, *direct);
+  else
+    runKernel(step, comm, context);
   for (const Operand *out : step.outputs())
     if (out->staging >= 0)
-      narrowKernel(f32(at(*out)), program.buffers[out->buffer].dtype,
-                   bufferAt(*out), out->shape.elements());
+      convertShared(*out, /*widen=*/false);
+}
+
+void CpuDevice::convertShared(const Operand &operand, bool widen) {
+  DType dtype = program.buffers[operand.buffer].dtype;
+  char *half = bufferAt(operand);
+  float *wide = f32(at(operand));
+  int64_t elements = operand.shape.elements();
+  shareOver(rowParts(elements), [&](Share share) {
+    int64_t first, last;
+    share.range(elements, first, last);
+    if (widen)
+      widenKernel(dtype, half + 2 * first, wide + first, last - first);
+    else
+      narrowKernel(wide + first, dtype, half + 2 * first, last - first);
+  });
 }
 
 void CpuDevice::runKernel(const Step &step, Communicator *comm,
@@ -321,6 +343,17 @@ void CpuDevice::runGemmStage(const GemmStage &stage) {
   int threads = pool.threads();
   shareOver(gemmParts(stage, threads == 1 ? 1 : 2 * threads),
             [&](Share share) { runGemm(stage, a, b, c, share); });
+}
+
+void CpuDevice::runBf16Gemm(const Step &step,
+                            const Bf16Gemms::Planned &planned) {
+  auto *a =
+      reinterpret_cast<const uint16_t *>(bufferAt(step.in[planned.aInput]));
+  auto *b =
+      reinterpret_cast<const uint16_t *>(bufferAt(step.in[planned.bInput]));
+  float *c = f32(at(step.as<EinsumAttrs>().plan.stages[0].gemm.c));
+  shareOver(planned.parts,
+            [&](Share share) { bf16Gemms.run(step, a, b, c, share); });
 }
 
 void CpuDevice::shareOver(int64_t parts,

@@ -13,6 +13,7 @@
 #define MESHC_RUNTIME_CPU_CPUDEVICE_H
 
 #include "runtime/Device.h"
+#include "runtime/cpu/Bf16Gemm.h"
 #include "runtime/cpu/CpuCollectives.h"
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/WorkerPool.h"
@@ -39,6 +40,8 @@ public:
   void run(const Step &step, Communicator *comm,
            const RunContext &context) override;
   int64_t residentBytes() const override;
+  /// How many of the program's einsums run as oneDNN bf16 GEMMs here.
+  size_t bf16GemmSteps() const { return bf16Gemms.count(); }
 
 private:
   /// Zeroed host memory aligned to 64 bytes. It comes from calloc, so the
@@ -86,6 +89,12 @@ private:
   void runFused(const Step &step);
   /// Runs an einsum's GEMM stage, shared over the pool's threads.
   void runGemmStage(const GemmStage &stage);
+  /// Widens bf16/f16 `operand` into its f32 copy (or narrows the copy back),
+  /// shared over the pool's threads.
+  void convertShared(const Operand &operand, bool widen);
+  /// Runs an einsum planned on oneDNN's bf16 GEMMs, its parts shared over
+  /// the pool's threads.
+  void runBf16Gemm(const Step &step, const Bf16Gemms::Planned &planned);
   /// Runs kernel(Share{p, parts}) for p < parts on the pool's threads.
   void shareOver(int64_t parts, const std::function<void(Share)> &kernel);
   /// Into how many parts a row-wise kernel over `elements` is shared.
@@ -103,6 +112,8 @@ private:
   /// RunContext::shifts of the step being run.
   const int64_t *shifts = nullptr;
   WorkerPool pool;
+  /// The einsums that run as bf16 GEMMs (Bf16Gemm.h).
+  Bf16Gemms bf16Gemms;
 };
 
 /// The CPU backend: CpuDevices connected by CpuCollectives.
