@@ -34,6 +34,10 @@ struct Row {
   int64_t bytes = 0;
   /// `name` with its instance numbers made "_*" (instanceTemplate).
   std::string group;
+  /// What kindOf says, without the ×count of a loop.
+  std::string phase;
+  /// How many times per step a loop computes it.
+  int64_t count = 1;
 };
 
 std::string typeString(mtf::TensorType type) {
@@ -386,7 +390,9 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
       Row row;
       row.name = name;
       row.group = instanceTemplate(name, op.hasAttr("mtf.instance"));
-      row.kind = kindOf(&op) + (count > 1 ? " ×" + std::to_string(count) : "");
+      row.phase = kindOf(&op);
+      row.count = count;
+      row.kind = row.phase + (count > 1 ? " ×" + std::to_string(count) : "");
       row.type = typeString(type);
       row.layout = tensorLayout->str(dims, mesh);
       row.slice = describeBlocks(type, *tensorLayout, mesh, weights);
@@ -423,12 +429,40 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
         rows.back().kind += times(n);
       }
     }
-    if (rows.size() != all)
-      os << "tensors (" << all << ", identical ones of a repeat's instances "
-         << "grouped into " << rows.size()
-         << " lines, ×how many; --explain-all lists each):\n";
+    // The gradient pass's and the update's intermediates follow the
+    // forward tensors and parameters they come from: counted by phase, not
+    // listed.
+    std::map<std::string, std::pair<int64_t, int64_t>> folded;
+    std::vector<Row> listed;
+    for (size_t i = 0; i < same.size(); ++i) {
+      const Row &row = rows[i];
+      int64_t n = same[i].second;
+      if (row.phase != "backward" && row.phase != "update") {
+        listed.push_back(row);
+        continue;
+      }
+      folded[row.phase].first += n;
+      folded[row.phase].second += row.bytes * row.count * n;
+    }
+    if (listed.size() != all) {
+      os << "tensors (" << all << "; " << listed.size() << " lines";
+      if (rows.size() != all)
+        os << ", identical ones of a repeat's instances grouped, ×how many";
+      if (!folded.empty())
+        os << ", the backward and update passes' intermediates counted "
+              "below the table";
+      os << "; --explain-all lists each):\n";
+    }
+    printTable(listed, os);
+    for (const auto &[phase, entry] : folded)
+      os << "  + " << entry.first << " " << phase
+         << (phase == "backward" ? " intermediates (gradients and what they "
+                                   "are computed from), "
+                                 : " intermediates (the optimizer's), ")
+         << formatBytes(entry.second) << " summed over the step\n";
+  } else {
+    printTable(rows, os);
   }
-  printTable(rows, os);
 
   os << "\nper-device memory:\n";
   os << "  parameters   " << formatBytes(paramBytes) << " (" << paramCount
