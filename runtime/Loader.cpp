@@ -336,6 +336,57 @@ TrainingSpec parseTraining(const JsonNode &node, Program &program,
 
 /// The program `document` describes, its per-device sizes resolved (for
 /// device `device`, or the largest blocks when it is -1).
+/// Under per-device sizes, each collective_permute pair's source must send
+/// as many bytes as its target's out holds (each device's own program only
+/// checks its own in against its own out).
+void requireMatchingPermutes(const Program &program,
+                             const std::string &fileName) {
+  const layout::Mesh &mesh = program.mesh;
+  auto bytesOf = [](const Program &own, const Operand &operand) {
+    return operand.shape.elements() *
+           dtypeBytes(own.buffers[operand.buffer].dtype);
+  };
+  for (size_t index = 0; index < program.stepCount(); ++index) {
+    const Step &step = program.step(index);
+    if (step.op() != OpKind::CollectivePermute)
+      continue;
+    const std::vector<std::string> &axes = program.groupAxes[*step.group()];
+    std::vector<size_t> positions;
+    for (const std::string &axis : axes)
+      positions.push_back(*mesh.axisIndex(axis));
+    for (int64_t source = 0; source < mesh.numDevices(); ++source) {
+      std::vector<int64_t> coords = mesh.coordinates(source);
+      int64_t rank = 0;
+      for (size_t position : positions)
+        rank = rank * mesh.axisSize(position) + coords[position];
+      for (auto [from, to] : step.as<CollectivePermuteAttrs>().pairs) {
+        if (from != rank)
+          continue;
+        // The target: this device with its coordinates over the group's
+        // axes those of rank `to`.
+        for (size_t a = positions.size(), left = size_t(to); a-- > 0;) {
+          int64_t size = mesh.axisSize(positions[a]);
+          coords[positions[a]] = int64_t(left % size_t(size));
+          left /= size_t(size);
+        }
+        int64_t target = mesh.deviceId(coords);
+        const Program &sender = program.on(source),
+                      &receiver = program.on(target);
+        int64_t sent = bytesOf(sender, sender.step(index).in[0]),
+                held = bytesOf(receiver, receiver.step(index).out);
+        if (sent != held)
+          throw RuntimeError(fileName + ": " + program.stepLabel(index) +
+                             " (collective_permute): pair [" +
+                             std::to_string(from) + ", " + std::to_string(to) +
+                             "] sends device " + std::to_string(source) +
+                             "'s " + std::to_string(sent) +
+                             " bytes to device " + std::to_string(target) +
+                             ", whose out holds " + std::to_string(held));
+      }
+    }
+  }
+}
+
 Program readProgram(const json &document, const std::string &fileName,
                     int64_t device) {
   JsonNode root(document, "", fileName);
@@ -429,6 +480,7 @@ Program parseProgram(std::string_view text, const std::string &fileName) {
     }
     program.perDevice.push_back(own);
   }
+  requireMatchingPermutes(program, fileName);
   return program;
 }
 

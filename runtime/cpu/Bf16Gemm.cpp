@@ -111,6 +111,9 @@ std::shared_ptr<const Part> partOf(const GemmStage &gemm, int64_t count,
   auto found = made.find(key);
   if (found != made.end())
     return found->second;
+  // oneDNN fixes a primitive's threads (and sizes its scratchpad) when it
+  // is made: one, as it will run.
+  oneThreadHere();
   using dt = dnnl::memory::data_type;
   auto part = std::make_shared<Part>();
   part->a = dnnl::memory::desc({count, rows, k}, dt::bf16,
@@ -140,6 +143,8 @@ std::shared_ptr<const Part> partOf(const GemmStage &gemm, int64_t count,
 
 struct Bf16Gemms::Impl {
   struct Step {
+    /// The step planned (find() answers for it alone).
+    const runtime::Step *step = nullptr;
     Planned planned;
     /// Per part: its matmul and the element offsets of its A, B and C.
     std::vector<std::shared_ptr<const Part>> parts;
@@ -176,6 +181,7 @@ Bf16Gemms::Bf16Gemms(const Program &program, int threads)
   for (size_t index = 0; index < program.stepCount(); ++index) {
     const runtime::Step &step = program.step(index);
     Impl::Step planned;
+    planned.step = &step;
     if (!directGemm(program, step, planned.planned.aInput,
                     planned.planned.bInput))
       continue;
@@ -186,27 +192,32 @@ Bf16Gemms::Bf16Gemms(const Program &program, int threads)
     int64_t parts = gemmParts(gemm, threads == 1 ? 1 : 2 * threads);
     planned.planned.parts = parts;
     bool reference = false;
-    for (int64_t p = 0; p < parts; ++p) {
-      int64_t first, last;
-      Share share{p, parts};
-      std::shared_ptr<const Part> part;
-      std::array<int64_t, 3> offset{};
-      if (parts == 1 || gemm.batch >= parts) {
-        share.range(gemm.batch, first, last);
-        part = partOf(gemm, last - first, m, n);
-        offset = {first * m * k, first * k * n, first * m * n};
-      } else if (m >= n) {
-        share.range(m, first, last);
-        part = partOf(gemm, 1, last - first, n);
-        offset = {gemm.transA ? first : first * k, 0, first * n};
-      } else {
-        share.range(n, first, last);
-        part = partOf(gemm, 1, m, last - first);
-        offset = {0, gemm.transB ? first * k : first, first};
+    try {
+      for (int64_t p = 0; p < parts; ++p) {
+        int64_t first, last;
+        Share share{p, parts};
+        std::shared_ptr<const Part> part;
+        std::array<int64_t, 3> offset{};
+        if (parts == 1 || gemm.batch >= parts) {
+          share.range(gemm.batch, first, last);
+          part = partOf(gemm, last - first, m, n);
+          offset = {first * m * k, first * k * n, first * m * n};
+        } else if (m >= n) {
+          share.range(m, first, last);
+          part = partOf(gemm, 1, last - first, n);
+          offset = {gemm.transA ? first : first * k, 0, first * n};
+        } else {
+          share.range(n, first, last);
+          part = partOf(gemm, 1, m, last - first);
+          offset = {0, gemm.transB ? first * k : first, first};
+        }
+        reference |= part->reference;
+        planned.parts.push_back(part);
+        planned.offsets.push_back(offset);
       }
-      reference |= part->reference;
-      planned.parts.push_back(part);
-      planned.offsets.push_back(offset);
+    } catch (const dnnl::error &) {
+      // A matmul oneDNN cannot make leaves the einsum on sgemm.
+      continue;
     }
     // A layout oneDNN has only its reference kernel for stays on sgemm.
     if (!reference)
@@ -218,7 +229,9 @@ Bf16Gemms::~Bf16Gemms() = default;
 
 const Bf16Gemms::Planned *Bf16Gemms::find(const runtime::Step &step) const {
   auto found = impl->steps.find(step.index);
-  return found == impl->steps.end() ? nullptr : &found->second.planned;
+  return found == impl->steps.end() || found->second.step != &step
+             ? nullptr
+             : &found->second.planned;
 }
 
 size_t Bf16Gemms::count() const { return impl->steps.size(); }

@@ -32,8 +32,8 @@ float value(int64_t d, int64_t i, int64_t salt = 0) {
   return static_cast<float>((d * 7 + i * 3 + salt * 5) % 11) - 5.0f;
 }
 
-/// The members of device `d`'s group over `axes` on mesh b:2, m:3, in rank
-/// order, and `d`'s rank among them.
+/// The members of device `d`'s group over `axes` on mesh b:2, m:3 (none:
+/// groups of one), in rank order, and `d`'s rank among them.
 std::vector<int64_t> membersOf(int64_t d, const std::vector<std::string> &axes,
                                int64_t &rank) {
   int64_t b = d / 3, m = d % 3;
@@ -44,6 +44,9 @@ std::vector<int64_t> membersOf(int64_t d, const std::vector<std::string> &axes,
   } else if (axes == std::vector<std::string>{"b"}) {
     members = {m, 3 + m};
     rank = b;
+  } else if (axes.empty()) {
+    members = {d};
+    rank = 0;
   } else {
     members = {0, 1, 2, 3, 4, 5};
     rank = d;
@@ -449,6 +452,7 @@ TEST_P(Conformance, CollectivePermute_ShiftsRotationsSwapsAndSelf) {
       {{"m"}, {{0, 1}, {1, 2}, {2, 0}}},               // a rotation
       {{"b"}, {{0, 1}, {1, 0}}},                       // a swap
       {{"m"}, {{1, 1}}},                               // to itself
+      {{}, {{0, 0}}},                                  // groups of one
       {{"b", "m"}, {{0, 5}, {5, 3}, {3, 1}, {1, 2}}}}; // over both axes
   for (std::string dtype : {"f32", "i32", "bf16", "f16"})
     for (const Case &c : cases)

@@ -2,7 +2,8 @@
 //
 // FileSet: every file or none. A set destroyed before commit() leaves the
 // old contents and no temporaries; a failed add() names the file and the
-// reason; a committed set replaces every file. (A full disk and a killed
+// reason; a committed set replaces every file; a failed rename names the
+// file and leaves no temporaries. (A full disk and a killed
 // process: tests/runtime/file-faults.test.)
 //
 //===----------------------------------------------------------------------===//
@@ -87,6 +88,30 @@ TEST_F(FileWriteTest, FailedAddNamesTheFileAndKeepsTheRest) {
                          "': No such file or directory");
   EXPECT_EQ(read(path("a")), "old a");
   EXPECT_EQ(entries(), 1u);
+}
+
+/// A rename that fails in commit() (here the temporary was taken away
+/// between add() and commit()) names the file and leaves that file's old
+/// contents and no temporary; files renamed before it keep their new
+/// contents (renames are atomic one by one, not as a set).
+TEST_F(FileWriteTest, FailedCommitNamesTheFileAndLeavesNoTemporaries) {
+  writeFileAtomically(path("a"), "old a");
+  writeFileAtomically(path("b"), "old b");
+  std::string message;
+  try {
+    FileSet files;
+    files.add(path("a"), "new a");
+    files.add(path("b"), "new b");
+    fs::remove(path("b") + ".tmp");
+    files.commit();
+  } catch (const RuntimeError &error) {
+    message = error.what();
+  }
+  EXPECT_EQ(message,
+            "cannot write '" + path("b") + "': No such file or directory");
+  EXPECT_EQ(read(path("a")), "new a");
+  EXPECT_EQ(read(path("b")), "old b");
+  EXPECT_EQ(entries(), 2u);
 }
 
 } // namespace

@@ -307,6 +307,43 @@ TEST(LoaderTest, CollectivePermuteErrors) {
             "that collective_permute reads");
 }
 
+TEST(LoaderTest, CollectivePermuteSizesAgreeAcrossDevices) {
+  // Under per-device sizes each device's in and out agree, but a pair can
+  // join devices whose sizes differ: device 0 holds 2 elements, device 1 3.
+  auto program = [](json pairs) {
+    json shape = {{{"axes", {"p"}}, {"blocks", {2, 3}}}};
+    return json{{"format", "meshc-mprog"},
+                {"version", 1},
+                {"program", "p"},
+                {"mesh", {{{"name", "p"}, {"size", 2}}}},
+                {"seed", 1},
+                {"arena_bytes", 32},
+                {"buffers",
+                 {{{"id", 0},
+                   {"dtype", "f32"},
+                   {"shape", shape},
+                   {"offset", 0},
+                   {"bytes", 12}},
+                  {{"id", 1},
+                   {"dtype", "f32"},
+                   {"shape", shape},
+                   {"offset", 16},
+                   {"bytes", 12}}}},
+                {"tensors", json::array()},
+                {"steps",
+                 {{{"op", "collective_permute"},
+                   {"in", 0},
+                   {"out", 1},
+                   {"axes", {"p"}},
+                   {"pairs", pairs}}}}}
+        .dump();
+  };
+  EXPECT_EQ(errorOf(program({{0, 0}, {1, 1}})), "");
+  EXPECT_EQ(errorOf(program({{0, 1}})),
+            "p.mprog: step 0 (collective_permute): pair [0, 1] sends device "
+            "0's 8 bytes to device 1, whose out holds 12");
+}
+
 TEST(LoaderTest, CombinedAllReduceErrors) {
   auto combined = [](json bufs) {
     return [bufs](json &p) {
