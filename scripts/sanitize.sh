@@ -33,6 +33,7 @@ jobs="${JOBS:-$(nproc)}"
 
 cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMESHC_BUILD_COMPILER="$compiler" -DMESHC_ENABLE_CUDA=OFF \
+  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DCMAKE_C_FLAGS="$flags -fno-omit-frame-pointer" \
   -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" > /dev/null
