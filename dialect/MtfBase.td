@@ -52,6 +52,12 @@ def Mtf_Dialect : Dialect {
         kInstanceAttrName, kCheckpointAttrName};
     /// On a program that trains: {optimizer, hyperparams, loss}.
     static constexpr ::llvm::StringLiteral kTrainingAttrName = "mtf.training";
+    /// On a program whose training step accumulates gradients over
+    /// microbatches (meshc --microbatches): {count = M : i64, dim = "batch"},
+    /// the program written for one microbatch (`dim` cut M times smaller).
+    /// mtf-autodiff reads it (docs/training.md#microbatches---microbatches).
+    static constexpr ::llvm::StringLiteral kMicrobatchesAttrName =
+        "mtf.microbatches";
     /// On a program laid out on a mesh with device weights: their text
     /// ("b=1,1,2", layout::AxisWeights); a dimension split over a weighted
     /// axis is cut in proportion (docs/layouts.md#device-weights).

@@ -89,6 +89,19 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a dictionary on an mtf.program";
     return success();
   }
+  if (attr.getName() == kMicrobatchesAttrName) {
+    auto dict = llvm::dyn_cast<DictionaryAttr>(attr.getValue());
+    auto count = dict ? dict.getAs<IntegerAttr>("count") : IntegerAttr();
+    auto dim = dict ? dict.getAs<StringAttr>("dim") : StringAttr();
+    if (!llvm::isa<ProgramOp>(op) || !count || !dim || dict.size() != 2 ||
+        count.getInt() < 2 || dim.getValue().empty())
+      return op->emitError()
+             << "'" << kMicrobatchesAttrName
+             << "' must be {count = M, dim = \"name\"} with M >= 2 on an "
+                "mtf.program, got "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kPhaseAttrName) {
     auto phase = llvm::dyn_cast<StringAttr>(attr.getValue());
     if (!phase ||

@@ -61,6 +61,22 @@ meshc::frontend::importMtf(llvm::SourceMgr &sourceMgr,
     if (failed(gen.generate(std::move(stmt))))
       return nullptr;
   }
+  if (options.microbatches > 1) {
+    if (!gen.declaredMicrobatchDim()) {
+      mlir::emitError(fileLoc)
+          << "--microbatches " << options.microbatches << " cuts dim '"
+          << options.microbatchDim
+          << "' into microbatches, but the model declares no such dim; name "
+             "its batch dim with --microbatch-dim";
+      return nullptr;
+    }
+    mlir::Builder b(&context);
+    program->setAttr(
+        mlir::mtf::MtfDialect::kMicrobatchesAttrName,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("count", b.getI64IntegerAttr(options.microbatches)),
+             b.getNamedAttr("dim", b.getStringAttr(options.microbatchDim))}));
+  }
   if (failed(mlir::verify(*module)))
     return nullptr;
   return module;

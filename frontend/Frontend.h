@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,13 @@ struct ImportOptions {
   /// parameters stacked along it (meshc --repeat=loop); else the repeats are
   /// unrolled into instances.
   bool loops = false;
+  /// Gradient accumulation (meshc --microbatches): when above 1, the model is
+  /// built for one of `microbatches` microbatches, its dim `microbatchDim`
+  /// declared that many times smaller, and the program says so in
+  /// `mtf.microbatches`. A model without the dim, or a size it does not
+  /// divide, is an error.
+  int64_t microbatches = 1;
+  std::string microbatchDim = "batch";
 };
 
 /// Parses the main buffer of `sourceMgr` as a .mtf model and builds a module

@@ -156,8 +156,24 @@ LogicalResult MLIRGen::checkNewTensorName(const Ident &name,
 }
 
 LogicalResult MLIRGen::genDim(const DimStmt &stmt) {
+  int64_t size = stmt.size;
+  if (options.microbatches > 1 && stmt.name.name == options.microbatchDim &&
+      !dims.count(stmt.name.name)) {
+    int64_t count = options.microbatches;
+    if (size % count != 0) {
+      Error diag = error(stmt.sizeLoc);
+      diag << "--microbatches " << count << " does not divide dim '"
+           << stmt.name.name << "' = " << size
+           << ": every microbatch must hold the same number of examples";
+      diag.note(stmt.name.loc) << "give a count that divides " << size
+                               << ", or name another dim with --microbatch-dim";
+      return failure();
+    }
+    size /= count;
+    microbatchDimDeclared = true;
+  }
   auto [it, inserted] =
-      dims.try_emplace(stmt.name.name, DimInfo{stmt.size, stmt.name.loc});
+      dims.try_emplace(stmt.name.name, DimInfo{size, stmt.name.loc});
   if (inserted)
     return success();
   Error diag = error(stmt.name.loc);

@@ -42,6 +42,8 @@ public:
   /// Checks `stmt` and appends its operations to the program. Fails after
   /// reporting the first error.
   llvm::LogicalResult generate(StmtPtr stmt);
+  /// Whether a `dim` statement declared ImportOptions::microbatchDim.
+  bool declaredMicrobatchDim() const { return microbatchDimDeclared; }
 
 private:
   /// What an expression evaluates to: a tensor, or a number that has no
@@ -258,6 +260,7 @@ private:
   llvm::DenseSet<mlir::Value> namedValues;
   std::vector<CallFrame> callStack;
   const ImportOptions &options;
+  bool microbatchDimDeclared = false;
   /// Repeats being expanded (their instances are on the call stack).
   unsigned activeRepeats = 0;
   /// The loop whose body is being emitted (ImportOptions::loops): its

@@ -780,6 +780,19 @@ json::Object MprogEmitter::trainingEntry(DictionaryAttr training) {
         syncEvery = static_cast<int64_t>(value);
     }
   entry["hyperparams"] = std::move(hyper);
+  if (auto count = training.getAs<IntegerAttr>("microbatches")) {
+    llvm::StringSet<> names;
+    if (auto list = training.getAs<ArrayAttr>("accumulators"))
+      for (auto name : list.getAsRange<StringAttr>())
+        names.insert(name.getValue());
+    json::Array accumulators;
+    for (Operation &op : program.getBodyBlock())
+      if (Boundary slot = boundaryOf(op);
+          slot.kind == Boundary::Slot && names.contains(slot.name))
+        accumulators.push_back(bufferOf(op.getResult(0)));
+    entry["microbatches"] = json::Object{
+        {"count", count.getInt()}, {"accumulators", std::move(accumulators)}};
+  }
   std::vector<size_t> axes = dataParallelAxes(program, mesh);
   if (syncEvery && !axes.empty()) {
     json::Array axisList, bufferList;

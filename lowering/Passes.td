@@ -52,6 +52,27 @@ def MtfPartition : Pass<"mtf-partition", "::mlir::ModuleOp"> {
                            "::mlir::shard::ShardDialect"];
 }
 
+def MtfDeferAccumulatedReductions
+    : Pass<"mtf-defer-accumulated-reductions", "::mlir::ModuleOp"> {
+  let summary = "all-reduces each gradient once per step, not once per "
+                "microbatch, in programs with microbatches";
+  let description = [{
+    In a local program that accumulates gradients over microbatches
+    (`mtf.training` lists its `accumulators`), a gradient all-reduced (sum)
+    and then added into its accumulator slot is added unreduced instead: the
+    slot holds each device's partial sum over the microbatches, and one
+    all-reduce of it, in the update phase, gives the sum the update reads.
+    By linearity, allreduce(g1) + ... + allreduce(gM) = allreduce(g1 + ... +
+    gM): the same values, one collective instead of M. Gradients yielded by
+    a loop's body are all-reduced after the loop, stacked. A gradient that
+    reaches its accumulator through anything else (a reduce-scatter into a
+    `--shard-optimizer` shard, a cast) keeps its collective per microbatch.
+    Runs after `mtf-partition`, before `mtf-fuse`.
+  }];
+  let dependentDialects = ["::mlir::mtf::MtfDialect",
+                           "::mlir::shard::ShardDialect"];
+}
+
 def MtfFuse : Pass<"mtf-fuse", "::mlir::ModuleOp"> {
   let summary = "groups the elementwise ops of local programs, and the "
                 "reductions they feed, into mtf.fused steps";

@@ -234,6 +234,23 @@ int64_t loopCount(Operation &loop) {
   return loop.getAttrOfType<IntegerAttr>("count").getInt();
 }
 
+/// The microbatches of a training step of `program` (mtf.training's
+/// "microbatches"; 1 without).
+int64_t microbatchCount(mtf::ProgramOp program) {
+  auto training = program->getAttrOfType<DictionaryAttr>(
+      mtf::MtfDialect::kTrainingAttrName);
+  auto count =
+      training ? training.getAs<IntegerAttr>("microbatches") : IntegerAttr();
+  return count ? count.getInt() : 1;
+}
+
+/// Whether top-level op `op` is an update step: run once per training step
+/// with microbatches, where the others run once per microbatch.
+bool isUpdate(Operation &op) {
+  auto phase = op.getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName);
+  return phase && phase.getValue() == "update";
+}
+
 } // namespace
 
 ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
@@ -242,6 +259,14 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
   result.prediction.overhead = machine.runOverhead;
   spmd.walk([&](mtf::ProgramOp program) {
     StepCosts costs(program, mesh, machine);
+    // With microbatches the forward and backward steps run once per
+    // microbatch, the update steps once.
+    int64_t microbatches = microbatchCount(program);
+    if (microbatches > 1) {
+      result.microbatches = microbatches;
+      result.prediction.overhead =
+          machine.runOverhead * static_cast<double>(microbatches + 1);
+    }
     // The ops of `block`, each run `count` times per step.
     std::function<void(Block &, int64_t)> predict = [&](Block &block,
                                                         int64_t count) {
@@ -249,22 +274,25 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
         std::optional<runtime::OpKind> kind = mtf::stepKindOf(&op);
         if (!kind)
           continue;
+        int64_t runs = count;
+        if (&block == &program.getBodyBlock() && !isUpdate(op))
+          runs *= microbatches;
         if (kind == runtime::OpKind::Loop) {
-          predict(op.getRegion(0).front(), count * loopCount(op));
+          predict(op.getRegion(0).front(), runs * loopCount(op));
           continue;
         }
         PredictedStep step = costs.of(op, *kind);
         if (step.collective) {
           CollectiveCost collective = *step.collective;
-          collective.count = count;
+          collective.count = runs;
           result.prediction.communication +=
-              collective.seconds * static_cast<double>(count);
-          result.prediction.collectives += count;
+              collective.seconds * static_cast<double>(runs);
+          result.prediction.collectives += runs;
           result.collectives.push_back(collective);
           continue;
         }
-        result.prediction.compute += step.seconds * static_cast<double>(count);
-        result.prediction.steps += count;
+        result.prediction.compute += step.seconds * static_cast<double>(runs);
+        result.prediction.steps += runs;
       }
     };
     predict(program.getBodyBlock(), 1);
@@ -278,25 +306,33 @@ void forEachPredictedStep(
     llvm::function_ref<void(const PredictedStep &)> visit) {
   spmd.walk([&](mtf::ProgramOp program) {
     StepCosts costs(program, mesh, machine);
-    std::function<void(Block &, int64_t)> walk = [&](Block &block,
-                                                     int64_t iteration) {
-      for (Operation &op : block) {
-        std::optional<runtime::OpKind> kind = mtf::stepKindOf(&op);
-        if (!kind)
-          continue;
-        if (kind == runtime::OpKind::Loop) {
-          int64_t count = loopCount(op);
-          bool reverse = op.hasAttr("reverse");
-          for (int64_t i = 0; i < count; ++i)
-            walk(op.getRegion(0).front(), reverse ? count - 1 - i : i);
-          continue;
-        }
-        PredictedStep step = costs.of(op, *kind);
-        step.iteration = iteration;
-        visit(step);
+    std::function<void(Operation &, int64_t)> walkOne = [&](Operation &op,
+                                                            int64_t iteration) {
+      std::optional<runtime::OpKind> kind = mtf::stepKindOf(&op);
+      if (!kind)
+        return;
+      if (kind == runtime::OpKind::Loop) {
+        int64_t count = loopCount(op);
+        bool reverse = op.hasAttr("reverse");
+        for (int64_t i = 0; i < count; ++i)
+          for (Operation &inner : op.getRegion(0).front())
+            walkOne(inner, reverse ? count - 1 - i : i);
+        return;
       }
+      PredictedStep step = costs.of(op, *kind);
+      step.iteration = iteration;
+      visit(step);
     };
-    walk(program.getBodyBlock(), -1);
+    // With microbatches: the forward and backward steps once per
+    // microbatch, then the update steps.
+    int64_t microbatches = microbatchCount(program);
+    for (int64_t k = 0; k < microbatches; ++k)
+      for (Operation &op : program.getBodyBlock())
+        if (microbatches == 1 || !isUpdate(op))
+          walkOne(op, -1);
+    for (Operation &op : program.getBodyBlock())
+      if (microbatches > 1 && isUpdate(op))
+        walkOne(op, -1);
   });
 }
 

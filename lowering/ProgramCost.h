@@ -9,7 +9,8 @@
 // groups cross. Under device weights the profile is the heaviest device and
 // a step takes its slowest device's time: work replicated over a weighted
 // axis is max/min weight slower. A loop's body is predicted once and
-// counted once per iteration. docs/cost.md states the model and its limits.
+// counted once per iteration; with microbatches the forward and backward
+// steps once per microbatch. docs/cost.md states the model and its limits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +46,11 @@ struct CollectiveCost {
 struct ProgramCost {
   cost::Prediction prediction;
   std::vector<CollectiveCost> collectives;
+  /// The microbatches of a training step (mtf.training's "microbatches"):
+  /// its forward and backward steps, collectives included, are counted
+  /// once per microbatch, its update steps once, and the run overhead once
+  /// per run (microbatches + 1).
+  int64_t microbatches = 1;
 };
 
 /// The predicted time of one run of the program in the partitioned module

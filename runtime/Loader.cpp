@@ -309,6 +309,54 @@ SyncSpec parseSync(const JsonNode &node, Program &program,
   return sync;
 }
 
+/// "microbatches": the count (at least 2) and the accumulator buffers, each
+/// a param's, listed once. The program must allow the phases to run apart:
+/// no forward or backward step after the first update step, and only
+/// scalar outputs (their microbatch values are averaged).
+MicrobatchSpec parseMicrobatches(const JsonNode &node, const Program &program,
+                                 const std::map<int64_t, size_t> &bufferIndex) {
+  MicrobatchSpec spec;
+  spec.count = node.member("count").integerAtLeast(2);
+  for (const JsonNode &ref : node.member("accumulators").elements()) {
+    int64_t id = ref.integer();
+    auto buffer = bufferIndex.find(id);
+    std::string name = "buffer " + std::to_string(id);
+    if (buffer == bufferIndex.end())
+      ref.fail(name + " is not declared");
+    if (std::find(spec.accumulators.begin(), spec.accumulators.end(),
+                  buffer->second) != spec.accumulators.end())
+      ref.fail(name + " is listed twice");
+    bool param = false;
+    for (const Tensor &tensor : program.tensors)
+      param = param ||
+              (tensor.role == Role::Param && tensor.buffer == buffer->second);
+    if (!param)
+      ref.fail(name + " holds no param; the accumulators are the slots the "
+                      "gradients are summed in");
+    spec.accumulators.push_back(buffer->second);
+  }
+  const Step *update = nullptr;
+  for (const Step &step : program.steps) {
+    if (step.phase == Phase::Update && !update)
+      update = &step;
+    if (update && step.phase != Phase::Update)
+      node.fail("step " + std::to_string(step.index) + " (" +
+                phaseName(step.phase) + ") comes after update step " +
+                std::to_string(update->index) +
+                "; with microbatches the update steps run once after every "
+                "microbatch's forward and backward steps, so they must come "
+                "last");
+  }
+  for (const Tensor &tensor : program.tensors)
+    if (tensor.role == Role::Output &&
+        (!tensor.dims.empty() || tensor.dtype != DType::F32))
+      node.fail("output '" + tensor.name +
+                "' is not an f32 scalar; with microbatches a run reports the "
+                "mean of each output over the microbatches, so outputs must "
+                "be f32 scalars (means over the batch)");
+  return spec;
+}
+
 TrainingSpec parseTraining(const JsonNode &node, Program &program,
                            const std::map<int64_t, size_t> &bufferIndex) {
   TrainingSpec training;
@@ -331,6 +379,11 @@ TrainingSpec parseTraining(const JsonNode &node, Program &program,
   }
   if (std::optional<JsonNode> sync = node.optionalMember("sync"))
     training.sync = parseSync(*sync, program, bufferIndex);
+  if (std::optional<JsonNode> micro = node.optionalMember("microbatches")) {
+    if (training.sync)
+      micro->fail("microbatches and sync (local SGD) do not run together");
+    training.microbatches = parseMicrobatches(*micro, program, bufferIndex);
+  }
   return training;
 }
 

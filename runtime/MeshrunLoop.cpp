@@ -151,6 +151,11 @@ std::string describeTraining(const TrainingSpec &training) {
             std::to_string(sync->buffers.size()) + " buffer" +
             (sync->buffers.size() == 1 ? "" : "s") + ")";
   }
+  if (const std::optional<MicrobatchSpec> &micro = training.microbatches)
+    text += ", " + std::to_string(micro->count) +
+            " microbatches per step (gradients summed in " +
+            std::to_string(micro->accumulators.size()) + " buffer" +
+            (micro->accumulators.size() == 1 ? "" : "s") + ")";
   return text;
 }
 

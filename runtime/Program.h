@@ -416,8 +416,19 @@ struct SyncSpec {
   std::vector<Step> steps;
 };
 
+/// Gradient accumulation (meshc --microbatches): a training run is `count`
+/// runs of the forward and backward steps, each on the next microbatch of
+/// the inputs (the program's batch), then one run of the update steps; after
+/// it the `accumulators` (the gradient sums the backward steps add to) are
+/// zeroed, and every output is the mean of its microbatch values.
+struct MicrobatchSpec {
+  int64_t count = 1;
+  /// Indexes into Program::buffers, each a param's (a slot's).
+  std::vector<size_t> accumulators;
+};
+
 /// The "training" member: what the compiler says about a training program.
-/// Only `sync` changes how the program runs.
+/// Only `sync` and `microbatches` change how the program runs.
 struct TrainingSpec {
   /// Informational: the optimizer's name and hyperparameters.
   std::string optimizer;
@@ -425,6 +436,7 @@ struct TrainingSpec {
   /// The scalar output that is the training loss (empty: not named).
   std::string loss;
   std::optional<SyncSpec> sync;
+  std::optional<MicrobatchSpec> microbatches;
 };
 
 /// A loaded .mprog.

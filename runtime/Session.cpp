@@ -161,6 +161,9 @@ Session::Session(const Program &program, const SessionOptions &options)
     if (step.phase == Phase::Forward)
       evalSteps.push_back(&step);
   }
+  for (const Step &step : program.steps)
+    (step.phase == Phase::Update ? updateSteps : microbatchSteps)
+        .push_back(&step);
   trainSyncSteps = trainSteps;
   if (program.training && program.training->sync)
     for (const Step &step : program.training->sync->steps)
@@ -331,6 +334,9 @@ double Session::runStep(RunMode mode) {
     uint64_t first = feed.rows ? runCount * feed.tensor->dims[0].size : 0;
     writeFeed(feed, [&](int64_t row) { return order->row(first + row); });
   }
+  if (mode == RunMode::Train && program.training &&
+      program.training->microbatches)
+    return runMicrobatches(*program.training->microbatches);
   RunContext context{seedValue, runCount, mode == RunMode::Eval};
   if (mode == RunMode::Eval)
     return runSteps(evalSteps, context);
@@ -340,6 +346,49 @@ double Session::runStep(RunMode mode) {
                              : nullptr;
   bool syncing = sync && runCount % static_cast<uint64_t>(sync->every) == 0;
   return runSteps(syncing ? trainSyncSteps : trainSteps, context);
+}
+
+double Session::runMicrobatches(const MicrobatchSpec &micro) {
+  auto count = static_cast<uint64_t>(micro.count);
+  std::vector<const Tensor *> outputs;
+  for (const Tensor &tensor : program.tensors)
+    if (tensor.role == Role::Output)
+      outputs.push_back(&tensor);
+  std::vector<double> sums(outputs.size(), 0.0);
+  double seconds = 0;
+  for (uint64_t k = 0; k < count; ++k) {
+    // Microbatch k of training run s is run s*count + k of the program:
+    // its examples, dropout masks and trace.
+    uint64_t run = runCount * count + k;
+    for (InputFeed &feed : inputs) {
+      uint64_t first = feed.rows ? run * feed.tensor->dims[0].size : 0;
+      writeFeed(feed, [&](int64_t row) { return order->row(first + row); });
+    }
+    seconds += runSteps(microbatchSteps, {seedValue, run, false});
+    // Outputs are replicated scalars (the loader checks): every device
+    // holds the value, so each process reads its own.
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      float value = 0;
+      readBlock(*outputs[o], 0, &value);
+      sums[o] += value;
+    }
+  }
+  seconds +=
+      runSteps(updateSteps, {seedValue, runCount * count + count - 1, false});
+  ++runCount;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const Program &own = program.on(localIds[d]);
+    for (size_t buffer : micro.accumulators) {
+      const Buffer &zeroed = own.buffers[buffer];
+      std::vector<char> zeros(static_cast<size_t>(zeroed.bytes), 0);
+      devices[d]->write(zeroed.offset, zeros.data(), zeroed.bytes);
+    }
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      auto mean = static_cast<float>(sums[o] / static_cast<double>(count));
+      writeBlock(*outputs[o], d, &mean);
+    }
+  }
+  return seconds;
 }
 
 double Session::runEvalBatch(int64_t batchIndex) {

@@ -128,9 +128,18 @@ public:
   uint64_t trainingRuns() const { return runCount; }
   /// The number of examples of the training datasets (0 without one).
   int64_t datasetExamples() const { return trainExamples; }
-  /// The examples of one run: the first dim of the first dataset input, else
-  /// of the first input (0 without inputs of rank >= 1).
-  int64_t batchSize() const { return batch; }
+  /// The examples of one training run: the first dim of the first dataset
+  /// input, else of the first input (0 without inputs of rank >= 1), times
+  /// the microbatches.
+  int64_t batchSize() const { return batch * microbatches(); }
+  /// The microbatches of a training run (1 without gradient accumulation):
+  /// each is one run of the program's forward and backward steps on
+  /// batchSize() / microbatches() examples.
+  int64_t microbatches() const {
+    return program.training && program.training->microbatches
+               ? program.training->microbatches->count
+               : 1;
+  }
   /// The tokens of one example when the batch's input (as for batchSize) is
   /// i32 token ids of rank >= 2 ([batch, seq]: seq); 0 otherwise.
   int64_t tokensPerExample() const { return tokens; }
@@ -192,6 +201,8 @@ private:
   /// Writes `feed`'s blocks for a batch whose global row g is file row
   /// rowOf(g) (ignored for fixed feeds).
   template <typename RowOf> void writeFeed(InputFeed &feed, RowOf rowOf);
+  /// A training run of a program with microbatches (MicrobatchSpec).
+  double runMicrobatches(const MicrobatchSpec &micro);
   /// Runs `steps` on every device with `context`; returns the wall time.
   double runSteps(const std::vector<const Step *> &steps,
                   const RunContext &context);
@@ -229,6 +240,8 @@ private:
   /// The steps of a training run, with and without the sync steps, and of
   /// an eval run.
   std::vector<const Step *> trainSteps, trainSyncSteps, evalSteps;
+  /// With microbatches: the forward and backward steps, and the update ones.
+  std::vector<const Step *> microbatchSteps, updateSteps;
   /// Set when tracing.
   std::unique_ptr<TraceRecorder> tracer;
 };

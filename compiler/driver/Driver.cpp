@@ -158,6 +158,16 @@ struct Options {
                             "activations and GEMM inputs in bf16; parameters, "
                             "optimizer state, statistics and the loss in f32")),
       cl::cat(category)};
+  cl::opt<int64_t> microbatches{
+      "microbatches",
+      cl::desc("accumulate gradients over this many microbatches per training "
+               "step: the model is built for one, its batch dim cut this many "
+               "times smaller (docs/training.md#microbatches---microbatches)"),
+      cl::init(1), cl::cat(category)};
+  cl::opt<std::string> microbatchDim{
+      "microbatch-dim",
+      cl::desc("the dim --microbatches cuts (default: batch)"),
+      cl::init("batch"), cl::value_desc("dim"), cl::cat(category)};
   cl::opt<bool> shardOptimizer{
       "shard-optimizer",
       cl::desc("split optimizer state and each parameter's update over the "
@@ -516,8 +526,36 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     machine = *loaded;
   }
 
+  if (options.microbatches < 1) {
+    llvm::errs() << "meshc: error: --microbatches must be at least 1, got "
+                 << options.microbatches << "\n";
+    return failure();
+  }
+  if (options.microbatchDim.getNumOccurrences() && options.microbatches == 1) {
+    llvm::errs() << "meshc: error: --microbatch-dim names the dim "
+                    "--microbatches cuts; give --microbatches too\n";
+    return failure();
+  }
+  if (options.microbatches > 1) {
+    if (StringRef(options.input).ends_with(".mlir")) {
+      llvm::errs() << "meshc: error: --microbatches cuts a .mtf model's batch "
+                      "dim as it is read; IR input carries its own "
+                      "mtf.microbatches\n";
+      return failure();
+    }
+    if (!options.reference.empty()) {
+      llvm::errs() << "meshc: error: --reference runs one step of the global "
+                      "program, which --microbatches splits into runs of the "
+                      "phases; compile without --microbatches for the "
+                      "reference (the result is the same step)\n";
+      return failure();
+    }
+  }
+
   std::vector<frontend::RepeatSite> repeats;
   frontend::ImportOptions importOptions;
+  importOptions.microbatches = options.microbatches;
+  importOptions.microbatchDim = options.microbatchDim;
   importOptions.repeats = &repeats;
   importOptions.loops = options.repeat == RepeatKind::Loop;
   // Loops do not take unequal blocks yet: under device weights the default
@@ -585,6 +623,12 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   // Training: the backward pass and the optimizer update become ordinary
   // ops of the global program, before any layout is applied.
   bool trains = needsAutodiff(options, *module);
+  if (options.microbatches > 1 && !trains) {
+    llvm::errs() << "meshc: error: --microbatches " << options.microbatches
+                 << " accumulates gradients over microbatches, but the model "
+                    "has no train statement\n";
+    return failure();
+  }
   if (trains) {
     MtfAutodiffOptions autodiffOptions;
     autodiffOptions.outputGrads = options.outputGrads;
@@ -626,8 +670,11 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
         ScopedDiagnosticHandler quiet(&context, [](Diagnostic &diag) {
           return success(diag.getSeverity() != DiagnosticSeverity::Error);
         });
+        frontend::ImportOptions withCounts = counts;
+        withCounts.microbatches = importOptions.microbatches;
+        withCounts.microbatchDim = importOptions.microbatchDim;
         OwningOpRef<ModuleOp> copy =
-            frontend::importMtf(sourceMgr, context, counts);
+            frontend::importMtf(sourceMgr, context, withCounts);
         if (copy &&
             (needsAutodiff(options, *copy) ||
              options.precision == PrecisionKind::BF16) &&
@@ -678,6 +725,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     OpPassManager &partitionPipeline = pm;
     partitionPipeline.clear();
     partitionPipeline.addPass(createMtfPartition());
+    if (accumulatesGradients(*module))
+      partitionPipeline.addPass(createMtfDeferAccumulatedReductions());
     if (!options.noFuse)
       partitionPipeline.addPass(createMtfFuse());
     if (bucketBytes > 0)

@@ -209,7 +209,12 @@ void explainCollectives(const ProgramCost &cost, const layout::Mesh &mesh,
   if (slices)
     os << ", " << slices << " of them local slices without communication";
   if (runs != static_cast<int64_t>(listed))
-    os << ", " << listed << " listed: a loop's once, ×its iterations";
+    os << ", " << listed << " listed: "
+       << (cost.microbatches > 1
+               ? "a forward or backward one once, ×" +
+                     std::to_string(cost.microbatches) +
+                     " microbatches, a loop's ×its iterations too"
+               : std::string("a loop's once, ×its iterations"));
   if (entries.size() != listed)
     os << "; identical ones grouped into " << entries.size()
        << " lines, --explain-all lists each";
@@ -246,6 +251,10 @@ void explainCollectives(const ProgramCost &cost, const layout::Mesh &mesh,
      << " steps, communication " << cost::formatSeconds(p.communication)
      << " in " << p.collectives << " collectives, run overhead "
      << cost::formatSeconds(p.overhead) << ") on " << machine.name << "\n";
+  if (cost.microbatches > 1)
+    os << "  with " << cost.microbatches
+       << " microbatches: the forward and backward steps run once per "
+          "microbatch, the update once\n";
 }
 
 /// Every mtf.fused step of the partitioned program: its phase, iteration

@@ -24,11 +24,22 @@ LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
   layoutOptions.uneven = options.uneven;
   pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));
   pm.addPass(createMtfPartition());
+  if (accumulatesGradients(module))
+    pm.addPass(createMtfDeferAccumulatedReductions());
   if (options.fuse)
     pm.addPass(createMtfFuse());
   if (options.bucketBytes > 0)
     pm.addPass(createMtfCombineCollectives({options.bucketBytes}));
   return pm.run(module);
+}
+
+bool accumulatesGradients(ModuleOp module) {
+  for (auto program : module.getOps<mtf::ProgramOp>())
+    if (auto training = program->getAttrOfType<DictionaryAttr>(
+            mtf::MtfDialect::kTrainingAttrName))
+      if (training.get("accumulators"))
+        return true;
+  return false;
 }
 
 bool needsRemat(ModuleOp module, Remat remat) {

@@ -52,6 +52,11 @@ mlir::LogicalResult layoutAndPartition(mlir::ModuleOp module,
                                        const layout::LayoutRules &rules,
                                        const PartitionOptions &options = {});
 
+/// Whether a program of `module` accumulates gradients over microbatches
+/// (its mtf.training lists accumulators): then mtf-partition is followed by
+/// mtf-defer-accumulated-reductions.
+bool accumulatesGradients(mlir::ModuleOp module);
+
 /// Whether mtf-remat has anything to do in `module` under `remat`: with
 /// `Marked`, only when some op carries a checkpoint tag (so the pass, and
 /// its IR dump, appear only where the model asked for them).

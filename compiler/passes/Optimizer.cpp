@@ -30,8 +30,6 @@ double hyperparam(mtf::TrainOp train, StringRef name, double fallback) {
   return fallback;
 }
 
-namespace {
-
 /// A zero-initialised slot named `name` with `type`, defined before `before`.
 Value makeSlot(OpBuilder &builder, Operation *before, StringRef name, Type type,
                Location loc) {
@@ -47,6 +45,8 @@ Value makeSlot(OpBuilder &builder, Operation *before, StringRef name, Type type,
 void assign(OpEmitter &emit, StringRef name, Value value) {
   emit.tag(mtf::AssignOp::create(emit.builder(), emit.getLoc(), name, value));
 }
+
+namespace {
 
 /// base^(exponent) for a scalar tensor exponent and 0 <= base < 1.
 Value power(OpEmitter &emit, double base, Value exponent) {

@@ -28,6 +28,14 @@ void emitOptimizer(mlir::mtf::TrainOp train,
                    const llvm::MapVector<mlir::Operation *, mlir::Value> &grads,
                    OpEmitter &emit);
 
+/// A zero-initialised slot (mtf.param ... slot) named `name` of `type`,
+/// created before `before`.
+mlir::Value makeSlot(mlir::OpBuilder &builder, mlir::Operation *before,
+                     llvm::StringRef name, mlir::Type type, mlir::Location loc);
+
+/// `mtf.assign name value`, tagged with `emit`'s phase.
+void assign(OpEmitter &emit, llvm::StringRef name, mlir::Value value);
+
 /// The hyper-parameter `name` of `train`, or `fallback`.
 double hyperparam(mlir::mtf::TrainOp train, llvm::StringRef name,
                   double fallback);

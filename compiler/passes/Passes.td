@@ -75,8 +75,13 @@ def MtfAutodiff : Pass<"mtf-autodiff", "::mlir::mtf::ProgramOp"> {
     `mtf.phase = "update"`: learning-rate schedule, clipping by global norm,
     SGD, momentum, Adam or AdamW, with optimizer state in `slot` parameters
     and `mtf.assign` for every new value. With `sync_every` (local SGD) each
-    gradient goes through `mtf.local_grad`. The program gets an
-    `mtf.training` attribute (optimizer, hyper-parameters, loss output).
+    gradient goes through `mtf.local_grad`. On a program marked
+    `mtf.microbatches` (meshc --microbatches) each gradient is added into
+    an accumulator slot NAME/grad_sum in the backward phase and the update
+    reads the sum scaled by 1/count; a forward pass that mixes examples is
+    refused. The program gets an `mtf.training` attribute (optimizer,
+    hyper-parameters, loss output; with microbatches their count and the
+    accumulators).
     Programs without `mtf.train` are left alone.
   }];
   let options = [

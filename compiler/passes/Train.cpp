@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/passes/Autodiff.h"
+#include "compiler/passes/Microbatches.h"
 #include "compiler/passes/Optimizer.h"
 #include "compiler/passes/Passes.h"
 
@@ -28,7 +29,14 @@ struct MtfAutodiffPass : public meshc::impl::MtfAutodiffBase<MtfAutodiffPass> {
     for (Operation &op : program.getBodyBlock())
       if (auto t = llvm::dyn_cast<mtf::TrainOp>(op))
         train = t;
+    meshc::MicrobatchSpec microbatches = meshc::microbatchesOf(program);
     if (!train) {
+      if (microbatches.count > 1) {
+        program.emitError() << "--microbatches " << microbatches.count
+                            << " accumulates gradients over microbatches, "
+                               "but the model has no train statement";
+        return signalPassFailure();
+      }
       if (outputGrads) {
         program.emitError() << "gradients were asked for (output-grads) but "
                                "the program has no train statement";
@@ -51,6 +59,21 @@ struct MtfAutodiffPass : public meshc::impl::MtfAutodiffBase<MtfAutodiffPass> {
       }
     }
 
+    bool localSgd = train.getHyperparams().get("sync_every") != nullptr;
+    if (microbatches.count > 1) {
+      if (outputGrads || localSgd) {
+        train.emitError() << "--microbatches does not go with "
+                          << (outputGrads ? "--output-grads (a gradient "
+                                            "output would be one "
+                                            "microbatch's)"
+                                          : "local SGD (sync_every)")
+                          << " yet";
+        return signalPassFailure();
+      }
+      if (failed(meshc::checkMicrobatchable(program, train, microbatches)))
+        return signalPassFailure();
+    }
+
     Block &block = program.getBodyBlock();
     meshc::OpEmitter backward(block, "backward");
     FailureOr<llvm::MapVector<Operation *, Value>> grads =
@@ -67,7 +90,6 @@ struct MtfAutodiffPass : public meshc::impl::MtfAutodiffBase<MtfAutodiffPass> {
                                            g));
       }
     }
-    bool localSgd = train.getHyperparams().get("sync_every") != nullptr;
     if (localSgd)
       for (auto &[op, g] : *grads) {
         backward.setLoc(op->getLoc());
@@ -75,12 +97,25 @@ struct MtfAutodiffPass : public meshc::impl::MtfAutodiffBase<MtfAutodiffPass> {
       }
 
     meshc::OpEmitter update(block, "update");
+    std::vector<std::string> accumulators;
+    if (microbatches.count > 1)
+      accumulators =
+          meshc::accumulateGradients(*grads, microbatches, backward, update);
     meshc::emitOptimizer(train, *grads, update);
 
     Builder builder(&getContext());
     SmallVector<NamedAttribute> info{
         builder.getNamedAttr("optimizer", train.getOptimizerAttr()),
         builder.getNamedAttr("hyperparams", train.getHyperparamsAttr())};
+    if (microbatches.count > 1) {
+      SmallVector<Attribute> names;
+      for (const std::string &name : accumulators)
+        names.push_back(builder.getStringAttr(name));
+      info.push_back(builder.getNamedAttr(
+          "microbatches", builder.getI64IntegerAttr(microbatches.count)));
+      info.push_back(
+          builder.getNamedAttr("accumulators", builder.getArrayAttr(names)));
+    }
     for (Operation *user : train.getLoss().getUsers())
       if (auto output = llvm::dyn_cast<mtf::OutputOp>(user)) {
         info.push_back(builder.getNamedAttr("loss", output.getNameAttr()));

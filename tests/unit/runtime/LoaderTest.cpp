@@ -736,4 +736,75 @@ TEST(LoaderTest, TrainingErrors) {
             "p.mprog: training.sync: missing member \"every\"");
 }
 
+/// trainingProgram() with microbatches instead of sync: the einsum a
+/// backward step, the all_gather an update step, the output hg dropped.
+json microbatchProgram() {
+  json program = trainingProgram();
+  program["training"].erase("sync");
+  program["training"]["microbatches"] = {{"count", 4}, {"accumulators", {1}}};
+  program["steps"][0]["phase"] = "backward";
+  program["steps"][1]["phase"] = "update";
+  program["tensors"].erase(2);
+  return program;
+}
+
+TEST(LoaderTest, MicrobatchesLoad) {
+  Program program = parseProgram(microbatchProgram().dump(), "p.mprog");
+  ASSERT_TRUE(program.training && program.training->microbatches);
+  EXPECT_EQ(program.training->microbatches->count, 4);
+  EXPECT_EQ(program.training->microbatches->accumulators,
+            (std::vector<size_t>{1}));
+}
+
+TEST(LoaderTest, MicrobatchErrors) {
+  auto error = [](auto edit) {
+    json program = microbatchProgram();
+    edit(program["training"]["microbatches"], program);
+    return errorOf(program.dump());
+  };
+  EXPECT_EQ(error([](json &m, json &) { m["count"] = 1; }),
+            "p.mprog: training.microbatches.count: expected an integer >= 2, "
+            "got 1");
+  EXPECT_EQ(error([](json &m, json &) { m["accumulators"] = {7}; }),
+            "p.mprog: training.microbatches.accumulators[0]: buffer 7 is not "
+            "declared");
+  EXPECT_EQ(error([](json &m, json &) {
+              m["accumulators"] = {1, 1};
+            }),
+            "p.mprog: training.microbatches.accumulators[1]: buffer 1 is "
+            "listed twice");
+  EXPECT_EQ(error([](json &m, json &) { m["accumulators"] = {0}; }),
+            "p.mprog: training.microbatches.accumulators[0]: buffer 0 holds "
+            "no param; the accumulators are the slots the gradients are "
+            "summed in");
+  EXPECT_EQ(error([](json &, json &p) {
+              p["steps"][0]["phase"] = "update";
+              p["steps"][1]["phase"] = "backward";
+            }),
+            "p.mprog: training.microbatches: step 1 (backward) comes after "
+            "update step 0; with microbatches the update steps run once "
+            "after every microbatch's forward and backward steps, so they "
+            "must come last");
+  EXPECT_EQ(error([](json &, json &p) {
+              p["tensors"].push_back(
+                  {{"role", "output"},
+                   {"name", "hg"},
+                   {"buffer", 3},
+                   {"dtype", "f32"},
+                   {"dims",
+                    {{{"name", "batch"}, {"size", 4}, {"axes", {"b"}}},
+                     {{"name", "hidden"}, {"size", 4}}}}});
+            }),
+            "p.mprog: training.microbatches: output 'hg' is not an f32 "
+            "scalar; with microbatches a run reports the mean of each output "
+            "over the microbatches, so outputs must be f32 scalars (means "
+            "over the batch)");
+  EXPECT_EQ(error([](json &, json &p) {
+              p["training"]["sync"] = {
+                  {"every", 4}, {"axes", {"b"}}, {"buffers", {1}}};
+            }),
+            "p.mprog: training.microbatches: microbatches and sync (local "
+            "SGD) do not run together");
+}
+
 } // namespace
