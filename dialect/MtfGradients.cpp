@@ -122,6 +122,10 @@ LogicalResult CombinedReduceScatterOp::buildGradients(OpEmitter &, Value,
                                                       GradientSink &) {
   return noGradient(*this);
 }
+LogicalResult CollectivePermuteOp::buildGradients(OpEmitter &, Value,
+                                                  GradientSink &) {
+  return noGradient(*this);
+}
 LogicalResult GeluGradOp::buildGradients(OpEmitter &, Value, GradientSink &) {
   return noGradient(*this);
 }

@@ -540,6 +540,28 @@ LogicalResult RangeOp::verify() {
   return success();
 }
 
+/// Contract: pairs of non-negative ranks; no member is the source, or the
+/// target, of two pairs.
+LogicalResult CollectivePermuteOp::verify() {
+  ArrayRef<int64_t> pairs = getPairs();
+  if (pairs.empty() || pairs.size() % 2 != 0)
+    return emitOpError() << "pairs must be a non-empty list of [source, "
+                            "target] ranks, flattened; got "
+                         << pairs.size() << " numbers";
+  llvm::SmallDenseSet<int64_t> sources, targets;
+  for (size_t i = 0; i < pairs.size(); i += 2) {
+    if (pairs[i] < 0 || pairs[i + 1] < 0)
+      return emitOpError() << "pair " << i / 2 << " has a negative rank";
+    if (!sources.insert(pairs[i]).second)
+      return emitOpError() << "member " << pairs[i]
+                           << " is the source of two pairs";
+    if (!targets.insert(pairs[i + 1]).second)
+      return emitOpError() << "member " << pairs[i + 1]
+                           << " is the target of two pairs";
+  }
+  return success();
+}
+
 /// Contract: the result is the operand with `from` replaced in place by `to`
 /// (which the operand lacks, unless it is `from`), same element type.
 LogicalResult WindowOp::verify() {

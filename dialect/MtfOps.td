@@ -377,6 +377,42 @@ def Mtf_CombinedAllReduceOp : Mtf_Op<"combined_all_reduce", [Mtf_NoPrecisionRule
   }];
 }
 
+def Mtf_CollectivePermuteOp : Mtf_Op<"collective_permute", [Mtf_NoPrecisionRule,
+    DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure,
+    SameOperandsAndResultType]> {
+  let summary = "each member of a device group sends its block to another";
+  let description = [{
+    Within each group of `grid_axes` (members ranked by their shard index
+    over those axes, as every collective's), for each pair `[source,
+    target]` of `pairs` (flattened: source, target, source, target, ...)
+    the target's result is the source's input; a member no pair targets
+    gets zeros. Each member is the source of at most one pair and the
+    target of at most one. mtf-partition makes it for a `shift` along a
+    split dimension: the halo each block needs from its neighbour
+    (docs/spmd.md#shifts-along-a-split-dimension).
+
+    ```mlir
+    %h = mtf.collective_permute %x on @mesh grid_axes = [0]
+        pairs = [1, 0, 2, 1, 3, 2] : tensor<2x1x6xf32> -> tensor<2x1x6xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$grid,
+                       DenseI16ArrayAttr:$grid_axes,
+                       DenseI64ArrayAttr:$pairs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `pairs` `=` $pairs
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("belongs to local programs only");
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

@@ -215,6 +215,26 @@ LogicalResult CombinedReduceScatterOp::writeSteps(StepWriter &writer) {
   return success();
 }
 
+/// A fill with zeros (for the members no pair targets), then the
+/// collective_permute.
+std::optional<OpKind> CollectivePermuteOp::getStepKind() {
+  return OpKind::CollectivePermute;
+}
+LogicalResult CollectivePermuteOp::writeSteps(StepWriter &writer) {
+  int64_t out = writer.buffer(getResult());
+  writer.push(OpKind::Fill, json::Object{{"out", out}, {"value", 0.0}});
+  json::Array pairs;
+  ArrayRef<int64_t> flat = getPairs();
+  for (size_t i = 0; i + 1 < flat.size(); i += 2)
+    pairs.push_back(json::Array{flat[i], flat[i + 1]});
+  writer.push(OpKind::CollectivePermute,
+              json::Object{{"in", writer.buffer(getInput())},
+                           {"out", out},
+                           {"axes", writer.axisNames(getGridAxes())},
+                           {"pairs", std::move(pairs)}});
+  return success();
+}
+
 std::optional<OpKind> ConstrainOp::getStepKind() { return std::nullopt; }
 LogicalResult ConstrainOp::writeSteps(StepWriter &) {
   return notInLocalProgram(*this, "mtf-partition resolves constraints");

@@ -116,6 +116,9 @@ LogicalResult Partitioner::partition(Operation &op) {
     return op.emitOpError()
            << "has no partitioning rule (mtf-partition partitions only ops "
               "that implement the mtf PartitionRuleOpInterface)";
+  if (auto window = llvm::dyn_cast<mtf::WindowOp>(op))
+    if (partitionShift(window))
+      return success();
   mtf::PartitionRule rule = ruled.getPartitionRule();
   switch (rule.kind) {
   case mtf::PartitionKind::Dims:

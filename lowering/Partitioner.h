@@ -59,6 +59,10 @@ private:
   mlir::LogicalResult partitionAssign(mlir::Operation &op,
                                       const mlir::mtf::PartitionRule &rule);
   mlir::LogicalResult partitionLocalGrad(mlir::Operation &op);
+  /// A shift along a dimension split into equal blocks of at least its
+  /// offset: a halo exchange (PartitionShift.cpp). False, emitting nothing,
+  /// for any other window.
+  bool partitionShift(mlir::mtf::WindowOp op);
   /// A loop: one local loop whose body is the global body partitioned.
   mlir::LogicalResult partitionLoop(mlir::mtf::LoopOp loop);
   /// Whether some input's first (example) dim is cut into unequal blocks.

@@ -112,6 +112,8 @@ layout::CollectiveKind collectiveKindOf(runtime::OpKind kind) {
     return layout::CollectiveKind::ReduceScatter;
   case runtime::OpKind::AllToAll:
     return layout::CollectiveKind::AllToAll;
+  case runtime::OpKind::CollectivePermute:
+    return layout::CollectiveKind::Permute;
   default:
     return layout::CollectiveKind::Slice;
   }

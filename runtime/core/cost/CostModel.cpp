@@ -43,6 +43,8 @@ const Link &linkOf(const MachineProfile &machine, const layout::Mesh &mesh,
 int64_t ringSteps(layout::CollectiveKind kind, int64_t group) {
   if (group <= 1 || kind == layout::CollectiveKind::Slice)
     return 0;
+  if (kind == layout::CollectiveKind::Permute)
+    return 1;
   return kind == layout::CollectiveKind::AllReduce ? 2 * (group - 1)
                                                    : group - 1;
 }

@@ -51,7 +51,8 @@ const Link &linkOf(const MachineProfile &machine, const layout::Mesh &mesh,
                    const std::vector<size_t> &axes);
 
 /// The ring steps of a collective over `group` devices: 2(g-1) for an
-/// all-reduce, g-1 for the others, 0 for a slice or a group of one.
+/// all-reduce, 1 for a permute, g-1 for the others, 0 for a slice or a
+/// group of one.
 int64_t ringSteps(layout::CollectiveKind kind, int64_t group);
 
 /// Seconds a collective of `kind` takes on `link` whose local buffer holds

@@ -122,6 +122,8 @@ int64_t collectiveBytesPerDevice(CollectiveKind kind, int64_t bytes,
     return (group - 1) * bytes / group;
   case CollectiveKind::Slice:
     return 0;
+  case CollectiveKind::Permute:
+    return bytes;
   }
   return 0;
 }

@@ -59,12 +59,15 @@ enum class CollectiveKind {
   AllGather,
   ReduceScatter,
   AllToAll,
-  Slice
+  Slice,
+  /// collective_permute: each member sends its block to at most one other.
+  Permute
 };
 
 /// Bytes each device receives in a bandwidth-optimal (ring) implementation:
 /// all-reduce 2(g-1)/g·B, all-gather (g-1)/g·B_out, reduce-scatter
-/// (g-1)/g·B_in, all-to-all (g-1)/g·B, slice 0; `bytes` is the local
+/// (g-1)/g·B_in, all-to-all (g-1)/g·B, slice 0, permute B (one block
+/// received); `bytes` is the local
 /// buffer size named there and `group` the group size g.
 int64_t collectiveBytesPerDevice(CollectiveKind kind, int64_t bytes,
                                  int64_t group);

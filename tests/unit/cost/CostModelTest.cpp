@@ -65,6 +65,11 @@ TEST(CostModelTest, CollectivesCostRingStepsAndReceivedBytes) {
   EXPECT_DOUBLE_EQ(collectiveSeconds(CollectiveKind::AllToAll, 800, 8, link),
                    7 * 2e-6 + 700 / 1e9);
   EXPECT_EQ(collectiveSeconds(CollectiveKind::AllReduce, 1 << 20, 1, link), 0);
+  // A collective-permute (a shift's halo) receives one block in one step.
+  EXPECT_EQ(ringSteps(CollectiveKind::Permute, 8), 1);
+  EXPECT_DOUBLE_EQ(collectiveSeconds(CollectiveKind::Permute, 4096, 8, link),
+                   2e-6 + 4096 / 1e9);
+  EXPECT_EQ(collectiveSeconds(CollectiveKind::Permute, 4096, 1, link), 0);
 }
 
 TEST(CostModelTest, AGroupInsideOneNodeTakesTheNodesLink) {
