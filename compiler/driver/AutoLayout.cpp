@@ -255,6 +255,21 @@ void printTable(const std::vector<const Candidate *> &best,
 
 } // namespace
 
+/// The hint when no layout fits: with microbatches too when `model` trains
+/// on whole batches.
+std::string memoryHint(const SearchModel &model) {
+  std::string hint = "hint: raise --memory-limit, or give a mesh with more "
+                     "devices";
+  ModuleOp full = model.full;
+  for (auto program : full.getOps<mtf::ProgramOp>())
+    if (auto training = program->getAttrOfType<DictionaryAttr>(
+            mtf::MtfDialect::kTrainingAttrName);
+        training && !training.get("microbatches"))
+      return hint + ", or hold one microbatch's activations at a time "
+                    "(--microbatches)\n";
+  return hint + "\n";
+}
+
 FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
                                             const layout::Mesh &mesh,
                                             const cost::MachineProfile &machine,
@@ -391,8 +406,7 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
                                   : "plan is ")
                  << formatBytes(smallest->memory) << " ("
                  << displayed(smallest->text) << ")\n"
-                 << "hint: raise --memory-limit, or give a mesh with more "
-                    "devices\n";
+                 << memoryHint(model);
     return failure();
   }
   printTable({fitting.begin(),
@@ -443,8 +457,7 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
       if (smallestFull >= 0)
         llvm::errs() << "; the smallest is " << formatBytes(smallestFull)
                      << " (" << displayed(smallestFullText) << ")";
-      llvm::errs() << "\nhint: raise --memory-limit, or give a mesh with more "
-                      "devices\n";
+      llvm::errs() << "\n" << memoryHint(model);
       return failure();
     }
   }
