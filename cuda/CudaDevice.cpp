@@ -49,6 +49,16 @@ CudaDevice::CudaDevice(const Program &program, int64_t deviceId, int gpu,
   }
   if (lastForward)
     runEnds.push_back(program.lastRun(*lastForward).index);
+  // With microbatches a run of the forward and backward steps ends at the
+  // last of them.
+  if (program.training && program.training->microbatches) {
+    const Step *lastBackward = nullptr;
+    for (const Step &step : program.steps)
+      if (step.phase != Phase::Update)
+        lastBackward = &step;
+    if (lastBackward)
+      runEnds.push_back(program.lastRun(*lastBackward).index);
+  }
   if (!program.steps.empty())
     runEnds.push_back(program.lastRun(program.steps.back()).index);
   if (program.training && program.training->sync &&

@@ -6,9 +6,11 @@
 // a halo exchange, one collective_permute of |k| slices, where gathering the
 // dimension would move every block to every device.
 //
-//   k > 0 (result[j] = x[j + k]): each block's first k elements go to the
-//   previous member; the last member's halo is zeros.
-//   k < 0: each block's last |k| elements go to the next member; the first
+// With the window's offset o (result[j] = x[j + o]; shift(x, d, k) is
+// o = -k):
+//   o > 0: each block's first o elements go to the previous member; the
+//   last member's halo is zeros.
+//   o < 0: each block's last |o| elements go to the next member; the first
 //   member's halo is zeros.
 //
 //===----------------------------------------------------------------------===//

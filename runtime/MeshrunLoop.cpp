@@ -114,9 +114,8 @@ void dumpParams(const std::string &dir, const Program &program,
                          "': " + error.message());
   }
   FileSet files;
-  for (const Tensor &tensor : program.tensors) {
-    if (tensor.role != Role::Param)
-      continue;
+  for (const Tensor *param : paramsOf(program)) {
+    const Tensor &tensor = *param;
     HostTensor value = session.gather(tensor);
     if (write)
       files.add(

@@ -6,6 +6,8 @@
 
 #include "runtime/Program.h"
 
+#include <algorithm>
+
 namespace meshc::runtime {
 
 int64_t dtypeBytes(DType dtype) {
@@ -192,10 +194,19 @@ int64_t product(const std::vector<int64_t> &shape) {
   return count;
 }
 
+bool isAccumulator(const Program &program, const Tensor &tensor) {
+  if (tensor.role != Role::Param || !program.training ||
+      !program.training->microbatches)
+    return false;
+  const std::vector<size_t> &sums =
+      program.training->microbatches->accumulators;
+  return std::find(sums.begin(), sums.end(), tensor.buffer) != sums.end();
+}
+
 std::vector<const Tensor *> paramsOf(const Program &program) {
   std::vector<const Tensor *> params;
   for (const Tensor &tensor : program.tensors)
-    if (tensor.role == Role::Param)
+    if (tensor.role == Role::Param && !isAccumulator(program, tensor))
       params.push_back(&tensor);
   return params;
 }

@@ -504,7 +504,14 @@ struct Program {
   std::vector<std::vector<int64_t>> blockOffsets(int64_t deviceId) const;
 };
 
-/// The params of `program` (optimizer slots included), in file order.
+/// Whether param `tensor` is a gradient accumulator of `program`'s
+/// training.microbatches: zero between training runs, so it is not dumped,
+/// checkpointed or read by --init-params, and a program with microbatches
+/// restores a checkpoint of one without (and the other way round).
+bool isAccumulator(const Program &program, const Tensor &tensor);
+
+/// The params of `program` (optimizer slots included, gradient
+/// accumulators not), in file order.
 std::vector<const Tensor *> paramsOf(const Program &program);
 
 } // namespace meshc::runtime

@@ -112,7 +112,14 @@ Session::Session(const Program &program, const SessionOptions &options)
   checkInputNames(program, options.inputFiles, "--input");
   checkInputNames(program, options.evalInputFiles, "--eval-input");
   for (const Tensor &tensor : program.tensors) {
-    if (tensor.role == Role::Param) {
+    if (isAccumulator(program, tensor)) {
+      // Zero, whatever --init-params holds.
+      for (size_t d = 0; d < localIds.size(); ++d) {
+        std::vector<char> zeros(
+            size_t(product(tensor.blockShape(program.mesh, localIds[d])) * 4));
+        writeBlock(tensor, d, zeros.data());
+      }
+    } else if (tensor.role == Role::Param) {
       initializeParam(tensor, options.initParamsDir);
     } else if (tensor.role == Role::Input) {
       auto file = options.inputFiles.find(tensor.name);
@@ -329,14 +336,14 @@ void Session::writeFeed(InputFeed &feed, RowOf rowOf) {
 }
 
 double Session::runStep(RunMode mode) {
+  if (mode == RunMode::Train && program.training &&
+      program.training->microbatches)
+    return runMicrobatches(*program.training->microbatches);
   for (InputFeed &feed : inputs) {
     // Run s reads global examples s*B .. s*B+B-1 (only datasets use them).
     uint64_t first = feed.rows ? runCount * feed.tensor->dims[0].size : 0;
     writeFeed(feed, [&](int64_t row) { return order->row(first + row); });
   }
-  if (mode == RunMode::Train && program.training &&
-      program.training->microbatches)
-    return runMicrobatches(*program.training->microbatches);
   RunContext context{seedValue, runCount, mode == RunMode::Eval};
   if (mode == RunMode::Eval)
     return runSteps(evalSteps, context);

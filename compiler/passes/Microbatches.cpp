@@ -67,7 +67,7 @@ LogicalResult checkMicrobatchable(mtf::ProgramOp program, mtf::TrainOp train,
     if (op == program.getOperation() ||
         llvm::isa<mtf::OutputOp, mtf::TrainOp, mtf::YieldOp, mtf::LoopOp>(op))
       return WalkResult::advance();
-    for (StringRef name : {"dim", "from"})
+    for (StringRef name : {"dim", "from", "to"})
       if (auto attr = op->getAttrOfType<StringAttr>(name);
           attr && attr.getValue() == dim) {
         mixes(op) << ": it works along '" << dim << "'";
@@ -81,6 +81,19 @@ LogicalResult checkMicrobatchable(mtf::ProgramOp program, mtf::TrainOp train,
     }
     bool reads = llvm::any_of(op->getOperandTypes(),
                               [&](Type type) { return hasDim(type, dim); });
+    bool makes = llvm::any_of(op->getResultTypes(),
+                              [&](Type type) { return hasDim(type, dim); });
+    // Only inputs bring examples in; a constant is the same everywhere and
+    // a dropout mask is drawn per microbatch (docs).
+    if (makes && !reads &&
+        !llvm::isa<mtf::InputOp, mtf::ConstantOp, mtf::DropoutMaskOp>(op)) {
+      mixes(op) << ": it makes a tensor with '" << dim
+                << "' that no input's examples come into (a param, a slice, "
+                   "pad or rename into it), so each microbatch would see the "
+                   "same "
+                << dim << "-sized part of it";
+      return WalkResult::interrupt();
+    }
     bool drops = llvm::any_of(op->getResultTypes(),
                               [&](Type type) { return !hasDim(type, dim); });
     if (!reads || !drops)
@@ -96,10 +109,21 @@ LogicalResult checkMicrobatchable(mtf::ProgramOp program, mtf::TrainOp train,
   });
   if (walk.wasInterrupted())
     return failure();
+  for (auto input : program.getBodyBlock().getOps<mtf::InputOp>()) {
+    auto type = llvm::cast<mtf::TensorType>(input.getType());
+    if (type.getRank() == 0 || type.getDims()[0].name.getValue() != dim) {
+      input.emitError() << "input '" << input.getName() << "' does not have '"
+                        << dim << "' as its first dim: with " << flag
+                        << " meshrun cuts every input into microbatches "
+                           "along its first dim";
+      return failure();
+    }
+  }
   for (auto output : program.getBodyBlock().getOps<mtf::OutputOp>())
-    if (!meanOver(output.getValue(), dim)) {
+    if (!meanOver(output.getValue(), dim) ||
+        llvm::cast<mtf::TensorType>(output.getValue().getType()).getRank()) {
       output.emitError() << "output '" << output.getName()
-                         << "' is not a mean over '" << dim << "': with "
+                         << "' is not a scalar mean over '" << dim << "': with "
                          << flag
                          << " a step reports the mean of the microbatches' "
                             "values, which is the batch's only for a mean "

@@ -33,11 +33,13 @@ struct MicrobatchSpec {
 MicrobatchSpec microbatchesOf(mlir::mtf::ProgramOp program);
 
 /// Checks that cutting `spec.dim` into microbatches keeps the meaning of
-/// `program`'s forward pass: nothing mixes examples (no op reduces over,
-/// runs along or ranges over the dim) but means over it that only outputs
-/// and the trained loss read, and every output and the loss is such a mean
-/// (then the mean of the microbatches' values is the batch's). Reports the
-/// first op that breaks it.
+/// `program`'s forward pass: every input has the dim first, only inputs
+/// (and constants, dropout masks) make tensors with it, nothing mixes
+/// examples (no op reduces over, runs along or ranges over the dim) but
+/// means over it that only outputs and the trained loss read, and every
+/// output and the loss is such a mean, a scalar (then the mean of the
+/// microbatches' values is the batch's). Reports the first op that breaks
+/// it.
 mlir::LogicalResult checkMicrobatchable(mlir::mtf::ProgramOp program,
                                         mlir::mtf::TrainOp train,
                                         const MicrobatchSpec &spec);

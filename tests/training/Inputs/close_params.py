@@ -3,8 +3,8 @@
 TOL of B's, as ||a - b|| / ||a|| per tensor (Adam divides by the gradients'
 root mean square, which turns the last bits of a sum taken in another order
 into larger differences of single elements; the norm is what training
-sees). B's gradient accumulators (NAME__grad_sum.npy), which A lacks, must
-all be zero between steps. With --outputs A.json B.json also compares the
+sees). B's gradient accumulators (zero between steps) must not be among
+its files: meshrun dumps no accumulator. With --outputs A.json B.json also compares the
 outputs of meshrun --dump-outputs (scalars: relative difference)."""
 import json
 import os
@@ -31,11 +31,9 @@ for f in names:
     if diff >= worst:
         worst, worst_name = diff, f[:-4]
 sums = [f for f in os.listdir(b_dir) if f.endswith("__grad_sum.npy")]
-if not sums:
-    sys.exit(f"close_params: no gradient accumulators in {b_dir}")
-nonzero = [f for f in sums if np.any(np.load(os.path.join(b_dir, f)) != 0)]
-print(f"accumulators: {len(sums)}, " + ("all zero" if not nonzero else "NOT ZERO: " + ", ".join(nonzero)))
-failed |= bool(nonzero)
+if sums:
+    print("DIFFERS: gradient accumulators were dumped: " + ", ".join(sums))
+    failed = True
 ok = worst <= tol
 failed |= not ok
 print(f"params and slots: largest relative difference {worst:.1e} ({worst_name}) {'OK' if ok else 'DIFFERS'}")
