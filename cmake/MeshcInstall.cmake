@@ -32,6 +32,7 @@ set(MESHC_PUBLIC_HEADERS
   runtime/Dataset.h
   runtime/Device.h
   runtime/ElementFunctions.h
+  runtime/DType.h
   runtime/FusedStep.h
   runtime/Error.h
   runtime/Loader.h

@@ -216,12 +216,12 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
     }
     return;
   case OpKind::Fused: {
-    std::vector<const float *> in;
-    std::vector<float *> outs;
+    std::vector<const void *> in;
+    std::vector<void *> outs;
     for (const Operand &operand : step.in)
-      in.push_back(f32(at(operand)));
+      in.push_back(at(operand));
     for (const Operand &operand : step.as<FusedAttrs>().outs)
-      outs.push_back(f32(at(operand)));
+      outs.push_back(at(operand));
     fusedKernel(exec(), step, in, outs);
     return;
   }

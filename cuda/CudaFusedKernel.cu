@@ -3,6 +3,7 @@
 #include "cuda/CudaFusedKernel.h"
 
 #include "cuda/CudaCheck.h"
+#include "cuda/ElementAccess.cuh"
 #include "runtime/Error.h"
 
 #include <cmath>
@@ -17,6 +18,8 @@ struct Instr {
   int8_t fn = 0;   // UnaryFn or BinaryFn
   int8_t a = -1, b = -1;
   float value = 0;
+  /// The DType the value is rounded to once computed (F32: none).
+  int8_t round = static_cast<int8_t>(DType::F32);
 };
 
 /// Everything the kernel needs, passed by value.
@@ -31,8 +34,10 @@ struct Program {
   /// Per output: whether it lacks every inner dim (one write per row).
   bool rowOutput[kFusedOperands] = {};
   int64_t rows = 1, inner = 1;
-  const float *in[kFusedOperands] = {};
-  float *out[kFusedOperands] = {};
+  /// The operands (inputs, then outputs) and their element types.
+  const void *in[kFusedOperands] = {};
+  void *out[kFusedOperands] = {};
+  int8_t types[kFusedOperands] = {};
 };
 
 MESHC_HOST_DEVICE float unaryOf(int fn, float x, float factor) {
@@ -86,7 +91,7 @@ template <typename Index>
 MESHC_HOST_DEVICE void evaluate(const Program &p, const Index *offsets,
                                 int upto, const float *known, float *r) {
   for (int i = 0; i < p.inputs; ++i)
-    r[i] = p.in[i][offsets[i]];
+    r[i] = loadFloat(static_cast<DType>(p.types[i]), p.in[i], offsets[i]);
   for (int j = 0; j < upto; ++j) {
     const Instr &instr = p.instrs[j];
     int v = p.inputs + j;
@@ -105,7 +110,22 @@ MESHC_HOST_DEVICE void evaluate(const Program &p, const Index *offsets,
       r[v] = known[v];
       break;
     }
+    r[v] = roundFloat(static_cast<DType>(instr.round), r[v]);
   }
+}
+
+/// Value `v` (`x`) as its instruction rounds it (an operand as it is).
+MESHC_HOST_DEVICE float rounded(const Program &p, int v, float x) {
+  return v < p.inputs
+             ? x
+             : roundFloat(static_cast<DType>(p.instrs[v - p.inputs].round), x);
+}
+
+/// Stores `value` as element `offset` of output `o`.
+MESHC_HOST_DEVICE void storeOutput(const Program &p, int o, int64_t offset,
+                                   float value) {
+  storeFloat(static_cast<DType>(p.types[p.inputs + o]), p.out[o], offset,
+             value);
 }
 
 /// Writes the outputs at one element (row outputs only at element 0).
@@ -114,7 +134,8 @@ MESHC_HOST_DEVICE void writeOutputs(const Program &p, const Index *offsets,
                                     Index k, const float *r) {
   for (int o = 0; o < p.outputs; ++o)
     if (!p.rowOutput[o] || k == 0)
-      p.out[o][offsets[p.inputs + o]] = r[p.outValues[o]];
+      storeOutput(p, o, static_cast<int64_t>(offsets[p.inputs + o]),
+                  r[p.outValues[o]]);
 }
 
 /// One element of an elementwise body (every dim outer, p.inner 1).
@@ -163,7 +184,8 @@ void rowOnHost(const Program &p, int64_t row) {
         rowValues[p.inputs + j] = known[p.inputs + j];
       for (int o = 0; o < p.outputs; ++o)
         if (p.rowOutput[o])
-          p.out[o][offsets[p.inputs + o]] = rowValues[p.outValues[o]];
+          storeOutput(p, o, offsets[p.inputs + o],
+                      rounded(p, p.outValues[o], rowValues[p.outValues[o]]));
       return;
     }
     evaluate(p, offsets, p.body, known, r);
@@ -218,7 +240,8 @@ template <typename Index> __global__ void rowKernel(Program p) {
       offsetsOf<Index>(p, row, Index(0), offsets);
       for (int o = 0; o < p.outputs; ++o)
         if (p.rowOutput[o])
-          p.out[o][offsets[p.inputs + o]] = known[p.outValues[o]];
+          storeOutput(p, o, static_cast<int64_t>(offsets[p.inputs + o]),
+                      rounded(p, p.outValues[o], known[p.outValues[o]]));
     }
     __syncthreads();
   }
@@ -381,8 +404,8 @@ bool fitsIn32Bits(const Program &p) {
 } // namespace
 
 void fusedKernel(const Exec &exec, const Step &step,
-                 const std::vector<const float *> &in,
-                 const std::vector<float *> &out) {
+                 const std::vector<const void *> &in,
+                 const std::vector<void *> &out) {
   const FusedAttrs &attrs = step.as<FusedAttrs>();
   Program p;
   p.inputs = static_cast<int>(in.size());
@@ -408,6 +431,7 @@ void fusedKernel(const Exec &exec, const Step &step,
     to.a = static_cast<int8_t>(instr.args[0]);
     to.b = static_cast<int8_t>(instr.args[1]);
     to.value = instr.value;
+    to.round = static_cast<int8_t>(instr.round);
   }
   p.rank = static_cast<int>(attrs.dims.size());
   p.outerRank = p.rank - static_cast<int>(attrs.reduced);
@@ -435,6 +459,8 @@ void fusedKernel(const Exec &exec, const Step &step,
   }
   for (int i = 0; i < p.inputs; ++i)
     p.in[i] = in[i];
+  for (int o = 0; o < p.inputs + p.outputs; ++o)
+    p.types[o] = static_cast<int8_t>(attrs.types[size_t(o)]);
   if (p.rows <= 0)
     return; // no rows (with reductions, an empty inner still writes rows)
   mergeDims(p);

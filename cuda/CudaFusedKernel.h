@@ -29,12 +29,14 @@ constexpr int kFusedOperands = 24;
 constexpr int kFusedValues = 96;
 
 /// Runs fused step `step` on inputs `in` (one per Step::in) and outputs
-/// `out` (one per FusedAttrs::outs): device pointers, or host pointers
-/// under Exec::onHost. Throws RuntimeError for a step larger than the
-/// kernel's limits.
+/// `out` (one per FusedAttrs::outs), each of its FusedAttrs::types (a bf16
+/// or f16 operand widened as it is read, rounded as it is written; a value
+/// marked FusedInstr::round rounded once computed): device pointers, or host
+/// pointers under Exec::onHost. Throws RuntimeError for a step larger than
+/// the kernel's limits.
 void fusedKernel(const Exec &exec, const Step &step,
-                 const std::vector<const float *> &in,
-                 const std::vector<float *> &out);
+                 const std::vector<const void *> &in,
+                 const std::vector<void *> &out);
 
 } // namespace meshc::runtime::cuda
 

@@ -19,6 +19,7 @@
 #include "cuda/CudaKernels.h"
 
 #include "cuda/CudaCheck.h"
+#include "cuda/ElementAccess.cuh"
 #include "runtime/ElementFunctions.h"
 
 #include <cuda_bf16.h>
@@ -121,42 +122,6 @@ MESHC_HOST_DEVICE inline float binaryOf(BinaryFn fn, float x, float y) {
 #include "runtime/core/ElementFunctions.def"
   }
   return x;
-}
-
-/// Element i of `data` (of `dtype`) as f32: exact for bf16, f16 and f32.
-__host__ __device__ inline float loadFloat(DType dtype, const void *data,
-                                           int64_t i) {
-  switch (dtype) {
-  case DType::F32:
-    return static_cast<const float *>(data)[i];
-  case DType::I32:
-    return static_cast<float>(static_cast<const int32_t *>(data)[i]);
-  case DType::BF16:
-    return __bfloat162float(static_cast<const __nv_bfloat16 *>(data)[i]);
-  case DType::F16:
-    return __half2float(static_cast<const __half *>(data)[i]);
-  }
-  return 0.0f;
-}
-
-/// Stores `value` as element i of `data`, converted as the CPU's castKernel
-/// does (to nearest, ties to even; to i32 by castToI32).
-__host__ __device__ inline void storeFloat(DType dtype, void *data, int64_t i,
-                                           float value) {
-  switch (dtype) {
-  case DType::F32:
-    static_cast<float *>(data)[i] = value;
-    return;
-  case DType::I32:
-    static_cast<int32_t *>(data)[i] = castToI32(value);
-    return;
-  case DType::BF16:
-    static_cast<__nv_bfloat16 *>(data)[i] = __float2bfloat16_rn(value);
-    return;
-  case DType::F16:
-    static_cast<__half *>(data)[i] = __float2half_rn(value);
-    return;
-  }
 }
 
 } // namespace

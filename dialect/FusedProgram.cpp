@@ -74,9 +74,20 @@ FusedProgram fusedProgram(FusedOp fused) {
   for (Value arg : body.getArguments())
     builder.numbers[arg] = builder.next++;
   // The region verifier admits only fusible ops in the body.
-  for (Operation &op : body.without_terminator())
-    builder.numbers[op.getResult(0)] =
+  for (Operation &op : body.without_terminator()) {
+    int64_t value =
         llvm::cast<FusibleOpInterface>(op).writeFusedInstructions(builder);
+    builder.numbers[op.getResult(0)] = value;
+    // A 16-bit result is rounded as the unfused step would store it, so
+    // where fusion groups fall (a recomputed layer's, say) changes nothing.
+    Type element =
+        llvm::cast<TensorType>(op.getResult(0).getType()).getElementType();
+    int64_t instruction = value - static_cast<int64_t>(body.getNumArguments());
+    if (instruction >= 0 && llvm::isa<BFloat16Type, Float16Type>(element))
+      builder.instructions[static_cast<size_t>(instruction)]
+          .getAsObject()
+          ->insert({"round", element.isBF16() ? "bf16" : "f16"});
+  }
   FusedProgram program;
   for (Value result : body.getTerminator()->getOperands())
     program.resultValues.push_back(builder.valueOf(result));

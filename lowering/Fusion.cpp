@@ -1,6 +1,6 @@
 //===- Fusion.cpp - mtf-fuse ----------------------------------------------===//
 //
-// Groups the f32 elementwise ops of a local program (and of each loop's
+// Groups the float elementwise ops of a local program (and of each loop's
 // body, once), and the reductions they feed, into mtf.fused ops (see
 // Passes.td for the rules). Ops join groups
 // in program order; a join that would make the contracted program cyclic,
@@ -127,9 +127,13 @@ private:
 bool Fuser::candidate(Operation *op) const {
   if (!mtf::isFusible(op) || isConstant(op))
     return false;
+  // f32, bf16 and f16 alike: the kernels compute in f32, widening 16-bit
+  // operands as they read them and rounding each 16-bit value as the
+  // unfused step would store it ("round").
   for (Value value : llvm::concat<Value>(op->getOperands(), op->getResults())) {
     mtf::TensorType type = tensorOf(value);
-    if (!type || !type.getElementType().isF32())
+    if (!type || !llvm::isa<Float32Type, BFloat16Type, Float16Type>(
+                     type.getElementType()))
       return false;
   }
   return true;

@@ -77,7 +77,8 @@ def MtfFuse : Pass<"mtf-fuse", "::mlir::ModuleOp"> {
   let summary = "groups the elementwise ops of local programs, and the "
                 "reductions they feed, into mtf.fused steps";
   let description = [{
-    In every local (partitioned) program, connected f32 elementwise ops
+    In every local (partitioned) program, connected float (f32, bf16, f16)
+    elementwise ops
     (unary functions, add, sub, mul, div, max, min; scalar constants are
     copied in) over the same dims, and reductions of those dims that they
     feed or that feed them (reduce_sum, reduce_mean, reduce_max, all over

@@ -58,7 +58,8 @@ FusedPlan planFused(const std::vector<FusedInstr> &body,
                     const std::vector<int32_t> &outValues,
                     const std::vector<std::string> &dims,
                     const std::vector<int64_t> &sizes, size_t reduced,
-                    const std::vector<NamedShape> &operands, size_t inputs) {
+                    const std::vector<NamedShape> &operands, size_t inputs,
+                    const std::vector<DType> &types) {
   FusedPlan plan;
   std::vector<std::vector<int64_t>> strides = operandStrides(dims, operands);
   size_t count = operands.size();
@@ -147,7 +148,7 @@ FusedPlan planFused(const std::vector<FusedInstr> &body,
     return slot;
   };
   for (size_t i = 0; i < inputs; ++i)
-    if (!plan.scalar[i] && plan.innerStride[i] != 1)
+    if (!plan.scalar[i] && (plan.innerStride[i] != 1 || isHalf(types[i])))
       plan.slot[i] = take();
   for (size_t i = 0; i < body.size(); ++i) {
     const FusedInstr &instr = body[i];

@@ -13,6 +13,7 @@
 #ifndef MESHC_RUNTIME_FUSEDSTEP_H
 #define MESHC_RUNTIME_FUSEDSTEP_H
 
+#include "runtime/DType.h"
 #include "runtime/ElementFunctions.h"
 
 #include <cstdint>
@@ -33,6 +34,9 @@ struct FusedInstr {
   int32_t args[2] = {-1, -1};
   /// The constant, or Scale's factor.
   float value = 0;
+  /// F32, or the 16-bit type (BF16, F16) the value is rounded to once
+  /// computed: what the unfused step would have stored ("round").
+  DType round = DType::F32;
 };
 
 /// The walk of a fused step over its operands (inputs, then outputs).
@@ -75,12 +79,15 @@ struct FusedPlan {
 /// Plans the walk of `body` (whose outputs write values `outValues`) over
 /// iteration dims `dims` (sizes `sizes`, the last `reduced` of them
 /// reduced) and operands of shapes `operands` (inputs, then outputs; their
-/// dims are iteration dims), of which the first `inputs` are inputs.
+/// dims are iteration dims), of which the first `inputs` are inputs, of
+/// element types `types` (an input of a 16-bit type is widened into a
+/// vector of its own).
 FusedPlan planFused(const std::vector<FusedInstr> &body,
                     const std::vector<int32_t> &outValues,
                     const std::vector<std::string> &dims,
                     const std::vector<int64_t> &sizes, size_t reduced,
-                    const std::vector<NamedShape> &operands, size_t inputs);
+                    const std::vector<NamedShape> &operands, size_t inputs,
+                    const std::vector<DType> &types);
 
 } // namespace meshc::runtime
 

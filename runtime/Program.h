@@ -12,6 +12,7 @@
 #ifndef MESHC_RUNTIME_PROGRAM_H
 #define MESHC_RUNTIME_PROGRAM_H
 
+#include "runtime/DType.h"
 #include "runtime/ElementFunctions.h"
 #include "runtime/FusedStep.h"
 #include "runtime/core/Random.h"
@@ -29,20 +30,6 @@
 #include <vector>
 
 namespace meshc::runtime {
-
-/// The element types the runtime executes. BF16 and F16 are storage types:
-/// a kernel reads such a buffer widened to f32 and writes it rounded (to
-/// nearest, ties to even), so it computes in f32 (runtime.md).
-enum class DType { F32, I32, BF16, F16 };
-
-/// The bytes of one element of `dtype`.
-int64_t dtypeBytes(DType dtype);
-/// "f32", "i32", "bf16", "f16".
-const char *dtypeName(DType dtype);
-/// True for f32, bf16 and f16.
-bool isFloat(DType dtype);
-/// True for bf16 and f16.
-bool isHalf(DType dtype);
 
 /// The most dims one step operand may have (kernels keep index state on the
 /// stack).
@@ -327,6 +314,10 @@ struct CollectivePermuteAttrs : GroupAttrs {
 struct FusedAttrs {
   std::vector<Operand> outs;
   std::vector<int32_t> outValues;
+  /// The element types of the inputs, then the outputs: a 16-bit operand is
+  /// read and written as it is (widened and rounded by the kernel, never
+  /// staged in the scratch).
+  std::vector<DType> types;
   /// The iteration dims and sizes, the last `reduced` of them reduced by
   /// the body's reductions.
   std::vector<std::string> dims;

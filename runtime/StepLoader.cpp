@@ -570,12 +570,13 @@ template <typename Attrs> bool StepParser::parseParts(Attrs &attrs) {
 }
 
 /// The kernels compute in f32: every bf16 or f16 operand of a computing step
-/// gets an f32 copy in the scratch, after the step's own scratch (fill, copy
-/// and cast convert themselves; collectives and slice move the 16-bit
+/// gets an f32 copy in the scratch, after the step's own scratch (fill, copy,
+/// cast and fused convert themselves; collectives and slice move the 16-bit
 /// elements as they are). An einsum's plan reads and writes the copies.
 void StepParser::stageHalfOperands() {
+  // A fused step reads and writes 16-bit operands itself.
   if (kind == OpKind::Fill || kind == OpKind::Copy || kind == OpKind::Cast ||
-      kind == OpKind::Loop || usesGroup(kind))
+      kind == OpKind::Loop || kind == OpKind::Fused || usesGroup(kind))
     return;
   auto align = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
   int64_t end = align(step.scratchBytes);
@@ -1174,6 +1175,14 @@ FusedInstr StepParser::parseInstr(const JsonNode &at, int32_t value,
       known += std::string(", ") + name;
     fnNode.fail("unknown fused fn \"" + fn + "\" (known: " + known + ")");
   }
+  if (std::optional<JsonNode> round = at.optionalMember("round")) {
+    std::string type = round->string();
+    if (type != "bf16" && type != "f16")
+      round->fail("\"" + type +
+                  "\" is not a 16-bit float type (bf16, f16); a value "
+                  "without \"round\" stays f32");
+    instr.round = type == "bf16" ? DType::BF16 : DType::F16;
+  }
   if (arity == 0)
     return instr;
   JsonNode argsNode = at.member("args");
@@ -1289,13 +1298,17 @@ void StepParser::parseAttrs(FusedAttrs &attrs) {
     attrs.outValues.push_back(static_cast<int32_t>(value));
   }
   std::vector<NamedShape> shapes;
-  for (const Operand &in : step.in)
+  for (const Operand &in : step.in) {
     shapes.push_back(in.shape);
-  for (const Operand &out : attrs.outs)
+    attrs.types.push_back(bufferOf(in).dtype);
+  }
+  for (const Operand &out : attrs.outs) {
     shapes.push_back(out.shape);
+    attrs.types.push_back(bufferOf(out).dtype);
+  }
   step.out = attrs.outs.front();
   attrs.plan = planFused(attrs.body, attrs.outValues, attrs.dims, attrs.sizes,
-                         attrs.reduced, shapes, step.in.size());
+                         attrs.reduced, shapes, step.in.size(), attrs.types);
   step.scratchBytes = attrs.plan.scratchFloats() * int64_t(sizeof(float));
 }
 

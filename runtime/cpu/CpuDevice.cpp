@@ -307,12 +307,12 @@ void CpuDevice::runFused(const Step &step) {
   // Below this many elements a share is not worth a helper's wake-up.
   constexpr int64_t kMinShare = 8192;
   const FusedAttrs &fused = step.as<FusedAttrs>();
-  std::vector<const float *> in;
-  std::vector<float *> outs;
+  std::vector<const char *> in;
+  std::vector<char *> outs;
   for (const Operand &operand : step.in)
-    in.push_back(f32(at(operand)));
+    in.push_back(at(operand));
   for (const Operand &operand : fused.outs)
-    outs.push_back(f32(at(operand)));
+    outs.push_back(at(operand));
   const FusedPlan &plan = fused.plan;
   int64_t minUnits =
       std::max<int64_t>(1, kMinShare / std::max<int64_t>(1, plan.runLength()));

@@ -2,6 +2,8 @@
 
 #include "runtime/cpu/FusedKernel.h"
 
+#include "runtime/core/HalfFloat.h"
+#include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/VectorMath.h"
 
 #include <algorithm>
@@ -27,6 +29,7 @@ public:
     for (size_t o = 0; o < attrs.outValues.size(); ++o) {
       size_t v = static_cast<size_t>(attrs.outValues[o]);
       if (v >= inputs && !plan.scalar[v] && plan.innerStride[inputs + o] == 1 &&
+          attrs.types[inputs + o] == DType::F32 &&
           std::find(direct.begin(), direct.end(), v) == direct.end()) {
         direct.push_back(v);
         directOut.push_back(o);
@@ -43,19 +46,19 @@ public:
 
   /// Evaluates elements [begin, begin + length) of the row whose operands
   /// start at `base`.
-  void evaluate(const std::vector<const float *> &in,
-                const std::vector<float *> &out, const int64_t *base,
+  void evaluate(const std::vector<const char *> &in,
+                const std::vector<char *> &out, const int64_t *base,
                 int64_t begin, int64_t length) {
     for (size_t i = 0; i < inputs; ++i)
-      read(i, in[i] + base[i], begin, length);
+      read(i, in[i] + base[i] * bytes(i), begin, length);
     for (size_t d = 0; d < direct.size(); ++d)
-      destination[direct[d]] =
-          out[directOut[d]] + base[inputs + directOut[d]] + begin;
+      destination[direct[d]] = reinterpret_cast<float *>(out[directOut[d]]) +
+                               base[inputs + directOut[d]] + begin;
     for (size_t j = 0; j < attrs.body.size(); ++j)
       compute(j, inputs + j, length);
     for (size_t o = 0; o < out.size(); ++o)
-      write(attrs.outValues[o], inputs + o, out[o] + base[inputs + o], begin,
-            length);
+      write(attrs.outValues[o], inputs + o,
+            out[o] + base[inputs + o] * bytes(inputs + o), begin, length);
   }
 
 private:
@@ -71,7 +74,38 @@ private:
     return s == FusedPlan::kTable ? plan.innerTable[o][k] : k * s;
   }
 
-  void read(size_t i, const float *row, int64_t begin, int64_t length) {
+  /// The bytes of an element of operand `o`.
+  int64_t bytes(size_t o) const { return dtypeBytes(attrs.types[o]); }
+
+  /// Element `index` of 16-bit operand `o`'s `row`, widened.
+  float widen(size_t o, const char *row, int64_t index) const {
+    uint16_t bits = reinterpret_cast<const uint16_t *>(row)[index];
+    return attrs.types[o] == DType::BF16 ? half::f32FromBf16(bits)
+                                         : half::f32FromF16(bits);
+  }
+  /// `x` stored as element `index` of 16-bit operand `o`'s `row`.
+  void narrow(size_t o, char *row, int64_t index, float x) const {
+    reinterpret_cast<uint16_t *>(row)[index] = attrs.types[o] == DType::BF16
+                                                   ? half::bf16FromF32(x)
+                                                   : half::f16FromF32(x);
+  }
+
+  void read(size_t i, const char *bytesRow, int64_t begin, int64_t length) {
+    if (isHalf(attrs.types[i])) {
+      if (plan.scalar[i]) {
+        scalars[i] = widen(i, bytesRow, 0);
+        return;
+      }
+      float *slot = slotOf(i);
+      if (plan.innerStride[i] == 1)
+        widenKernel(attrs.types[i], bytesRow + begin * 2, slot, length);
+      else
+        for (int64_t k = 0; k < length; ++k)
+          slot[k] = widen(i, bytesRow, offset(i, begin + k));
+      vectors[i] = slot;
+      return;
+    }
+    const auto *row = reinterpret_cast<const float *>(bytesRow);
     if (plan.scalar[i]) {
       scalars[i] = row[0];
     } else if (plan.innerStride[i] == 1) {
@@ -91,10 +125,12 @@ private:
     switch (instr.kind) {
     case Kind::Const:
       scalars[v] = instr.value;
+      roundScalar(j, v);
       return;
     case Kind::Unary:
       if (scalar) {
         scalars[v] = vmath::unaryOne(instr.unary, scalars[a], instr.value);
+        roundScalar(j, v);
         return;
       }
       unaries[j](instr.value, vectors[a], targetOf(v), length);
@@ -102,6 +138,7 @@ private:
     case Kind::Binary:
       if (scalar) {
         scalars[v] = vmath::binaryOne(instr.binary, scalars[a], scalars[b]);
+        roundScalar(j, v);
         return;
       }
       if (plan.scalar[a])
@@ -120,6 +157,7 @@ private:
       } else {
         scalars[v] = vmath::sum(vectors[a], length);
       }
+      roundScalar(j, v);
       return;
     case Kind::ReduceMax:
       if (plan.scalar[a])
@@ -128,14 +166,49 @@ private:
                                 : -std::numeric_limits<float>::infinity();
       else
         scalars[v] = vmath::max(vectors[a], length);
+      roundScalar(j, v);
       return;
     }
-    if (!scalar)
+    if (!scalar) {
       vectors[v] = targetOf(v);
+      float *values = targetOf(v);
+      if (instr.round == DType::BF16)
+        vmath::roundToBf16(values, length);
+      else if (instr.round == DType::F16)
+        for (int64_t k = 0; k < length; ++k)
+          values[k] = half::roundToF16(values[k]);
+    }
   }
 
-  void write(int32_t value, size_t o, float *row, int64_t begin,
+  static float roundTo(DType type, float x) {
+    return type == DType::BF16 ? half::roundToBf16(x) : half::roundToF16(x);
+  }
+  /// Rounds scalar value `v` of instruction `j` as its type says.
+  void roundScalar(size_t j, size_t v) {
+    if (attrs.body[j].round != DType::F32)
+      scalars[v] = roundTo(attrs.body[j].round, scalars[v]);
+  }
+
+  void write(int32_t value, size_t o, char *bytesRow, int64_t begin,
              int64_t length) {
+    if (isHalf(attrs.types[o])) {
+      if (plan.scalar[value]) {
+        if (plan.innerStride[o] == 0)
+          narrow(o, bytesRow, 0, scalars[value]);
+        else
+          for (int64_t k = 0; k < length; ++k)
+            narrow(o, bytesRow, offset(o, begin + k), scalars[value]);
+        return;
+      }
+      const float *from = vectors[value];
+      if (plan.innerStride[o] == 1)
+        narrowKernel(from, attrs.types[o], bytesRow + begin * 2, length);
+      else
+        for (int64_t k = 0; k < length; ++k)
+          narrow(o, bytesRow, offset(o, begin + k), from[k]);
+      return;
+    }
+    auto *row = reinterpret_cast<float *>(bytesRow);
     if (plan.scalar[value]) {
       if (plan.innerStride[o] == 0) {
         row[0] = scalars[value];
@@ -172,8 +245,8 @@ private:
 
 } // namespace
 
-void fusedKernel(const FusedAttrs &attrs, const std::vector<const float *> &in,
-                 const std::vector<float *> &out, float *scratch, int64_t begin,
+void fusedKernel(const FusedAttrs &attrs, const std::vector<const char *> &in,
+                 const std::vector<char *> &out, float *scratch, int64_t begin,
                  int64_t end) {
   const FusedPlan &plan = attrs.plan;
   int64_t run = plan.runLength(), perRow = plan.runsPerRow();

@@ -18,6 +18,8 @@
 
 #include "runtime/cpu/VectorMath.h"
 
+#include "runtime/core/HalfFloat.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -320,6 +322,31 @@ float MaxTarget(const float *in, int64_t n) {
 
 const char *TargetNameTarget() { return hwy::TargetName(HWY_TARGET); }
 
+/// values[i] rounded to bf16 (to nearest, ties to even; a NaN stays a
+/// quiet NaN), bit for bit half::roundToBf16.
+void RoundToBf16Target(float *values, int64_t n) {
+  D d;
+  const hn::RebindToSigned<D> di;
+  using VI = hn::Vec<decltype(di)>;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const VI one = hn::Set(di, 1), bias = hn::Set(di, 0x7fff),
+           high = hn::Set(di, static_cast<int32_t>(0xffff0000u)),
+           magnitude = hn::Set(di, 0x7fffffff),
+           infinity = hn::Set(di, 0x7f800000), quiet = hn::Set(di, 0x00400000);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const VI bits = hn::BitCast(di, hn::LoadU(d, values + i));
+    const VI odd = hn::And(hn::ShiftRight<16>(bits), one);
+    const VI rounded = hn::And(hn::Add(bits, hn::Add(bias, odd)), high);
+    const auto nan = hn::Gt(hn::And(bits, magnitude), infinity);
+    const VI kept = hn::Or(hn::And(bits, high), quiet);
+    hn::StoreU(hn::BitCast(d, hn::IfThenElse(nan, kept, rounded)), d,
+               values + i);
+  }
+  for (; i < n; ++i)
+    values[i] = half::roundToBf16(values[i]);
+}
+
 } // namespace HWY_NAMESPACE
 } // namespace meshc::runtime::vmath
 HWY_AFTER_NAMESPACE();
@@ -334,6 +361,7 @@ HWY_EXPORT(ScalarLhsTarget);
 HWY_EXPORT(SumTarget);
 HWY_EXPORT(MaxTarget);
 HWY_EXPORT(TargetNameTarget);
+HWY_EXPORT(RoundToBf16Target);
 HWY_EXPORT(UnaryArrayTarget);
 HWY_EXPORT(BinaryArraysTarget);
 
@@ -358,6 +386,10 @@ void binaryScalarLhs(BinaryFn fn, float lhs, const float *rhs, float *out,
 
 float sum(const float *in, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(SumTarget)(in, n);
+}
+
+void roundToBf16(float *values, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(RoundToBf16Target)(values, n);
 }
 
 float max(const float *in, int64_t n) {

@@ -39,6 +39,9 @@ void binaryScalarLhs(BinaryFn fn, float lhs, const float *rhs, float *out,
 /// The sum of in[0..n), and the maximum (-inf for n = 0; a NaN element
 /// loses to every number, as maxOf's running maximum from -inf does).
 float sum(const float *in, int64_t n);
+/// Rounds values[0..n) to bf16 in place (to nearest, ties to even): bit for
+/// bit half::roundToBf16, vectorized.
+void roundToBf16(float *values, int64_t n);
 float max(const float *in, int64_t n);
 
 /// The array function unary(fn, ...) runs on this CPU, and binary's (with

@@ -5,7 +5,9 @@
 // with a transposed operand, a broadcast one and a per-row output, in every
 // float type; an element-wise body longer than one block with broadcasts;
 // softmax with its row sums over many short rows, few long ones (a GPU cuts
-// them into chunks) and into a scalar; empty and scalar iteration spaces.
+// them into chunks) and into a scalar; empty and scalar iteration spaces;
+// bf16 and f16 values rounded per instruction ("round") as unfused steps
+// store them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -141,6 +143,41 @@ TEST_P(Conformance, Fused_ElementwiseBlocksAndBroadcasts) {
       }
     expectNear(h.readFloats(ob), want,
                dtype == "f32" ? 2e-5 : storedTolerance(dtype));
+  }
+}
+
+TEST_P(Conformance, Fused_HalfValuesAreRoundedAsTheUnfusedStepsStoreThem) {
+  // out = x * y + x in bf16 and f16, read and written as they are, each
+  // value marked "round" rounded once computed, as a mul step and then an
+  // add step would store them: bit for bit, and (the data shows) not what
+  // one rounding of the f32 chain gives.
+  const int64_t N = 1200;
+  for (std::string dtype : {"bf16", "f16"}) {
+    SCOPED_TRACE(dtype);
+    std::vector<float> x = roundedTo(dtype, testData("x", N)),
+                       y = roundedTo(dtype, testData("y", N));
+    StepHarness h = steps();
+    int64_t xb = h.floats(dtype, x), yb = h.floats(dtype, y),
+            ob = h.floats(dtype, std::vector<float>(N));
+    json mul = instr("mul", {0, 1}), add = instr("add", {2, 0});
+    mul["round"] = dtype;
+    add["round"] = dtype;
+    h.run({{"op", "fused"},
+           {"dims", {"n"}},
+           {"reduced", 0},
+           {"sizes", {{"n", N}}},
+           {"in", {operand(xb, {"n"}), operand(yb, {"n"})}},
+           {"out", {output(ob, {"n"}, 3)}},
+           {"body", {mul, add}}});
+    auto round = [&](float v) { return roundedTo(dtype, {v})[0]; };
+    std::vector<float> got = h.readFloats(ob);
+    int64_t apart = 0;
+    for (int64_t i = 0; i < N; ++i) {
+      float stepwise = round(round(x[i] * y[i]) + x[i]);
+      ASSERT_EQ(got[i], stepwise) << "element " << i;
+      apart += round(x[i] * y[i] + x[i]) != stepwise;
+    }
+    EXPECT_GT(apart, 0) << "the data does not tell the two roundings apart";
   }
 }
 

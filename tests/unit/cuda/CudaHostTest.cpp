@@ -449,8 +449,8 @@ void expectFusedMatchesTheCpu(const nlohmann::json &step,
     harness.f32(buffer);
   Program program = harness.load(step);
   harness.run(step);
-  std::vector<const float *> in;
-  std::vector<float *> out;
+  std::vector<const void *> in;
+  std::vector<void *> out;
   for (size_t id : ins)
     in.push_back(data[id].data());
   for (size_t id : outs)
@@ -510,6 +510,55 @@ TEST(CudaHostTest, FusedMatchesTheCpu) {
       elements,
       {testData("x", 4 * 700), testData("w", 700), std::vector<float>(4 * 700)},
       {0, 1}, {2});
+}
+
+TEST(CudaHostTest, FusedReadsAndWritesHalfOperandsAsTheCpu) {
+  // A row sum and softmax-like body over bf16 and f16 operands, values
+  // rounded per instruction: the kernel's host path equals the CPU device
+  // bit for bit (both widen exactly and round to nearest, ties to even).
+  for (std::string dtype : {"bf16", "f16"}) {
+    SCOPED_TRACE(dtype);
+    nlohmann::json step = {
+        {"op", "fused"},
+        {"dims", {"b", "d"}},
+        {"reduced", 1},
+        {"sizes", {{"b", 5}, {"d", 40}}},
+        {"in", {fusedOperand(0, {"b", "d"}), fusedOperand(1, {"d"})}},
+        {"out", {fusedOperand(2, {"b", "d"}, 5), fusedOperand(3, {"b"}, 4)}},
+        {"body",
+         {{{"fn", "mul"}, {"args", {0, 1}}, {"round", dtype}},
+          {{"fn", "exp"}, {"args", {2}}, {"round", dtype}},
+          {{"fn", "reduce_sum"}, {"args", {3}}, {"round", dtype}},
+          {{"fn", "div"}, {"args", {3, 4}}, {"round", dtype}}}}};
+    std::vector<std::vector<float>> data = {
+        roundedTo(dtype, testData("x", 5 * 40)),
+        roundedTo(dtype, testData("w", 40)), std::vector<float>(5 * 40),
+        std::vector<float>(5)};
+    StepHarness harness;
+    for (const std::vector<float> &buffer : data)
+      harness.half(dtype, buffer);
+    Program program = harness.load(step);
+    harness.run(step);
+    auto bits = [&](float v) {
+      return dtype == "bf16" ? meshc::half::bf16FromF32(v)
+                             : meshc::half::f16FromF32(v);
+    };
+    std::vector<std::vector<uint16_t>> halves;
+    for (const std::vector<float> &buffer : data) {
+      halves.emplace_back();
+      for (float v : buffer)
+        halves.back().push_back(bits(v));
+    }
+    cuda::fusedKernel(kHost, program.steps[0],
+                      {halves[0].data(), halves[1].data()},
+                      {halves[2].data(), halves[3].data()});
+    for (size_t id : {size_t(2), size_t(3)}) {
+      std::vector<float> cpu = harness.readHalf(int64_t(id));
+      for (size_t i = 0; i < cpu.size(); ++i)
+        ASSERT_EQ(halves[id][i], bits(cpu[i]))
+            << "buffer " << id << " element " << i;
+    }
+  }
 }
 
 TEST(CudaHostTest, FusedMergesDimsWalkedAsOne) {

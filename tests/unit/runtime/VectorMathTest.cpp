@@ -11,6 +11,7 @@
 
 #include "ElementBounds.h"
 
+#include "runtime/core/HalfFloat.h"
 #include "runtime/cpu/VectorMath.h"
 
 #include <gtest/gtest.h>
@@ -182,6 +183,33 @@ TEST(VectorMathTest, BinaryIsTheScalarFormulaExactly) {
       }
     }
   });
+}
+
+TEST(VectorMathTest, RoundToBf16IsTheScalarRoundingBitForBit) {
+  // Ties both ways, the largest finite values (rounding to infinity),
+  // infinities, NaNs with payloads, subnormals, zeros of both signs, and
+  // random bits; lengths that leave a tail after the vectors.
+  std::vector<uint32_t> bits = {
+      0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0xff7fffffu,
+      0x7f800000u, 0xff800000u, 0x7fc00001u, 0x7f800001u, 0xffa00000u,
+      0x00000001u, 0x80008000u, 0x00000000u, 0x80000000u};
+  std::mt19937 random(11);
+  for (int i = 0; i < 1000; ++i)
+    bits.push_back(static_cast<uint32_t>(random()));
+  for (size_t n : {bits.size(), size_t(7), size_t(1)}) {
+    std::vector<float> values(n), want(n);
+    for (size_t i = 0; i < n; ++i) {
+      std::memcpy(&values[i], &bits[i], 4);
+      want[i] = meshc::half::roundToBf16(values[i]);
+    }
+    meshc::runtime::vmath::roundToBf16(values.data(), int64_t(n));
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t got, expected;
+      std::memcpy(&got, &values[i], 4);
+      std::memcpy(&expected, &want[i], 4);
+      ASSERT_EQ(got, expected) << "input bits " << std::hex << bits[i];
+    }
+  }
 }
 
 TEST(VectorMathTest, SumAddsEveryElement) {
