@@ -17,6 +17,14 @@ int64_t FusedProgramBuilder::add(json::Object instruction) {
   return next++;
 }
 
+void FusedProgramBuilder::roundTo(int64_t value, Type element) {
+  auto instruction = static_cast<size_t>(value - arguments);
+  if (value < arguments || !llvm::isa<BFloat16Type, Float16Type>(element))
+    return;
+  instructions[instruction].getAsObject()->insert(
+      {"round", element.isBF16() ? "bf16" : "f16"});
+}
+
 int64_t FusedProgramBuilder::add(Operation *op, StringRef fn) {
   json::Array args;
   for (Value operand : op->getOperands())
@@ -73,6 +81,7 @@ FusedProgram fusedProgram(FusedOp fused) {
   FusedProgramBuilder builder;
   for (Value arg : body.getArguments())
     builder.numbers[arg] = builder.next++;
+  builder.arguments = builder.next;
   // The region verifier admits only fusible ops in the body.
   for (Operation &op : body.without_terminator()) {
     int64_t value =
@@ -80,13 +89,9 @@ FusedProgram fusedProgram(FusedOp fused) {
     builder.numbers[op.getResult(0)] = value;
     // A 16-bit result is rounded as the unfused step would store it, so
     // where fusion groups fall (a recomputed layer's, say) changes nothing.
-    Type element =
-        llvm::cast<TensorType>(op.getResult(0).getType()).getElementType();
-    int64_t instruction = value - static_cast<int64_t>(body.getNumArguments());
-    if (instruction >= 0 && llvm::isa<BFloat16Type, Float16Type>(element))
-      builder.instructions[static_cast<size_t>(instruction)]
-          .getAsObject()
-          ->insert({"round", element.isBF16() ? "bf16" : "f16"});
+    builder.roundTo(
+        value,
+        llvm::cast<TensorType>(op.getResult(0).getType()).getElementType());
   }
   FusedProgram program;
   for (Value result : body.getTerminator()->getOperands())

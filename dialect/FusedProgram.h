@@ -33,11 +33,16 @@ public:
   int64_t add(llvm::json::Object instruction);
   /// Appends {"fn": fn, "args": [op's operands]} and returns its number.
   int64_t add(Operation *op, StringRef fn);
+  /// Marks value `value` (an instruction's) "round" to `element` when that
+  /// is bf16 or f16: rounded as an unfused step storing it would.
+  void roundTo(int64_t value, Type element);
 
 private:
   friend FusedProgram fusedProgram(FusedOp fused);
   llvm::DenseMap<Value, int64_t> numbers;
   int64_t next = 0;
+  /// The body's arguments: values below this are not instructions'.
+  int64_t arguments = 0;
   llvm::json::Array instructions;
 };
 

@@ -117,6 +117,11 @@ int64_t writeReduceInstructions(Operation *op, FusedProgramBuilder &program) {
                                                               : "reduce_sum");
   if (reduction != Reduction::Mean)
     return value;
+  // The unfused steps store the sum before they scale it: a 16-bit mean's
+  // sum is rounded there too (fusedProgram rounds the mean itself).
+  program.roundTo(
+      value,
+      llvm::cast<TensorType>(op->getResult(0).getType()).getElementType());
   return program.add(
       json::Object{{"fn", scaleFn()},
                    {"args", json::Array{value}},

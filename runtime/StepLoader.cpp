@@ -590,13 +590,7 @@ void StepParser::stageHalfOperands() {
   };
   for (Operand &in : step.in)
     stage(in);
-  if (auto *fused = std::get_if<FusedAttrs>(&step.attrs)) {
-    for (Operand &out : fused->outs)
-      stage(out);
-    step.out = fused->outs.front();
-  } else {
-    stage(step.out);
-  }
+  stage(step.out);
   if (!staged)
     return;
   step.scratchBytes = end;
