@@ -247,6 +247,26 @@ int64_t parseSyncAxes(const JsonNode &node, const layout::Mesh &mesh,
   return size;
 }
 
+/// The param whose buffer list entry `ref` names (a buffer id): declared,
+/// not already in `listed`, holding a param; else an error at `ref`, `why`
+/// saying what the list needs params for.
+const Tensor *listedParam(const JsonNode &ref, const Program &program,
+                          const std::map<int64_t, size_t> &bufferIndex,
+                          const std::vector<size_t> &listed,
+                          const std::string &why) {
+  int64_t id = ref.integer();
+  auto buffer = bufferIndex.find(id);
+  std::string name = "buffer " + std::to_string(id);
+  if (buffer == bufferIndex.end())
+    ref.fail(name + " is not declared");
+  if (std::find(listed.begin(), listed.end(), buffer->second) != listed.end())
+    ref.fail(name + " is listed twice");
+  for (const Tensor &tensor : program.tensors)
+    if (tensor.role == Role::Param && tensor.buffer == buffer->second)
+      return &tensor;
+  ref.fail(name + " holds no param; " + why);
+}
+
 /// "sync": after every `every` training runs, average the listed param
 /// buffers over the groups of `axes`. Each buffer must hold a param that is
 /// replicated over those axes (averaging different blocks would mix them).
@@ -262,20 +282,9 @@ SyncSpec parseSync(const JsonNode &node, Program &program,
   if (found == program.groupAxes.end())
     program.groupAxes.push_back(sync.axes);
   for (const JsonNode &ref : node.member("buffers").elements()) {
-    int64_t id = ref.integer();
-    auto buffer = bufferIndex.find(id);
-    std::string name = "buffer " + std::to_string(id);
-    if (buffer == bufferIndex.end())
-      ref.fail(name + " is not declared");
-    if (std::find(sync.buffers.begin(), sync.buffers.end(), buffer->second) !=
-        sync.buffers.end())
-      ref.fail(name + " is listed twice");
-    const Tensor *param = nullptr;
-    for (const Tensor &tensor : program.tensors)
-      if (tensor.role == Role::Param && tensor.buffer == buffer->second)
-        param = &tensor;
-    if (!param)
-      ref.fail(name + " holds no param; sync averages param buffers only");
+    const Tensor *param = listedParam(ref, program, bufferIndex, sync.buffers,
+                                      "sync averages param buffers only");
+    std::string name = "buffer " + std::to_string(ref.integer());
     for (size_t d = 0; d < param->dims.size(); ++d)
       for (size_t axis : param->layout.axesOf(d))
         if (std::find(sync.axes.begin(), sync.axes.end(),
@@ -285,13 +294,13 @@ SyncSpec parseSync(const JsonNode &node, Program &program,
                    "' (dim '" + param->dims[d].name +
                    "'); sync averages replicas, so its params must be "
                    "replicated over the sync axes");
-    sync.buffers.push_back(buffer->second);
+    sync.buffers.push_back(param->buffer);
 
     // all_reduce(sum) then scale by 1/G, as steps after the program's own.
     Step reduce;
     reduce.index = program.stepCount() + sync.steps.size();
     reduce.phase = Phase::Update;
-    reduce.out.buffer = buffer->second;
+    reduce.out.buffer = param->buffer;
     reduce.out.shape.sizes = {product(
         programBlock(program, param->dims, param->layout, param->blocks))};
     AllReduceAttrs sum;
@@ -317,24 +326,12 @@ MicrobatchSpec parseMicrobatches(const JsonNode &node, const Program &program,
                                  const std::map<int64_t, size_t> &bufferIndex) {
   MicrobatchSpec spec;
   spec.count = node.member("count").integerAtLeast(2);
-  for (const JsonNode &ref : node.member("accumulators").elements()) {
-    int64_t id = ref.integer();
-    auto buffer = bufferIndex.find(id);
-    std::string name = "buffer " + std::to_string(id);
-    if (buffer == bufferIndex.end())
-      ref.fail(name + " is not declared");
-    if (std::find(spec.accumulators.begin(), spec.accumulators.end(),
-                  buffer->second) != spec.accumulators.end())
-      ref.fail(name + " is listed twice");
-    bool param = false;
-    for (const Tensor &tensor : program.tensors)
-      param = param ||
-              (tensor.role == Role::Param && tensor.buffer == buffer->second);
-    if (!param)
-      ref.fail(name + " holds no param; the accumulators are the slots the "
-                      "gradients are summed in");
-    spec.accumulators.push_back(buffer->second);
-  }
+  for (const JsonNode &ref : node.member("accumulators").elements())
+    spec.accumulators.push_back(
+        listedParam(ref, program, bufferIndex, spec.accumulators,
+                    "the accumulators are the slots the gradients are summed "
+                    "in")
+            ->buffer);
   const Step *update = nullptr;
   for (const Step &step : program.steps) {
     if (step.phase == Phase::Update && !update)

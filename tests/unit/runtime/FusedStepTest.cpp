@@ -50,6 +50,10 @@ TEST(FusedStepTest, LoaderErrors) {
             "step.mprog: steps[0].body[1].args[0]: value 4 is not defined "
             "before value 4 (the operands are values 0..2, then one per "
             "instruction)");
+  EXPECT_EQ(errorAfter([](json &s) { s["body"][1]["round"] = "bf16"; }), "");
+  EXPECT_EQ(errorAfter([](json &s) { s["body"][1]["round"] = "f32"; }),
+            "step.mprog: steps[0].body[1].round: \"f32\" is not a 16-bit "
+            "float type (bf16, f16); a value without \"round\" stays f32");
   EXPECT_EQ(errorAfter([](json &s) { s["body"][1]["args"] = {3}; }),
             "step.mprog: steps[0].body[1].args: add takes 2 argument(s), "
             "got 1");
