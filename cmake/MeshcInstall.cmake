@@ -23,6 +23,7 @@ set(MESHC_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/meshc)
 # header those include (tests/install compiles them all against the installed
 # tree alone), relative to the repository root.
 set(MESHC_PUBLIC_HEADERS
+  runtime/Attention.h
   runtime/core/layout/AxisWeights.h
   runtime/core/layout/Error.h
   runtime/core/layout/LayoutRules.h

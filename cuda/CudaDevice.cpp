@@ -13,6 +13,7 @@
 
 #include "cuda/CudaDevice.h"
 
+#include "cuda/CudaAttention.h"
 #include "cuda/CudaCheck.h"
 #include "cuda/CudaFusedKernel.h"
 #include "cuda/KernelSpaces.h"
@@ -94,8 +95,31 @@ void CudaDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
   int64_t workspaceAt = scratchAt + roundUp(scratchBytes);
   int64_t statusAt = workspaceAt + kCublasWorkspaceBytes;
   int64_t partialsAt = roundUp(statusAt + kStatusBytes);
-  int64_t total =
-      partialsAt + kPartialFloats * static_cast<int64_t>(sizeof(float));
+  // The offset tables of the attention steps (loop bodies' included), each
+  // at its own offset after the partials, made and copied once, below.
+  int64_t tablesAt = roundUp(
+      partialsAt + kPartialFloats * static_cast<int64_t>(sizeof(float)));
+  struct Tables {
+    size_t step;
+    const AttentionGeometry *geometry;
+    int64_t at;
+  };
+  std::vector<Tables> tables;
+  attentionTables.assign(program.stepCount(), nullptr);
+  int64_t total = tablesAt;
+  for (size_t index = 0; index < program.stepCount(); ++index) {
+    const Step &step = program.step(index);
+    const AttentionGeometry *geometry =
+        step.op() == OpKind::Attention ? &step.as<AttentionAttrs>().geometry
+        : step.op() == OpKind::AttentionGrad
+            ? &step.as<AttentionGradAttrs>().geometry
+            : nullptr;
+    if (!geometry)
+      continue;
+    tables.push_back({index, geometry, total});
+    total = roundUp(total + geometry->tableEntries *
+                                static_cast<int64_t>(sizeof(int64_t)));
+  }
   void *memory = nullptr;
   cudaError_t result = cudaMalloc(&memory, static_cast<size_t>(total));
   if (result != cudaSuccess)
@@ -104,7 +128,8 @@ void CudaDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
                        std::to_string(total) + " bytes (arena " +
                        std::to_string(arenaBytes) + ", scratch " +
                        std::to_string(scratchBytes) +
-                       ", cuBLAS workspace, status and reduction partials): " +
+                       ", cuBLAS workspace, status, reduction partials and "
+                       "attention tables): " +
                        cudaGetErrorString(result));
   base = static_cast<char *>(memory);
   allocatedBytes = total;
@@ -118,6 +143,18 @@ void CudaDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
   MESHC_CUDA_CHECK(
       cudaMemsetAsync(base, 0, static_cast<size_t>(total), stream));
   MESHC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (const Tables &table : tables) {
+    attentionTables[table.step] =
+        reinterpret_cast<const int64_t *>(base + table.at);
+    std::vector<int64_t> entries(size_t(table.geometry->tableEntries));
+    table.geometry->fillTables(entries.data());
+    if (entries.empty())
+      continue;
+    MESHC_CUDA_CHECK(cudaMemcpyAsync(base + table.at, entries.data(),
+                                     entries.size() * sizeof(int64_t),
+                                     cudaMemcpyHostToDevice, stream));
+    MESHC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
   collectives.attach(deviceId, {gpu, stream});
 }
 
@@ -344,9 +381,35 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
   case OpKind::CollectivePermute:
     runCollective(step, *comm);
     return;
+  case OpKind::Attention:
+  case OpKind::AttentionGrad:
+    runAttention(step);
+    return;
   case OpKind::Loop:
     throw RuntimeError("a loop step is run by the session, not a device");
   }
+}
+
+void CudaDevice::runAttention(const Step &step) {
+  bool grad = step.op() == OpKind::AttentionGrad;
+  const AttentionSpec &spec =
+      grad ? static_cast<const AttentionSpec &>(step.as<AttentionGradAttrs>())
+           : static_cast<const AttentionSpec &>(step.as<AttentionAttrs>());
+  AttentionData data{};
+  const std::vector<AttentionOperand> reads =
+      grad ? std::vector<AttentionOperand>{kQ, kK, kV, kO, kLse, kDOut, kBias}
+           : std::vector<AttentionOperand>{kQ, kK, kV, kBias};
+  for (size_t i = 0; i < step.in.size(); ++i)
+    data[reads[i]] = f32(at(step.in[i]));
+  const std::vector<const Operand *> outputs = step.outputs();
+  const AttentionOperand writes[] = {grad ? kDQ : kO, grad ? kDK : kLse, kDV};
+  for (size_t i = 0; i < outputs.size(); ++i)
+    data[writes[i]] = f32(at(*outputs[i]));
+  const int64_t *tables = attentionTables.at(step.index);
+  if (grad)
+    attentionGradKernel(exec(), spec, data, tables);
+  else
+    attentionKernel(exec(), spec, data, tables);
 }
 
 void CudaDevice::checkRows(const Step &step, const RowWalk &walk,

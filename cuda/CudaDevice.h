@@ -43,7 +43,8 @@ public:
   CudaDevice &operator=(const CudaDevice &) = delete;
 
   void allocate(int64_t arenaBytes, int64_t scratchBytes) override;
-  /// The one cudaMalloc: arena, scratch, cuBLAS workspace and status.
+  /// The one cudaMalloc: arena, scratch, cuBLAS workspace, status, the
+  /// reduction partials and the attention steps' offset tables.
   int64_t residentBytes() const override { return allocatedBytes; }
   void write(int64_t offset, const void *src, int64_t bytes) override;
   void read(int64_t offset, void *dst, int64_t bytes) const override;
@@ -69,6 +70,8 @@ private:
   void runKernels(const Step &step, Communicator *comm,
                   const RunContext &context);
   void runGemm(const GemmStage &stage);
+  /// Runs an attention or attention_grad step (CudaAttention.h).
+  void runAttention(const Step &step);
   void runCollective(const Step &step, Communicator &comm);
   /// Throws the CPU backend's message when a one_hot or cross-entropy
   /// kernel recorded a bad row (an index outside [0, limit)).
@@ -100,6 +103,10 @@ private:
   KernelStatus *status = nullptr;
   /// Exec::partials: kPartialFloats floats after the status.
   float *partials = nullptr;
+  /// Per step index, the device copy of an attention step's offset tables
+  /// (AttentionGeometry::tables), after the partials; null for the other
+  /// steps.
+  std::vector<const int64_t *> attentionTables;
 };
 
 } // namespace meshc::runtime::cuda

@@ -31,11 +31,19 @@ static LogicalResult verifyBlocksAttr(Operation *op, Attribute value) {
     return op->emitError() << "'" << MtfDialect::kBlocksAttrName << "' ";
   };
   auto dims = llvm::dyn_cast<DictionaryAttr>(value);
-  if (!dims || op->getNumResults() != 1)
-    return fail() << "must be a dictionary on an op with one result";
+  if (!dims || op->getNumResults() == 0)
+    return fail() << "must be a dictionary on an op with results";
   auto program = op->getParentOfType<ProgramOp>();
   MeshAttr mesh = program ? program.getMeshAttr() : MeshAttr();
-  auto named = llvm::dyn_cast<TensorType>(op->getResult(0).getType());
+  // The named results: an op with several (fused attention) cuts each dim
+  // name alike in all of them.
+  SmallVector<TensorType> named;
+  for (Type type : op->getResultTypes())
+    if (auto tensor = llvm::dyn_cast<TensorType>(type))
+      named.push_back(tensor);
+  if (op->getNumResults() > 1 && named.size() != op->getNumResults())
+    return fail() << "on an op with several results needs them all "
+                     "!mtf.tensor";
   for (NamedAttribute entry : dims) {
     StringRef dim = entry.getName().getValue();
     auto split = llvm::dyn_cast<DictionaryAttr>(entry.getValue());
@@ -62,13 +70,25 @@ static LogicalResult verifyBlocksAttr(Operation *op, Attribute value) {
         llvm::any_of(sizes.asArrayRef(), [](int64_t s) { return s < 0; }))
       return fail() << "entry '" << dim << "' needs " << shards
                     << " sizes of at least 0, one per shard, got " << sizes;
-    if (!named)
+    if (named.empty())
       continue;
-    std::optional<unsigned> position = named.getDimIndex(dim);
     int64_t largest = *llvm::max_element(sizes.asArrayRef());
-    if (!position || named.getDims()[*position].size != largest)
+    TensorType mismatched = named.front();
+    bool held = false;
+    for (TensorType result : named) {
+      std::optional<unsigned> position = result.getDimIndex(dim);
+      if (!position)
+        continue;
+      if (result.getDims()[*position].size != largest) {
+        mismatched = result;
+        held = false;
+        break;
+      }
+      held = true;
+    }
+    if (!held)
       return fail() << "entry '" << dim << "' does not match the result type "
-                    << named << ", which must hold the largest block ("
+                    << mismatched << ", which must hold the largest block ("
                     << largest << ")";
   }
   return success();

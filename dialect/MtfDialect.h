@@ -75,6 +75,24 @@ LogicalResult inferBroadcastType(ValueRange operands, Type elementType,
 /// and the same named dims and sizes, in any order.
 bool sameDimsAnyOrder(TypeRange lhs, TypeRange rhs);
 
+/// The roles of the dims of a fused attention (mtf.attention and its
+/// gradient): `head` summed in query . key; `group` the other dims of key
+/// besides `key` (batch, heads); `query` the other dims of the query
+/// (positions); `value` the other dims of value. A value dim may share its
+/// name with a head dim (the roles are per tensor).
+struct AttentionRoles {
+  SmallVector<NamedDim> group, query, head, value;
+  NamedDim key;
+};
+/// The roles of `query`, `key` and `value` under `keyDim` and `headDims`;
+/// fails with an error at `op` when the three do not fit the pattern.
+FailureOr<AttentionRoles> attentionRoles(Operation *op, Type query, Type key,
+                                         Type value, StringRef keyDim,
+                                         ArrayRef<StringRef> headDims);
+/// The type of mtf.attention's logsumexp: the query's dims without the head
+/// dims, in the query's order, f32.
+TensorType attentionStatsType(Type query, ArrayRef<StringRef> headDims);
+
 /// The `custom<Initializer>` directive of `mtf.param`: `normal(0.0, 0.05)`.
 ParseResult parseInitializer(OpAsmParser &parser, InitAttr &init);
 void printInitializer(OpAsmPrinter &printer, Operation *op, InitAttr init);

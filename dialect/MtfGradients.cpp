@@ -439,3 +439,38 @@ LogicalResult SoftmaxCrossEntropyOp::buildGradients(OpEmitter &emit, Value g,
 
 } // namespace mtf
 } // namespace mlir
+
+namespace mlir {
+namespace mtf {
+
+/// FlashAttention's backward: one mtf.attention_grad gives the gradients of
+/// the query, key and value from the forward operands, result and
+/// logsumexp. The bias gets none: mtf-fuse-attention fuses only a bias no
+/// parameter reaches.
+LogicalResult AttentionOp::buildGradients(OpEmitter &emit, Value g,
+                                          GradientSink &sink) {
+  if (getBias() && sink.wants(getBias()))
+    return emitOpError() << "has a bias the loss depends on through a "
+                            "parameter; its gradient is not computed";
+  if (!sink.wants(getQuery()) && !sink.wants(getKey()) &&
+      !sink.wants(getValue()))
+    return success();
+  auto grad = llvm::cast<AttentionGradOp>(emit.tag(AttentionGradOp::create(
+      emit.builder(), emit.getLoc(), getQuery().getType(), getKey().getType(),
+      getValue().getType(), getQuery(), getKey(), getValue(), getResult(),
+      getLogsumexp(), g, getBias(), getKeyDimAttr(), getHeadDimsAttr(),
+      getScaleAttr())));
+  sink.send(getQuery(), grad.getQueryGrad());
+  sink.send(getKey(), grad.getKeyGrad());
+  sink.send(getValue(), grad.getValueGrad());
+  return success();
+}
+
+LogicalResult AttentionGradOp::buildGradients(OpEmitter &, Value,
+                                              GradientSink &) {
+  return emitOpError() << "has no gradient of its own (a second derivative "
+                          "of fused attention is not supported)";
+}
+
+} // namespace mtf
+} // namespace mlir

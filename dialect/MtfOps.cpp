@@ -460,6 +460,188 @@ LogicalResult ReduceSumOp::verify() { return verifyReduce(*this); }
 LogicalResult ReduceMeanOp::verify() { return verifyReduce(*this); }
 LogicalResult ReduceMaxOp::verify() { return verifyReduce(*this); }
 
+//===----------------------------------------------------------------------===//
+// Fused attention
+//===----------------------------------------------------------------------===//
+
+static std::string dimList(ArrayRef<NamedDim> dims) {
+  std::string text = "[";
+  for (auto [i, dim] : llvm::enumerate(dims))
+    text += (i ? ", " : "") + dim.name.getValue().str() + "=" +
+            std::to_string(dim.size);
+  return text + "]";
+}
+
+static bool containsDim(ArrayRef<NamedDim> dims, StringRef name) {
+  return llvm::any_of(dims, [&](const NamedDim &d) { return d.name == name; });
+}
+
+FailureOr<AttentionRoles> attentionRoles(Operation *op, Type queryType,
+                                         Type keyType, Type valueType,
+                                         StringRef keyDim,
+                                         ArrayRef<StringRef> headDims) {
+  TensorType q = llvm::cast<TensorType>(queryType);
+  TensorType k = llvm::cast<TensorType>(keyType);
+  TensorType v = llvm::cast<TensorType>(valueType);
+  AttentionRoles roles;
+  std::optional<unsigned> keyAt = k.getDimIndex(keyDim);
+  if (!keyAt)
+    return op->emitOpError()
+           << "key has no key dimension '" << keyDim << "' (type " << k << ")";
+  roles.key = k.getDims()[*keyAt];
+  if (q.hasDim(keyDim))
+    return op->emitOpError() << "query must not have the key dimension '"
+                             << keyDim << "' (type " << q << ")";
+  llvm::StringSet<> heads;
+  for (StringRef head : headDims) {
+    if (!heads.insert(head).second || head == keyDim)
+      return op->emitOpError() << "head dimension '" << head
+                               << "' is listed twice or is the key dimension";
+    std::optional<unsigned> inQ = q.getDimIndex(head),
+                            inK = k.getDimIndex(head);
+    if (!inQ || !inK)
+      return op->emitOpError() << "head dimension '" << head
+                               << "' must be a dimension of the query and the "
+                                  "key (types "
+                               << q << ", " << k << ")";
+    if (q.getDims()[*inQ].size != k.getDims()[*inK].size)
+      return op->emitOpError() << "head dimension '" << head << "' has size "
+                               << q.getDims()[*inQ].size << " in the query but "
+                               << k.getDims()[*inK].size << " in the key";
+    roles.head.push_back(q.getDims()[*inQ]);
+  }
+  for (const NamedDim &dim : k.getDims())
+    if (dim.name != keyDim && !heads.contains(dim.name.getValue()))
+      roles.group.push_back(dim);
+  for (const NamedDim &dim : roles.group) {
+    std::optional<unsigned> inQ = q.getDimIndex(dim.name.getValue());
+    std::optional<unsigned> inV = v.getDimIndex(dim.name.getValue());
+    if (!inQ || !inV || !(q.getDims()[*inQ] == dim) ||
+        !(v.getDims()[*inV] == dim))
+      return op->emitOpError()
+             << "key dimension '" << dim.name.getValue() << "' (size "
+             << dim.size
+             << ") is neither the key dimension nor a head dimension, so it "
+                "must be a group dimension of the query and the value too "
+                "(types "
+             << q << ", " << v << ")";
+  }
+  for (const NamedDim &dim : q.getDims())
+    if (!heads.contains(dim.name.getValue()) &&
+        !containsDim(roles.group, dim.name.getValue()))
+      roles.query.push_back(dim);
+  std::optional<unsigned> keyInV = v.getDimIndex(keyDim);
+  if (!keyInV || !(v.getDims()[*keyInV] == roles.key))
+    return op->emitOpError() << "value must have the key dimension "
+                             << dimList(roles.key) << " (type " << v << ")";
+  for (const NamedDim &dim : v.getDims())
+    if (dim.name != keyDim && !containsDim(roles.group, dim.name.getValue())) {
+      if (containsDim(roles.query, dim.name.getValue()))
+        return op->emitOpError() << "value dimension '" << dim.name.getValue()
+                                 << "' is also a query dimension";
+      roles.value.push_back(dim);
+    }
+  return roles;
+}
+
+TensorType attentionStatsType(Type queryType, ArrayRef<StringRef> headDims) {
+  TensorType q = llvm::cast<TensorType>(queryType);
+  SmallVector<NamedDim> dims;
+  for (const NamedDim &dim : q.getDims())
+    if (!llvm::is_contained(headDims, dim.name.getValue()))
+      dims.push_back(dim);
+  return TensorType::get(q.getContext(), dims,
+                         Float32Type::get(q.getContext()));
+}
+
+/// Whether `type` has exactly the dims of `groups` (each dim once, any
+/// order).
+static bool hasExactly(Type type, ArrayRef<ArrayRef<NamedDim>> groups) {
+  TensorType tensor = llvm::cast<TensorType>(type);
+  size_t count = 0;
+  for (ArrayRef<NamedDim> group : groups)
+    for (const NamedDim &dim : group) {
+      std::optional<unsigned> at = tensor.getDimIndex(dim.name.getValue());
+      if (!at || !(tensor.getDims()[*at] == dim))
+        return false;
+      ++count;
+    }
+  return count == tensor.getDims().size();
+}
+
+static SmallVector<StringRef> headNames(ArrayAttr heads) {
+  SmallVector<StringRef> names;
+  for (Attribute head : heads)
+    names.push_back(llvm::cast<StringAttr>(head).getValue());
+  return names;
+}
+
+/// The checks mtf.attention and its gradient share: the roles of query, key
+/// and value, the bias's dims, the result's and logsumexp's dims.
+static FailureOr<AttentionRoles>
+verifyAttention(Operation *op, Value q, Value k, Value v, Value bias,
+                Value result, Value stats, StringRef keyDim, ArrayAttr heads,
+                StringRef resultRole) {
+  FailureOr<AttentionRoles> roles = attentionRoles(
+      op, q.getType(), k.getType(), v.getType(), keyDim, headNames(heads));
+  if (failed(roles))
+    return failure();
+  if (bias)
+    for (const NamedDim &dim : tensorOf(bias).getDims())
+      if (!(containsDim(roles->group, dim.name.getValue()) ||
+            containsDim(roles->query, dim.name.getValue()) ||
+            dim.name == keyDim) ||
+          !(llvm::is_contained(roles->group, dim) ||
+            llvm::is_contained(roles->query, dim) || dim == roles->key))
+        return op->emitOpError()
+               << "bias dimension " << dimList(dim)
+               << " is not a group, query or key dimension of the scores";
+  if (!hasExactly(result.getType(), {roles->group, roles->query, roles->value}))
+    return op->emitOpError()
+           << resultRole << " must have the group dims "
+           << dimList(roles->group) << ", the query dims "
+           << dimList(roles->query) << " and the value dims "
+           << dimList(roles->value) << ", not " << result.getType();
+  if (!hasExactly(stats.getType(), {roles->group, roles->query}) ||
+      !tensorOf(stats).getElementType().isF32())
+    return op->emitOpError()
+           << "logsumexp must be f32 with the group dims "
+           << dimList(roles->group) << " and the query dims "
+           << dimList(roles->query) << ", not " << stats.getType();
+  Type element = tensorOf(q).getElementType();
+  if (tensorOf(k).getElementType() != element ||
+      tensorOf(v).getElementType() != element ||
+      tensorOf(result).getElementType() != element)
+    return op->emitOpError() << "query, key, value and " << resultRole
+                             << " must share one element type";
+  return roles;
+}
+
+/// Contract: attentionRoles' pattern; the result has the group, query and
+/// value dims, logsumexp (f32) the group and query dims.
+LogicalResult AttentionOp::verify() {
+  return verifyAttention(*this, getQuery(), getKey(), getValue(), getBias(),
+                         getResult(), getLogsumexp(), getKeyDim(),
+                         getHeadDims(), "the result");
+}
+
+/// Contract: as mtf.attention's, for the forward operands, result and
+/// logsumexp; `grad` has the result's type; each gradient its operand's.
+LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(), getBias(),
+                             getResult(), getLogsumexp(), getKeyDim(),
+                             getHeadDims(), "the result")))
+    return failure();
+  if (getGrad().getType() != getResult().getType())
+    return emitOpError() << "grad has type " << getGrad().getType()
+                         << " but the result " << getResult().getType();
+  if (getQueryGrad().getType() != getQuery().getType() ||
+      getKeyGrad().getType() != getKey().getType() ||
+      getValueGrad().getType() != getValue().getType())
+    return emitOpError() << "each gradient must have the type of its operand";
+  return success();
+}
+
 /// Contract: `dim` is a dimension of the operand.
 LogicalResult SoftmaxOp::verify() {
   if (!tensorOf(getInput()).hasDim(getDim()))

@@ -488,9 +488,14 @@ def Mtf_LocalGradOp : Mtf_Op<"local_grad", [Mtf_FollowsPrecision, DeclareOpInter
 }
 
 def Mtf_CastOp : Mtf_Op<"cast", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
-    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, DeclareOpInterfaceMethods<Mtf_FusibleOpInterface>, Pure]> {
   let summary = "converts the element type, keeping the dimensions";
   let description = [{
+    Between float types it may stand in an `mtf.fused` body (mtf-fuse):
+    the value passes unchanged and is rounded to a 16-bit result type as
+    the cast step would store it.
+
+
     ```mlir
     %y = mtf.cast %x : !mtf.tensor<[batch=8], f32> -> !mtf.tensor<[batch=8], bf16>
     ```
@@ -908,6 +913,92 @@ def Mtf_SoftmaxCrossEntropyOp : Mtf_Op<"softmax_cross_entropy", [Mtf_FullPrecisi
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return PartitionRule::whole({getDim()});
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Fused attention
+//===----------------------------------------------------------------------===//
+
+def Mtf_AttentionOp : Mtf_Op<"attention", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
+  let summary = "softmax attention that never stores the scores";
+  let description = [{
+    `result = einsum(softmax(scale * einsum(query, key) + bias, key_dim), value)`
+    in one step (FlashAttention): the scores `[..., key_dim]` are computed
+    block by block and never stored. `mtf-fuse-attention` makes it from
+    that pattern (docs/spmd.md#fused-attention).
+
+    The roles of the dims: `head_dims` are summed in `query . key`; the
+    group dims are the other dims of `key` besides `key_dim` (batch, heads);
+    the query dims the other dims of `query` (positions); the value dims the
+    other dims of `value` besides the group dims and `key_dim`. The result
+    has the group, query and value dims; `logsumexp` (f32) the group and
+    query dims: `log sum_key exp(scores)`, which the gradient reads. The
+    optional `bias` has some of the group, query and key dims (a mask).
+
+    ```mlir
+    %o, %l = mtf.attention %q, %k, %v bias %mask over "memory" heads ["d_k"]
+        scale 0.125 : !mtf.tensor<[batch=2, seq=8, heads=4, d_k=16], f32>,
+        !mtf.tensor<[batch=2, memory=8, heads=4, d_k=16], f32>,
+        !mtf.tensor<[batch=2, memory=8, heads=4, d_k=16], f32>,
+        !mtf.tensor<[seq=8, memory=8], f32>
+        -> !mtf.tensor<[batch=2, seq=8, heads=4, d_k=16], f32>,
+           !mtf.tensor<[batch=2, heads=4, seq=8], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$query, Mtf_FloatTensor:$key,
+                       Mtf_FloatTensor:$value, Optional<Mtf_FloatTensor>:$bias,
+                       StrAttr:$key_dim, StrArrayAttr:$head_dims,
+                       F64Attr:$scale);
+  let results = (outs Mtf_FloatTensor:$result, Mtf_FloatTensor:$logsumexp);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`bias` $bias^)? `over` $key_dim `heads`
+    $head_dims `scale` $scale attr-dict `:` type($query) `,` type($key) `,`
+    type($value) (`,` type($bias)^)? `->` type($result) `,` type($logsumexp)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::attention();
+    }
+  }];
+}
+
+def Mtf_AttentionGradOp : Mtf_Op<"attention_grad", [Mtf_NoPrecisionRule, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
+  let summary = "the gradients of mtf.attention's query, key and value";
+  let description = [{
+    Given the forward op's operands, its `result` and `logsumexp`, and
+    `grad`, the gradient of the loss with respect to its result: the
+    gradients of query, key and value (FlashAttention-2's backward, the
+    probabilities recomputed block by block from `logsumexp`). The bias gets
+    none (mtf-fuse-attention fuses only a bias no parameter reaches).
+
+    ```mlir
+    %dq, %dk, %dv = mtf.attention_grad %q, %k, %v, %o, %l, %g bias %mask
+        over "memory" heads ["d_k"] scale 0.125 : ...
+    ```
+  }];
+  let arguments = (ins Mtf_FloatTensor:$query, Mtf_FloatTensor:$key,
+                       Mtf_FloatTensor:$value, Mtf_FloatTensor:$result,
+                       Mtf_FloatTensor:$logsumexp, Mtf_FloatTensor:$grad,
+                       Optional<Mtf_FloatTensor>:$bias, StrAttr:$key_dim,
+                       StrArrayAttr:$head_dims, F64Attr:$scale);
+  let results = (outs Mtf_FloatTensor:$query_grad, Mtf_FloatTensor:$key_grad,
+                      Mtf_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $result `,` $logsumexp `,` $grad
+    (`bias` $bias^)? `over` $key_dim `heads` $head_dims `scale` $scale
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `,`
+    type($result) `,` type($logsumexp) `,` type($grad) (`,` type($bias)^)?
+    `->` type($query_grad) `,` type($key_grad) `,` type($value_grad)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::attention();
     }
   }];
 }

@@ -366,6 +366,15 @@ LogicalResult CastOp::writeSteps(StepWriter &writer) {
   return success();
 }
 
+/// In a fused body (float types only: mtf-fuse's candidates) the value
+/// itself, rounded by fusedProgram to a 16-bit result type.
+int64_t CastOp::writeFusedInstructions(FusedProgramBuilder &program) {
+  return program.add(
+      json::Object{{"fn", scaleFn()},
+                   {"args", json::Array{program.valueOf(getInput())}},
+                   {"value", 1.0}});
+}
+
 std::optional<OpKind> EqualOp::getStepKind() { return OpKind::Binary; }
 LogicalResult EqualOp::writeSteps(StepWriter &writer) {
   return writeBinaryStep(*this, getBinaryFn(), writer);
@@ -532,6 +541,58 @@ LogicalResult FusedOp::writeSteps(StepWriter &writer) {
   step["out"] = std::move(outputs);
   step["sizes"] = std::move(sizes);
   writer.push(OpKind::Fused, std::move(step));
+  return success();
+}
+
+} // namespace mtf
+} // namespace mlir
+
+namespace mlir {
+namespace mtf {
+
+/// The fields both attention steps share: the key dim, the head dims, the
+/// scale and the sizes of every operand's dims.
+static json::Object attentionFields(Operation *op, StringRef keyDim,
+                                    ArrayAttr heads, double scale,
+                                    StepWriter &writer) {
+  json::Array headNames;
+  for (Attribute head : heads)
+    headNames.push_back(llvm::cast<StringAttr>(head).getValue().str());
+  SmallVector<Value> values(op->getOperands());
+  return json::Object{{"key", keyDim.str()},
+                      {"head", std::move(headNames)},
+                      {"scale", scale},
+                      {"sizes", writer.sizes(values)}};
+}
+
+std::optional<OpKind> AttentionOp::getStepKind() { return OpKind::Attention; }
+LogicalResult AttentionOp::writeSteps(StepWriter &writer) {
+  json::Object fields = attentionFields(*this, getKeyDim(), getHeadDims(),
+                                        getScale().convertToDouble(), writer);
+  json::Array in;
+  for (Value operand : getOperands())
+    in.push_back(writer.operand(operand));
+  fields["in"] = std::move(in);
+  fields["out"] = writer.operand(getResult());
+  fields["lse"] = writer.operand(getLogsumexp());
+  writer.push(OpKind::Attention, std::move(fields));
+  return success();
+}
+
+std::optional<OpKind> AttentionGradOp::getStepKind() {
+  return OpKind::AttentionGrad;
+}
+LogicalResult AttentionGradOp::writeSteps(StepWriter &writer) {
+  json::Object fields = attentionFields(*this, getKeyDim(), getHeadDims(),
+                                        getScale().convertToDouble(), writer);
+  json::Array in;
+  for (Value operand : getOperands())
+    in.push_back(writer.operand(operand));
+  fields["in"] = std::move(in);
+  fields["out"] = writer.operand(getQueryGrad());
+  fields["dk"] = writer.operand(getKeyGrad());
+  fields["dv"] = writer.operand(getValueGrad());
+  writer.push(OpKind::AttentionGrad, std::move(fields));
   return success();
 }
 

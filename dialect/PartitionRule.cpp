@@ -94,6 +94,10 @@ PartitionRule PartitionRule::localGrad() {
 
 PartitionRule PartitionRule::loop() { return ofKind(PartitionKind::Loop); }
 
+PartitionRule PartitionRule::attention() {
+  return ofKind(PartitionKind::Attention);
+}
+
 PartitionRule PartitionRule::refuse(llvm::StringRef why) {
   PartitionRule rule = ofKind(PartitionKind::Refuse);
   rule.refusal = why.str();

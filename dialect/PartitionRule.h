@@ -57,6 +57,10 @@ enum class PartitionKind {
   /// layouts of its operands (a stacked one's without the loop dim) and
   /// the carried values yielded in them.
   Loop,
+  /// Fused attention and its gradient (lowering/PartitionAttention.cpp):
+  /// the key and head dims whole, the others parallel, and a gradient
+  /// summed over the query dims (and the value dims) where they are split.
+  Attention,
   /// Not partitioned; `refusal` says why.
   Refuse,
 };
@@ -99,6 +103,7 @@ struct PartitionRule {
   static PartitionRule assign(llvm::StringRef param);
   static PartitionRule localGrad();
   static PartitionRule loop();
+  static PartitionRule attention();
   static PartitionRule refuse(llvm::StringRef why);
 };
 

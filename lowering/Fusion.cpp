@@ -124,8 +124,27 @@ private:
   llvm::DenseMap<Operation *, int> groupOf;
 };
 
+/// Whether `value` is a collective's result, or a cast of one: the
+/// partitioner rounds a 16-bit gradient's reduced total through two casts
+/// (roundTotal).
+static bool isReducedTotal(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (auto cast = llvm::dyn_cast_or_null<mtf::CastOp>(def))
+    def = cast.getInput().getDefiningOp();
+  // Through the view that turns the collective's ranked result into mtf's.
+  if (def && def->hasTrait<mtf::View>() && def->getNumOperands() == 1)
+    def = def->getOperand(0).getDefiningOp();
+  return def && !llvm::isa<mtf::MtfDialect>(def->getDialect());
+}
+
 bool Fuser::candidate(Operation *op) const {
   if (!mtf::isFusible(op) || isConstant(op))
+    return false;
+  // A cast rounding a collective's total stays its own step:
+  // mtf-combine-collectives moves such casts after a combined collective,
+  // a fused step it cannot (the layer norms' bf16 gradients, four per
+  // layer, would each get an all-reduce of their own).
+  if (llvm::isa<mtf::CastOp>(op) && isReducedTotal(op->getOperand(0)))
     return false;
   // f32, bf16 and f16 alike: the kernels compute in f32, widening 16-bit
   // operands as they read them and rounding each 16-bit value as the

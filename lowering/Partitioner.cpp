@@ -146,6 +146,8 @@ LogicalResult Partitioner::partition(Operation &op) {
     return partitionLocalGrad(op);
   case mtf::PartitionKind::Loop:
     return partitionLoop(llvm::cast<mtf::LoopOp>(op));
+  case mtf::PartitionKind::Attention:
+    return partitionAttention(op);
   case mtf::PartitionKind::Refuse:
     return op.emitOpError() << rule.refusal;
   }
@@ -915,7 +917,7 @@ void Partitioner::define(Value value, Value local, const Layout &layout,
   locals[value] = {local, layouts.size() - 1};
   Operation *op = local.getDefiningOp();
   auto type = llvm::cast<mtf::TensorType>(value.getType());
-  if (op && !partial && op->getNumRegions() == 0 &&
+  if (op && !partial && op->getNumRegions() == 0 && op->getNumResults() == 1 &&
       llvm::isa<mtf::MtfDialect>(op->getDialect()))
     op->setAttr(mtf::MtfDialect::kLayoutAttrName,
                 toLayoutAttr(type, layout, mesh));

@@ -63,6 +63,8 @@ private:
   /// offset: a halo exchange (PartitionShift.cpp). False, emitting nothing,
   /// for any other window.
   bool partitionShift(mlir::mtf::WindowOp op);
+  /// Fused attention and its gradient (PartitionAttention.cpp).
+  mlir::LogicalResult partitionAttention(mlir::Operation &op);
   /// A loop: one local loop whose body is the global body partitioned.
   mlir::LogicalResult partitionLoop(mlir::mtf::LoopOp loop);
   /// Whether some input's first (example) dim is cut into unequal blocks.

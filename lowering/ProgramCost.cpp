@@ -5,6 +5,7 @@
 #include "compiler/passes/LayoutBridge.h"
 #include "dialect/MtfDialect.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
@@ -65,6 +66,40 @@ void einsumWork(Operation *op, cost::StepWork &work) {
   }
 }
 
+/// Fused attention's GEMM FLOPs: q . k (2·G·M·N·D) and p . v (2·G·M·N·E)
+/// forward; the gradient recomputes q . k and adds dv, dp, dq and dk
+/// (2·G·M·N·(3D + 2E) in all). One GEMM call per group.
+void attentionWork(Operation *op, bool gradient, cost::StepWork &work) {
+  auto attention = llvm::dyn_cast<mtf::AttentionOp>(op);
+  auto grad = llvm::dyn_cast<mtf::AttentionGradOp>(op);
+  ArrayAttr headAttr = attention ? attention.getHeadDims() : grad.getHeadDims();
+  StringRef keyDim = attention ? attention.getKeyDim() : grad.getKeyDim();
+  SmallVector<StringRef> heads;
+  for (Attribute head : headAttr)
+    heads.push_back(llvm::cast<StringAttr>(head).getValue());
+  FailureOr<mtf::AttentionRoles> roles;
+  {
+    ScopedDiagnosticHandler quiet(op->getContext(),
+                                  [](Diagnostic &) { return success(); });
+    roles = mtf::attentionRoles(op, op->getOperand(0).getType(),
+                                op->getOperand(1).getType(),
+                                op->getOperand(2).getType(), keyDim, heads);
+  }
+  if (failed(roles))
+    return;
+  auto product = [](ArrayRef<mtf::NamedDim> dims) {
+    double total = 1;
+    for (const mtf::NamedDim &dim : dims)
+      total *= static_cast<double>(dim.size);
+    return total;
+  };
+  double rows = product(roles->group) * product(roles->query) *
+                static_cast<double>(roles->key.size);
+  double d = product(roles->head), e = product(roles->value);
+  work.flops = 2 * rows * (gradient ? 3 * d + 2 * e : d + e);
+  work.gemmCalls = product(roles->group);
+}
+
 bool isBf16(Value value) {
   auto named = llvm::dyn_cast<mtf::TensorType>(value.getType());
   return named && named.getElementType().isBF16();
@@ -87,6 +122,11 @@ cost::StepWork workOf(Operation *op) {
     work.gemm = true;
     work.bf16 = op->getNumOperands() > 0 && isBf16(op->getOperand(0));
     einsumWork(op, work);
+  } else if (kind == runtime::OpKind::Attention ||
+             kind == runtime::OpKind::AttentionGrad) {
+    work.gemm = true;
+    work.bf16 = isBf16(op->getOperand(0));
+    attentionWork(op, *kind == runtime::OpKind::AttentionGrad, work);
   } else if (kind == runtime::OpKind::Fused) {
     // Every body op but the constants (fills) is arithmetic per element.
     int64_t bodyOps = 0;

@@ -6,6 +6,7 @@
 # (-DMESHC_BUILD_RUNTIME=OFF).
 set(meshc_program_dir ${CMAKE_CURRENT_LIST_DIR})
 add_library(MeshcProgram STATIC
+  ${meshc_program_dir}/Attention.cpp
   ${meshc_program_dir}/EinsumPlan.cpp
   ${meshc_program_dir}/FusedStep.cpp
   ${meshc_program_dir}/JsonNode.cpp

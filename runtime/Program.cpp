@@ -111,13 +111,27 @@ const char *phaseName(Phase phase) {
   return "";
 }
 
+std::vector<Operand *> Step::outputs() {
+  std::vector<Operand *> written;
+  if (auto *fused = std::get_if<FusedAttrs>(&attrs)) {
+    for (Operand &out : fused->outs)
+      written.push_back(&out);
+    return written;
+  }
+  written.push_back(&out);
+  if (auto *attention = std::get_if<AttentionAttrs>(&attrs))
+    written.push_back(&attention->lse);
+  if (auto *grad = std::get_if<AttentionGradAttrs>(&attrs)) {
+    written.push_back(&grad->dk);
+    written.push_back(&grad->dv);
+  }
+  return written;
+}
+
 std::vector<const Operand *> Step::outputs() const {
   std::vector<const Operand *> written;
-  if (const auto *fused = std::get_if<FusedAttrs>(&attrs))
-    for (const Operand &out : fused->outs)
-      written.push_back(&out);
-  else
-    written.push_back(&out);
+  for (Operand *out : const_cast<Step *>(this)->outputs())
+    written.push_back(out);
   return written;
 }
 

@@ -12,6 +12,7 @@
 #ifndef MESHC_RUNTIME_PROGRAM_H
 #define MESHC_RUNTIME_PROGRAM_H
 
+#include "runtime/Attention.h"
 #include "runtime/DType.h"
 #include "runtime/ElementFunctions.h"
 #include "runtime/FusedStep.h"
@@ -347,6 +348,34 @@ struct LoopAttrs {
   size_t body = 0;
 };
 
+/// What both attention steps have besides their operands: the key dim (one
+/// dim of k), the head dims (contracted between q and k), the scale of the
+/// scores, and the geometry the loader plans from the operands (the roles
+/// of their dims, the roles' sizes, the operands' strides along them:
+/// Attention.h).
+struct AttentionSpec {
+  std::string key;
+  std::vector<std::string> head;
+  double scale = 1;
+  /// Whether Step::in ends with a bias.
+  bool bias = false;
+  AttentionGeometry geometry;
+};
+
+/// attention: fused scaled dot-product attention (FlashAttention).
+/// Step::in is q, k, v (and bias), Step::out is o; `lse` is the second
+/// output, each row's log-sum-exp of the scores.
+struct AttentionAttrs : AttentionSpec {
+  Operand lse;
+};
+
+/// attention_grad: the gradients of attention. Step::in is q, k, v, o,
+/// lse, dout (and bias), Step::out is dq; `dk` and `dv` are the other
+/// outputs.
+struct AttentionGradAttrs : AttentionSpec {
+  Operand dk, dv;
+};
+
 namespace detail {
 template <typename First, typename... Rest>
 using VariantOfRest = std::variant<Rest...>;
@@ -372,10 +401,12 @@ struct Step {
   size_t index = 0;
   Phase phase = Phase::Forward;
   /// The operands read: einsum inputs; binary lhs, rhs;
-  /// softmax_cross_entropy logits, labels; the single input of the others
-  /// (none for fill, range, dropout and all_reduce).
+  /// softmax_cross_entropy logits, labels; attention q, k, v (bias);
+  /// attention_grad q, k, v, o, lse, dout (bias); the single input of the
+  /// others (none for fill, range, dropout and all_reduce).
   std::vector<Operand> in;
-  /// The operand written (the buffer itself for all_reduce).
+  /// The operand written (the buffer itself for all_reduce; the first of
+  /// several: outputs()).
   Operand out;
   /// Scratch this step needs on every device.
   int64_t scratchBytes = 0;
@@ -391,8 +422,10 @@ struct Step {
   /// The index into Program::groupAxes of a step that uses a group
   /// (usesGroup(op())); none for the others.
   std::optional<size_t> group() const;
-  /// The operands the step writes: a fused step's outs, else out.
+  /// The operands the step writes: a fused step's outs; attention's out and
+  /// lse; attention_grad's out (dq), dk and dv; else out.
   std::vector<const Operand *> outputs() const;
+  std::vector<Operand *> outputs();
 };
 
 /// Local SGD: after every `every`-th training run, the param buffers are

@@ -453,6 +453,16 @@ private:
   void parseAttrs(CollectivePermuteAttrs &attrs);
   void parseAttrs(FusedAttrs &attrs);
   void parseAttrs(LoopAttrs &attrs);
+  void parseAttrs(AttentionAttrs &attrs);
+  void parseAttrs(AttentionGradAttrs &attrs);
+  /// The operands of an attention step: `in` (reading the operands `reads`
+  /// in order, then bias when "in" has one more), and the outputs
+  /// `writes` (the members of those names; the first is Step::out). Reads
+  /// "key", "head" and "scale" into `spec`, plans the geometry and the
+  /// CPU kernel's scratch. Returns the output operands.
+  std::vector<Operand> parseAttention(
+      AttentionSpec &spec, const std::vector<AttentionOperand> &reads,
+      const std::vector<std::pair<AttentionOperand, const char *>> &writes);
   /// A fused body instruction that makes value `value`.
   FusedInstr parseInstr(const JsonNode &at, int32_t value, size_t reduced);
 
@@ -570,9 +580,10 @@ template <typename Attrs> bool StepParser::parseParts(Attrs &attrs) {
 }
 
 /// The kernels compute in f32: every bf16 or f16 operand of a computing step
-/// gets an f32 copy in the scratch, after the step's own scratch (fill, copy,
-/// cast and fused convert themselves; collectives and slice move the 16-bit
-/// elements as they are). An einsum's plan reads and writes the copies.
+/// (each of `in` and each output, Step::outputs) gets an f32 copy in the
+/// scratch, after the step's own scratch (fill, copy, cast and fused convert
+/// themselves; collectives and slice move the 16-bit elements as they are).
+/// An einsum's plan reads and writes the copies.
 void StepParser::stageHalfOperands() {
   // A fused step reads and writes 16-bit operands itself.
   if (kind == OpKind::Fill || kind == OpKind::Copy || kind == OpKind::Cast ||
@@ -590,7 +601,8 @@ void StepParser::stageHalfOperands() {
   };
   for (Operand &in : step.in)
     stage(in);
-  stage(step.out);
+  for (Operand *out : step.outputs())
+    stage(*out);
   if (!staged)
     return;
   step.scratchBytes = end;
@@ -1369,6 +1381,107 @@ void StepParser::parseAttrs(LoopAttrs &attrs) {
     body.push_back(std::move(bodyStep));
   }
   program.loopBodies[attrs.body] = std::move(body);
+}
+
+std::vector<Operand> StepParser::parseAttention(
+    AttentionSpec &spec, const std::vector<AttentionOperand> &reads,
+    const std::vector<std::pair<AttentionOperand, const char *>> &writes) {
+  readSizes();
+  const std::string what = opName(kind);
+  JsonNode inNode = node.member("in");
+  std::vector<JsonNode> inputs = inNode.elements();
+  if (inputs.size() != reads.size() && inputs.size() != reads.size() + 1) {
+    std::string names;
+    for (AttentionOperand read : reads)
+      names += std::string(attentionOperandName(read)) + ", ";
+    inNode.fail(what + " reads " + names +
+                "and an optional bias: " + std::to_string(reads.size()) +
+                " or " + std::to_string(reads.size() + 1) + " operands, got " +
+                std::to_string(inputs.size()));
+  }
+  spec.bias = inputs.size() > reads.size();
+  std::vector<AttentionOperand> order = reads;
+  if (spec.bias)
+    order.push_back(kBias);
+  // Where each operand is, for the messages.
+  std::array<std::optional<JsonNode>, kAttentionOperands> at;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    step.in.push_back(operandAt(inputs[i]));
+    at[order[i]] = inputs[i];
+  }
+  std::vector<Operand> outs;
+  for (const auto &[operand, key] : writes) {
+    at[operand] = node.member(key);
+    outs.push_back(operandAt(*at[operand]));
+  }
+  // Read after the operands, so that a missing operand is found first.
+  JsonNode keyNode = node.member("key");
+  spec.key = keyNode.string();
+  JsonNode headNode = node.member("head");
+  spec.head = headNode.strings();
+  JsonNode scaleNode = node.member("scale");
+  spec.scale = scaleNode.number();
+  if (!std::isfinite(spec.scale))
+    scaleNode.fail("scale " + scaleNode.json().dump() +
+                   " is not a finite number");
+  std::array<const NamedShape *, kAttentionOperands> shapes{};
+  for (size_t i = 0; i < order.size(); ++i)
+    shapes[order[i]] = &step.in[i].shape;
+  for (size_t i = 0; i < writes.size(); ++i)
+    shapes[writes[i].first] = &outs[i].shape;
+  if (std::optional<AttentionIssue> issue =
+          planAttention(shapes, spec.key, spec.head, spec.geometry)) {
+    if (issue->operand >= 0)
+      at[issue->operand]->fail(issue->message);
+    if (issue->attr == "head" && issue->index >= 0)
+      headNode.elements()[size_t(issue->index)].fail(issue->message);
+    node.member(issue->attr).fail(issue->message);
+  }
+  for (size_t i = 0; i < step.in.size(); ++i)
+    if (!isFloat(bufferOf(step.in[i]).dtype))
+      at[order[i]]->fail(what + " needs float operands but " +
+                         bufferName(step.in[i]) + " (" +
+                         attentionOperandName(order[i]) + ") is i32");
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Operand &out = outs[i];
+    const JsonNode &where = *at[writes[i].first];
+    if (!isFloat(bufferOf(out).dtype))
+      where.fail(what + " writes float outputs but " + bufferName(out) + " (" +
+                 attentionOperandName(writes[i].first) + ") is i32");
+    for (size_t j = 0; j < step.in.size(); ++j)
+      if (overlaps(step.in[j], out))
+        where.fail(
+            bufferName(out) + " (" + attentionOperandName(writes[i].first) +
+            ") overlaps " + bufferName(step.in[j]) + " (" +
+            attentionOperandName(order[j]) + "), which " + what + " reads");
+    for (size_t j = 0; j < i; ++j)
+      if (overlaps(outs[j], out))
+        where.fail(bufferName(out) + " (" +
+                   attentionOperandName(writes[i].first) + ") overlaps " +
+                   bufferName(outs[j]) + " (" +
+                   attentionOperandName(writes[j].first) + "), which " + what +
+                   " also writes");
+  }
+  step.out = outs.front();
+  // The offset tables and the CPU kernel's working memory for one thread
+  // (planAttention checked that they fit 64 bits).
+  step.scratchBytes =
+      attentionScratchBytes(spec.geometry, kind == OpKind::AttentionGrad);
+  return outs;
+}
+
+void StepParser::parseAttrs(AttentionAttrs &attrs) {
+  std::vector<Operand> outs =
+      parseAttention(attrs, {kQ, kK, kV}, {{kO, "out"}, {kLse, "lse"}});
+  attrs.lse = outs[1];
+}
+
+void StepParser::parseAttrs(AttentionGradAttrs &attrs) {
+  std::vector<Operand> outs =
+      parseAttention(attrs, {kQ, kK, kV, kO, kLse, kDOut},
+                     {{kDQ, "out"}, {kDK, "dk"}, {kDV, "dv"}});
+  attrs.dk = outs[1];
+  attrs.dv = outs[2];
 }
 
 /// The buffers step `step` reads or writes.

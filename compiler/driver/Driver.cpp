@@ -179,6 +179,11 @@ struct Options {
       cl::desc("keep every elementwise op and reduction its own step (skip "
                "mtf-fuse)"),
       cl::cat(category)};
+  cl::opt<bool> noFuseAttention{
+      "no-fuse-attention",
+      cl::desc("keep softmax attention as einsums and a softmax that store "
+               "the scores (skip mtf-fuse-attention)"),
+      cl::cat(category)};
   cl::opt<std::string> dumpIR{"dump-ir",
                               cl::desc("write the IR after import and after "
                                        "every pass into this directory"),
@@ -613,9 +618,13 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   if (dumper)
     pm.addInstrumentation(std::move(dumper));
 
-  // Mixed precision on the forward program, so the backward pass follows.
-  if (options.precision == PrecisionKind::BF16) {
+  // Mixed precision on the forward program, so the backward pass follows;
+  // then attention is fused in its final types, before autodiff.
+  if (options.precision == PrecisionKind::BF16)
     pm.nest<mtf::ProgramOp>().addPass(createMtfPrecision());
+  if (!options.noFuseAttention)
+    pm.nest<mtf::ProgramOp>().addPass(createMtfFuseAttention());
+  if (pm.size()) {
     if (failed(pm.run(*module)))
       return failure();
     pm.clear();
@@ -677,9 +686,11 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
             frontend::importMtf(sourceMgr, context, withCounts);
         if (copy &&
             (needsAutodiff(options, *copy) ||
-             options.precision == PrecisionKind::BF16) &&
+             options.precision == PrecisionKind::BF16 ||
+             !options.noFuseAttention) &&
             failed(differentiate(*copy, options.outputGrads, options.remat,
-                                 options.precision == PrecisionKind::BF16)))
+                                 options.precision == PrecisionKind::BF16,
+                                 !options.noFuseAttention)))
           return OwningOpRef<ModuleOp>();
         return copy;
       };

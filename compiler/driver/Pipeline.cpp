@@ -63,10 +63,12 @@ void addRemat(OpPassManager &pm, ModuleOp module, Remat remat) {
 }
 
 LogicalResult differentiate(ModuleOp module, bool outputGrads, Remat remat,
-                            bool bf16) {
+                            bool bf16, bool fuseAttention) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (bf16)
     pm.nest<mtf::ProgramOp>().addPass(createMtfPrecision());
+  if (fuseAttention)
+    pm.nest<mtf::ProgramOp>().addPass(createMtfFuseAttention());
   MtfAutodiffOptions options;
   options.outputGrads = outputGrads;
   options.loopRemat = remat;

@@ -68,13 +68,14 @@ void addRemat(mlir::OpPassManager &pm, mlir::ModuleOp module, Remat remat);
 /// Runs mtf-autodiff on every program of `module` that trains (a no-op for
 /// the others): the backward pass and the optimizer update become ordinary
 /// ops, before any layout. With `bf16`, mtf-precision first gives the
-/// forward program bf16 activations (meshc --precision=bf16). With
-/// `outputGrads`, every gradient is an output; mtf-remat then recomputes
-/// what `remat` says in the backward pass.
+/// forward program bf16 activations (meshc --precision=bf16); with
+/// `fuseAttention`, mtf-fuse-attention then fuses softmax attention (every
+/// program, training or not). With `outputGrads`, every gradient is an
+/// output; mtf-remat then recomputes what `remat` says in the backward pass.
 mlir::LogicalResult differentiate(mlir::ModuleOp module,
                                   bool outputGrads = false,
                                   Remat remat = Remat::Marked,
-                                  bool bf16 = false);
+                                  bool bf16 = false, bool fuseAttention = true);
 
 /// Outputs in the format of `meshrun --dump-outputs`:
 /// {"outputs": {name: {"dims": [...], "shape": [...], "data": [...]}}}.

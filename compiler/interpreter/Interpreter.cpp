@@ -252,6 +252,8 @@ private:
   FailureOr<Tensor> cumsum(mtf::CumsumOp op);
   FailureOr<Tensor> window(mtf::WindowOp op);
   FailureOr<Tensor> topK(mtf::TopKOp op);
+  LogicalResult attention(mtf::AttentionOp op);
+  LogicalResult attentionGrad(mtf::AttentionGradOp op);
   LogicalResult loop(mtf::LoopOp op);
   LogicalResult checkInt32Result(Operation *op, const Tensor &result);
 
@@ -448,6 +450,8 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
       // own it computes nothing.
       .Case([&](mtf::TrainOp) { return success(); })
       .Case([&](mtf::LoopOp op) { return loop(op); })
+      .Case([&](mtf::AttentionOp op) { return attention(op); })
+      .Case([&](mtf::AttentionGradOp op) { return attentionGrad(op); })
       .Default([&](Operation *op) {
         return op->emitOpError()
                << "is not supported by the reference interpreter";
@@ -773,6 +777,207 @@ RowExpSums rowExpSums(const Tensor &input, llvm::StringRef dim) {
                                    rows.max.data[row]);
   });
   return rows;
+}
+
+//===----------------------------------------------------------------------===//
+// Fused attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The element offsets of one tensor along one role of an attention's dims
+/// (AttentionRoles): entry i is the offset of the role's i-th multi-index
+/// (row-major over the role's dims); all zero where the tensor lacks them.
+std::vector<int64_t> roleOffsets(const Tensor &tensor,
+                                 ArrayRef<mtf::NamedDim> role) {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  for (const mtf::NamedDim &dim : role) {
+    names.push_back(dim.name.getValue().str());
+    sizes.push_back(dim.size);
+  }
+  std::vector<int64_t> strides = stridesAlong(tensor, names);
+  std::vector<int64_t> offsets;
+  forEachIndex(sizes, [&](const std::vector<int64_t> &index) {
+    offsets.push_back(offsetAt(index, strides));
+  });
+  return offsets;
+}
+
+/// One attention tensor addressed by role: at(g, m, n, d, e).
+struct RoleView {
+  std::vector<int64_t> group, query, key, head, value;
+  RoleView(const Tensor &tensor, const mtf::AttentionRoles &roles, bool hasHead,
+           bool hasValue) {
+    group = roleOffsets(tensor, roles.group);
+    query = roleOffsets(tensor, roles.query);
+    key = roleOffsets(tensor, {roles.key});
+    head = roleOffsets(tensor, hasHead ? ArrayRef<mtf::NamedDim>(roles.head)
+                                       : ArrayRef<mtf::NamedDim>());
+    value = roleOffsets(tensor, hasValue ? ArrayRef<mtf::NamedDim>(roles.value)
+                                         : ArrayRef<mtf::NamedDim>());
+  }
+};
+
+/// The scores, probabilities and sizes of one attention, in double.
+struct AttentionRun {
+  mtf::AttentionRoles roles;
+  int64_t groups = 1, queries = 1, keys = 1, heads = 1, values = 1;
+  const Tensor *q, *k, *v, *bias;
+  std::optional<RoleView> qv, kv, vv, bv;
+
+  void init() {
+    for (const mtf::NamedDim &dim : roles.group)
+      groups *= dim.size;
+    for (const mtf::NamedDim &dim : roles.query)
+      queries *= dim.size;
+    keys = roles.key.size;
+    for (const mtf::NamedDim &dim : roles.head)
+      heads *= dim.size;
+    for (const mtf::NamedDim &dim : roles.value)
+      values *= dim.size;
+    // A tensor's key offsets are zero when it lacks the key dim (query).
+    qv.emplace(*q, roles, true, false);
+    kv.emplace(*k, roles, true, false);
+    vv.emplace(*v, roles, false, true);
+    if (bias)
+      bv.emplace(*bias, roles, false, false);
+  }
+  /// scale * q . k + bias for row (g, m), over every key.
+  std::vector<double> scores(int64_t g, int64_t m, double scale) const {
+    std::vector<double> row(keys);
+    for (int64_t n = 0; n < keys; ++n) {
+      double dot = 0;
+      for (int64_t d = 0; d < heads; ++d)
+        dot += q->data[qv->group[g] + qv->query[m] + qv->head[d]] *
+               k->data[kv->group[g] + kv->key[n] + kv->head[d]];
+      row[n] = scale * dot;
+      if (bias)
+        row[n] += bias->data[bv->group[g] + bv->query[m] + bv->key[n]];
+    }
+    return row;
+  }
+};
+
+double logSumExpOf(const std::vector<double> &row) {
+  double top = -std::numeric_limits<double>::infinity();
+  for (double x : row)
+    top = std::max(top, x);
+  if (std::isinf(top))
+    return top;
+  double sum = 0;
+  for (double x : row)
+    sum += std::exp(x - top);
+  return top + std::log(sum);
+}
+
+} // namespace
+
+/// result[g,m,e] = sum_n softmax_n(scale q.k + bias)[g,m,n] v[g,n,e];
+/// logsumexp[g,m] = log sum_n exp(scores).
+LogicalResult ProgramRun::attention(mtf::AttentionOp op) {
+  SmallVector<StringRef> heads;
+  for (Attribute head : op.getHeadDims())
+    heads.push_back(llvm::cast<StringAttr>(head).getValue());
+  FailureOr<mtf::AttentionRoles> roles =
+      mtf::attentionRoles(op, op.getQuery().getType(), op.getKey().getType(),
+                          op.getValue().getType(), op.getKeyDim(), heads);
+  FailureOr<Tensor> out = allocate(op, op.getResult().getType());
+  FailureOr<Tensor> stats = allocate(op, op.getLogsumexp().getType());
+  if (failed(roles) || failed(out) || failed(stats))
+    return failure();
+  AttentionRun run{*roles};
+  run.q = &valueOf(op.getQuery());
+  run.k = &valueOf(op.getKey());
+  run.v = &valueOf(op.getValue());
+  run.bias = op.getBias() ? &valueOf(op.getBias()) : nullptr;
+  run.init();
+  RoleView ov(*out, *roles, false, true), sv(*stats, *roles, false, false);
+  double scale = op.getScale().convertToDouble();
+  for (int64_t g = 0; g < run.groups; ++g)
+    for (int64_t m = 0; m < run.queries; ++m) {
+      std::vector<double> row = run.scores(g, m, scale);
+      double lse = logSumExpOf(row);
+      stats->data[sv.group[g] + sv.query[m]] = lse;
+      for (int64_t e = 0; e < run.values; ++e) {
+        double sum = 0;
+        for (int64_t n = 0; n < run.keys; ++n)
+          sum +=
+              std::exp(row[n] - lse) *
+              run.v->data[run.vv->group[g] + run.vv->key[n] + run.vv->value[e]];
+        out->data[ov.group[g] + ov.query[m] + ov.value[e]] = sum;
+      }
+    }
+  if (failed(define(op.getResult(), std::move(out))))
+    return failure();
+  return define(op.getLogsumexp(), std::move(stats));
+}
+
+/// The gradients of query, key and value, from the probabilities
+/// exp(scores - logsumexp): dv = p^T g, ds = p (g v^T - rowsum(g o)),
+/// dq = scale ds k, dk = scale ds^T q.
+LogicalResult ProgramRun::attentionGrad(mtf::AttentionGradOp op) {
+  SmallVector<StringRef> heads;
+  for (Attribute head : op.getHeadDims())
+    heads.push_back(llvm::cast<StringAttr>(head).getValue());
+  FailureOr<mtf::AttentionRoles> roles =
+      mtf::attentionRoles(op, op.getQuery().getType(), op.getKey().getType(),
+                          op.getValue().getType(), op.getKeyDim(), heads);
+  FailureOr<Tensor> dq = allocate(op, op.getQueryGrad().getType());
+  FailureOr<Tensor> dk = allocate(op, op.getKeyGrad().getType());
+  FailureOr<Tensor> dv = allocate(op, op.getValueGrad().getType());
+  if (failed(roles) || failed(dq) || failed(dk) || failed(dv))
+    return failure();
+  AttentionRun run{*roles};
+  run.q = &valueOf(op.getQuery());
+  run.k = &valueOf(op.getKey());
+  run.v = &valueOf(op.getValue());
+  run.bias = op.getBias() ? &valueOf(op.getBias()) : nullptr;
+  run.init();
+  const Tensor &o = valueOf(op.getResult());
+  const Tensor &stats = valueOf(op.getLogsumexp());
+  const Tensor &g = valueOf(op.getGrad());
+  RoleView ov(o, *roles, false, true), gv(g, *roles, false, true),
+      sv(stats, *roles, false, false);
+  RoleView dqv(*dq, *roles, true, false), dkv(*dk, *roles, true, false),
+      dvv(*dv, *roles, false, true);
+  for (Tensor *t : {&*dq, &*dk, &*dv})
+    std::fill(t->data.begin(), t->data.end(), 0.0);
+  double scale = op.getScale().convertToDouble();
+  for (int64_t b = 0; b < run.groups; ++b)
+    for (int64_t m = 0; m < run.queries; ++m) {
+      std::vector<double> p = run.scores(b, m, scale);
+      double lse = stats.data[sv.group[b] + sv.query[m]];
+      double rowDot = 0;
+      for (int64_t e = 0; e < run.values; ++e)
+        rowDot += g.data[gv.group[b] + gv.query[m] + gv.value[e]] *
+                  o.data[ov.group[b] + ov.query[m] + ov.value[e]];
+      for (int64_t n = 0; n < run.keys; ++n) {
+        p[n] = std::exp(p[n] - lse);
+        double dp = 0;
+        for (int64_t e = 0; e < run.values; ++e) {
+          double ge = g.data[gv.group[b] + gv.query[m] + gv.value[e]];
+          dv->data[dvv.group[b] + dvv.key[n] + dvv.value[e]] += p[n] * ge;
+          dp +=
+              ge *
+              run.v->data[run.vv->group[b] + run.vv->key[n] + run.vv->value[e]];
+        }
+        double ds = scale * p[n] * (dp - rowDot);
+        for (int64_t d = 0; d < run.heads; ++d) {
+          dq->data[dqv.group[b] + dqv.query[m] + dqv.head[d]] +=
+              ds *
+              run.k->data[run.kv->group[b] + run.kv->key[n] + run.kv->head[d]];
+          dk->data[dkv.group[b] + dkv.key[n] + dkv.head[d]] +=
+              ds *
+              run.q
+                  ->data[run.qv->group[b] + run.qv->query[m] + run.qv->head[d]];
+        }
+      }
+    }
+  if (failed(define(op.getQueryGrad(), std::move(dq))) ||
+      failed(define(op.getKeyGrad(), std::move(dk))))
+    return failure();
+  return define(op.getValueGrad(), std::move(dv));
 }
 
 /// exp(x - max) / sum(exp(x - max)) along `dim`.

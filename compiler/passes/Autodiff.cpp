@@ -322,8 +322,16 @@ LogicalResult backpropagate(ArrayRef<Operation *> ops, Differentiator &diff,
         return failure();
       continue;
     }
-    if (op->getNumResults() != 1)
+    if (op->getNumResults() == 0)
       continue;
+    // An op with several results (fused attention) is differentiated
+    // through its first; the others (statistics its gradient reads) must
+    // not reach the loss.
+    for (Value other : op->getResults().drop_front())
+      if (diff.grads.count(other))
+        return op->emitOpError()
+               << "result #" << llvm::cast<OpResult>(other).getResultNumber()
+               << " reaches the loss, but only result #0 has a gradient";
     auto it = diff.grads.find(op->getResult(0));
     if (it == diff.grads.end() || llvm::isa<mtf::ParamOp>(op))
       continue;

@@ -67,7 +67,7 @@ LogicalResult checkMicrobatchable(mtf::ProgramOp program, mtf::TrainOp train,
     if (op == program.getOperation() ||
         llvm::isa<mtf::OutputOp, mtf::TrainOp, mtf::YieldOp, mtf::LoopOp>(op))
       return WalkResult::advance();
-    for (StringRef name : {"dim", "from", "to"})
+    for (StringRef name : {"dim", "from", "to", "key_dim"})
       if (auto attr = op->getAttrOfType<StringAttr>(name);
           attr && attr.getValue() == dim) {
         mixes(op) << ": it works along '" << dim << "'";

@@ -98,6 +98,31 @@ def MtfAutodiff : Pass<"mtf-autodiff", "::mlir::mtf::ProgramOp"> {
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }
 
+def MtfFuseAttention : Pass<"mtf-fuse-attention", "::mlir::mtf::ProgramOp"> {
+  let summary = "fuses softmax attention into mtf.attention (FlashAttention)";
+  let description = [{
+    Finds, in the global program and in loop bodies, the pattern
+
+    ```
+    scores  = einsum(q, k) [* c] [+ bias]     (c a scalar constant)
+    weights = softmax(scores, key)
+    context = einsum(weights, v)              (sums exactly `key`)
+    ```
+
+    where `key` is a dim of `k` and `v` but not of `q`, the first einsum
+    sums exactly the dims `q` and `k` share and drops (the head dims), and
+    the scores, their scaled and biased forms and the weights are read by
+    nothing else; the bias (either operand of the add) is reached by no
+    parameter (a mask), and q, k, v and context share one float type. The
+    four ops become one `mtf.attention` (the context, and the logsumexp its
+    gradient reads): no `[..., key]` tensor is stored, forward or backward.
+    Runs after mtf-precision and before mtf-autodiff, so the backward pass
+    is one `mtf.attention_grad`. `meshc --no-fuse-attention` skips it.
+    docs/spmd.md#fused-attention.
+  }];
+  let dependentDialects = ["::mlir::mtf::MtfDialect"];
+}
+
 def MtfRemat : Pass<"mtf-remat", "::mlir::mtf::ProgramOp"> {
   let summary = "recomputes checkpointed activations in the backward pass";
   let description = [{

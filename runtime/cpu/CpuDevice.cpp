@@ -9,6 +9,7 @@
 #include "runtime/cpu/CpuDevice.h"
 
 #include "runtime/Error.h"
+#include "runtime/cpu/AttentionKernel.h"
 #include "runtime/cpu/CpuKernels.h"
 #include "runtime/cpu/FusedKernel.h"
 
@@ -70,11 +71,22 @@ void CpuDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
   arena.allocate(arenaBytes);
   scratch.allocate(scratchBytes);
   helperScratchFloats = 0;
+  // The loop bodies' steps too (a helper runs them as any other).
   if (pool.threads() > 1)
-    for (const Step &step : program.steps)
+    for (size_t index = 0; index < program.stepCount(); ++index) {
+      const Step &step = program.step(index);
       if (const auto *fused = std::get_if<FusedAttrs>(&step.attrs))
         helperScratchFloats =
             std::max(helperScratchFloats, fused->plan.scratchFloats());
+      if (const auto *attention = std::get_if<AttentionAttrs>(&step.attrs))
+        helperScratchFloats = std::max(helperScratchFloats,
+                                       attentionWorkFloats(attention->geometry,
+                                                           /*grad=*/false));
+      if (const auto *grad = std::get_if<AttentionGradAttrs>(&step.attrs))
+        helperScratchFloats =
+            std::max(helperScratchFloats,
+                     attentionWorkFloats(grad->geometry, /*grad=*/true));
+    }
   // Each helper's vectors start on their own cache line.
   helperScratchFloats = (helperScratchFloats + 15) / 16 * 16;
   helperScratch.allocate((pool.threads() - 1) * helperScratchFloats *
@@ -298,9 +310,64 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
   case OpKind::CollectivePermute:
     runCollective(step, *comm);
     return;
+  case OpKind::Attention:
+  case OpKind::AttentionGrad:
+    runAttention(step);
+    return;
   case OpKind::Loop:
     throw RuntimeError("a loop step is run by the session, not a device");
   }
+}
+
+float *CpuDevice::workerScratch(int worker) const {
+  return worker == 0
+             ? f32(scratch.data())
+             : f32(helperScratch.data()) + (worker - 1) * helperScratchFloats;
+}
+
+void CpuDevice::runAttention(const Step &step) {
+  bool grad = step.op() == OpKind::AttentionGrad;
+  const AttentionSpec &spec =
+      grad ? static_cast<const AttentionSpec &>(step.as<AttentionGradAttrs>())
+           : static_cast<const AttentionSpec &>(step.as<AttentionAttrs>());
+  AttentionPointers data;
+  const std::vector<AttentionOperand> reads =
+      grad ? std::vector<AttentionOperand>{kQ, kK, kV, kO, kLse, kDOut, kBias}
+           : std::vector<AttentionOperand>{kQ, kK, kV, kBias};
+  for (size_t i = 0; i < step.in.size(); ++i)
+    data.data[reads[i]] = f32(at(step.in[i]));
+  const std::vector<const Operand *> outputs = step.outputs();
+  const AttentionOperand writes[] = {grad ? kDQ : kO, grad ? kDK : kLse, kDV};
+  for (size_t i = 0; i < outputs.size(); ++i)
+    data.data[writes[i]] = f32(at(*outputs[i]));
+  // The step's scratch: the offset tables, made here, then the working
+  // memory of the device's thread; each helper works in its own.
+  int64_t *tables = reinterpret_cast<int64_t *>(scratch.data());
+  spec.geometry.fillTables(tables);
+  data.tables = tables;
+  float *ownWork = f32(scratch.data() + attentionTableBytes(spec.geometry));
+  auto share = [&](int64_t units, void (*kernel)(const AttentionSpec &,
+                                                 const AttentionPointers &,
+                                                 int64_t, float *)) {
+    pool.parallelFor(units, 1, [&](int64_t begin, int64_t end, int worker) {
+      float *work = worker == 0 ? ownWork : workerScratch(worker);
+      for (int64_t unit = begin; unit < end; ++unit)
+        kernel(spec, data, unit, work);
+    });
+  };
+  if (!grad) {
+    share(attentionForwardUnits(spec.geometry), attentionForward);
+    return;
+  }
+  // A unit per group when there are enough of them to keep every thread
+  // busy, else dk and dv per block of keys, then dq per block of queries.
+  int64_t groups = spec.geometry.size[kGroupRole];
+  if (pool.threads() == 1 || groups >= 2 * pool.threads()) {
+    share(groups, attentionGradGroup);
+    return;
+  }
+  share(attentionKeyUnits(spec.geometry), attentionGradKeys);
+  share(attentionQueryUnits(spec.geometry), attentionGradQueries);
 }
 
 void CpuDevice::runFused(const Step &step) {
@@ -329,10 +396,7 @@ void CpuDevice::runFused(const Step &step) {
     minUnits = plan.units() + 1;
   pool.parallelFor(
       plan.units(), minUnits, [&](int64_t begin, int64_t end, int part) {
-        float *vectors = part == 0 ? f32(scratch.data())
-                                   : f32(helperScratch.data()) +
-                                         (part - 1) * helperScratchFloats;
-        fusedKernel(fused, in, outs, vectors, begin, end);
+        fusedKernel(fused, in, outs, workerScratch(part), begin, end);
       });
 }
 

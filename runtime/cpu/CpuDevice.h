@@ -87,6 +87,13 @@ private:
   void runDropout(const Step &step, const RunContext &context);
   /// Runs a fused step, its runs shared over the pool's threads.
   void runFused(const Step &step);
+  /// Runs an attention or attention_grad step, its units shared over the
+  /// pool's threads (AttentionKernel.h).
+  void runAttention(const Step &step);
+  /// The working memory of pool thread `worker` for the steps that give
+  /// each thread its own (fused, attention): the step's scratch for the
+  /// device's thread, a slice of helperScratch for a helper.
+  float *workerScratch(int worker) const;
   /// Runs an einsum's GEMM stage, shared over the pool's threads.
   void runGemmStage(const GemmStage &stage);
   /// Widens bf16/f16 `operand` into its f32 copy (or narrows the copy back),
@@ -105,8 +112,9 @@ private:
   std::vector<std::vector<int64_t>> blockOffsets;
   HostMemory arena;
   HostMemory scratch;
-  /// The helpers' fused-step vectors: FusedPlan::scratchFloats of the
-  /// program's largest fused step for each helper.
+  /// The helpers' working memory (workerScratch): for each helper, the
+  /// most any fused step (FusedPlan::scratchFloats) or attention step
+  /// (attentionWorkFloats) of the program needs.
   HostMemory helperScratch;
   int64_t helperScratchFloats = 0;
   /// RunContext::shifts of the step being run.

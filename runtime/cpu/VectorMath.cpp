@@ -320,6 +320,15 @@ float MaxTarget(const float *in, int64_t n) {
   return result;
 }
 
+/// out[i] = e^(in[i] - shift), element for element unary Exp of the
+/// difference; returns SumTarget of them.
+float ExpShiftedTarget(const float *in, float shift, float *out, int64_t n) {
+  const V s = splat(shift);
+  mapArrays<1>({in}, out, n,
+               [s](const V(&x)[1]) { return expOf(hn::Sub(x[0], s)); });
+  return SumTarget(out, n);
+}
+
 const char *TargetNameTarget() { return hwy::TargetName(HWY_TARGET); }
 
 /// values[i] rounded to bf16 (to nearest, ties to even; a NaN stays a
@@ -360,6 +369,7 @@ HWY_EXPORT(ScalarRhsTarget);
 HWY_EXPORT(ScalarLhsTarget);
 HWY_EXPORT(SumTarget);
 HWY_EXPORT(MaxTarget);
+HWY_EXPORT(ExpShiftedTarget);
 HWY_EXPORT(TargetNameTarget);
 HWY_EXPORT(RoundToBf16Target);
 HWY_EXPORT(UnaryArrayTarget);
@@ -394,6 +404,10 @@ void roundToBf16(float *values, int64_t n) {
 
 float max(const float *in, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(MaxTarget)(in, n);
+}
+
+float expShifted(const float *in, float shift, float *out, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(ExpShiftedTarget)(in, shift, out, n);
 }
 
 UnaryArray unaryArray(UnaryFn fn) {

@@ -43,6 +43,10 @@ float sum(const float *in, int64_t n);
 /// bit half::roundToBf16, vectorized.
 void roundToBf16(float *values, int64_t n);
 float max(const float *in, int64_t n);
+/// out[i] = e^(in[i] - shift) for i < n (each what unary Exp gives the
+/// difference; `in` may be `out`), returning sum(out, n): a softmax row's
+/// exponentials and their sum in one call (the attention kernels).
+float expShifted(const float *in, float shift, float *out, int64_t n);
 
 /// The array function unary(fn, ...) runs on this CPU, and binary's (with
 /// the scalar-operand variants): for a caller that runs one function on

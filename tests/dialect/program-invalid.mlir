@@ -153,6 +153,6 @@ mtf.program @p mesh <b=3> local {
 // -----
 
 mtf.program @p mesh <b=3> local {
-  // expected-error @+1 {{'mtf.blocks' must be a dictionary on an op with one result}}
+  // expected-error @+1 {{'mtf.blocks' must be a dictionary on an op with results}}
   %x = mtf.input "x" {mtf.blocks = [1, 2]} : !mtf.tensor<[batch=4], f32>
 }

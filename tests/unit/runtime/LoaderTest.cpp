@@ -7,6 +7,7 @@
 
 #include "runtime/Loader.h"
 #include "runtime/Error.h"
+#include "runtime/Program.h"
 
 #include <nlohmann/json.hpp>
 
@@ -202,7 +203,7 @@ TEST(LoaderTest, StepErrors) {
             "softmax_cross_entropy, one_hot, argmax, dropout, range, cumsum, "
             "window, top_k, all_reduce, "
             "all_gather, reduce_scatter, all_to_all, slice, fused, loop, "
-            "collective_permute)");
+            "collective_permute, attention, attention_grad)");
   EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["sizes"]["io"] = 8; }),
             "p.mprog: steps[0].in[0]: operand [batch=2, io=8] needs 64 bytes "
             "but buffer 0 has 32");
@@ -805,6 +806,290 @@ TEST(LoaderTest, MicrobatchErrors) {
             }),
             "p.mprog: training.microbatches: microbatches and sync (local "
             "SGD) do not run together");
+}
+
+/// One device; buffers 0 q [batch, seq, d], 1 k and 2 v [batch, memory, d],
+/// 3 bias [seq, memory], 4 o [batch, seq, d], 5 lse [batch, seq], 6 dout, 7
+/// dq, 8 dk, 9 dv, 10 i32 (256 bytes each, 11 in all), and `step`.
+json attentionProgram(const json &step) {
+  json buffers = json::array();
+  for (int id = 0; id < 11; ++id)
+    buffers.push_back({{"id", id},
+                       {"dtype", id == 10 ? "i32" : "f32"},
+                       {"shape", {64}},
+                       {"offset", 256 * id},
+                       {"bytes", 256}});
+  return {{"format", "meshc-mprog"},
+          {"version", 1},
+          {"program", "p"},
+          {"mesh", json::array()},
+          {"seed", 3},
+          {"arena_bytes", 256 * 11},
+          {"buffers", buffers},
+          {"tensors", json::array()},
+          {"steps", {step}}};
+}
+
+json attentionOperand(int buf, std::vector<std::string> dims) {
+  return {{"buf", buf}, {"dims", dims}};
+}
+
+/// o, lse = attention(q, k, v) over the key 'memory' and the head dim 'd'.
+json attentionStep() {
+  return {{"op", "attention"},
+          {"in",
+           {attentionOperand(0, {"batch", "seq", "d"}),
+            attentionOperand(1, {"batch", "memory", "d"}),
+            attentionOperand(2, {"batch", "memory", "d"})}},
+          {"out", attentionOperand(4, {"batch", "seq", "d"})},
+          {"lse", attentionOperand(5, {"batch", "seq"})},
+          {"key", "memory"},
+          {"head", {"d"}},
+          {"scale", 0.5},
+          {"sizes", {{"batch", 2}, {"seq", 3}, {"memory", 4}, {"d", 2}}}};
+}
+
+/// dq, dk, dv = attention_grad(q, k, v, o, lse, dout).
+json attentionGradStep() {
+  json step = attentionStep();
+  step["op"] = "attention_grad";
+  step["in"].push_back(step["out"]);
+  step["in"].push_back(step["lse"]);
+  step["in"].push_back(attentionOperand(6, {"batch", "seq", "d"}));
+  step["out"] = attentionOperand(7, {"batch", "seq", "d"});
+  step.erase("lse");
+  step["dk"] = attentionOperand(8, {"batch", "memory", "d"});
+  step["dv"] = attentionOperand(9, {"batch", "memory", "d"});
+  return step;
+}
+
+/// The loader's message for attentionProgram(step) (attentionStep() or
+/// attentionGradStep() changed by `edit`).
+template <typename Edit> std::string attentionError(bool grad, Edit edit) {
+  json step = grad ? attentionGradStep() : attentionStep();
+  edit(step);
+  return errorOf(attentionProgram(step).dump());
+}
+
+TEST(LoaderTest, AttentionLoads) {
+  Program forward =
+      parseProgram(attentionProgram(attentionStep()).dump(), "p.mprog");
+  const Step &step = forward.steps[0];
+  ASSERT_EQ(step.op(), OpKind::Attention);
+  const AttentionAttrs &attrs = step.as<AttentionAttrs>();
+  EXPECT_EQ(step.outputs().size(), 2u);
+  EXPECT_EQ(step.outputs()[1], &attrs.lse);
+  const AttentionGeometry &geometry = attrs.geometry;
+  // d is the head dim of q and k and the value dim of v and o.
+  EXPECT_EQ(geometry.dims[kGroupRole], std::vector<std::string>{"batch"});
+  EXPECT_EQ(geometry.dims[kQueryRole], std::vector<std::string>{"seq"});
+  EXPECT_EQ(geometry.dims[kValueRole], std::vector<std::string>{"d"});
+  EXPECT_EQ(geometry.size,
+            (std::array<int64_t, kAttentionRoles>{2, 3, 4, 2, 2}));
+  // k [batch, memory, d]: the group at 0 and 8, the keys 2 apart.
+  std::vector<int64_t> tables(size_t(geometry.tableEntries));
+  geometry.fillTables(tables.data());
+  const int64_t *group = geometry.offsets(tables.data(), kK, kGroupRole);
+  EXPECT_EQ(std::vector<int64_t>(group, group + 2),
+            (std::vector<int64_t>{0, 8}));
+  const int64_t *keys = geometry.offsets(tables.data(), kK, kKeyRole);
+  EXPECT_EQ(std::vector<int64_t>(keys, keys + 4),
+            (std::vector<int64_t>{0, 2, 4, 6}));
+  EXPECT_EQ(geometry.stride[kK][kKeyRole], 2);
+  EXPECT_EQ(geometry.stride[kK][kHeadRole], 1);
+  EXPECT_FALSE(geometry.has(kBias));
+  EXPECT_EQ(step.scratchBytes, attentionScratchBytes(geometry, false));
+  EXPECT_EQ(step.scratchBytes,
+            attentionTableBytes(geometry) +
+                attentionWorkFloats(geometry, false) * int64_t(sizeof(float)));
+
+  // A bias over the key and the query, the transposed way; bf16 outputs
+  // are staged, the extra ones too.
+  json step2 = attentionGradStep();
+  step2["in"].push_back(attentionOperand(3, {"memory", "seq"}));
+  json program = attentionProgram(step2);
+  for (int id : {7, 8, 9})
+    program["buffers"][id]["dtype"] = "bf16";
+  Program grad = parseProgram(program.dump(), "p.mprog");
+  const AttentionGradAttrs &gradAttrs = grad.steps[0].as<AttentionGradAttrs>();
+  EXPECT_TRUE(gradAttrs.bias);
+  EXPECT_EQ(gradAttrs.geometry.stride[kBias][kKeyRole], 3);
+  EXPECT_EQ(gradAttrs.geometry.stride[kBias][kGroupRole], 0);
+  EXPECT_EQ(grad.steps[0].outputs().size(), 3u);
+  EXPECT_GE(grad.steps[0].out.staging, 0);
+  EXPECT_GE(gradAttrs.dk.staging, 0);
+  EXPECT_GE(gradAttrs.dv.staging, 0);
+  EXPECT_GT(gradAttrs.dv.staging, gradAttrs.dk.staging);
+  EXPECT_GE(grad.steps[0].scratchBytes, gradAttrs.dv.staging + 12 * 4);
+}
+
+TEST(LoaderTest, AttentionTablesAreNotMadeByTheLoader) {
+  // 2^40 keys of no head or value elements: the operands are empty, and
+  // the loader only counts the tables' entries (their bytes are the
+  // device's to allocate, or to fail to).
+  json step = attentionStep();
+  step["in"][1]["dims"] = {"batch", "memory", "z"};
+  step["in"][2]["dims"] = {"batch", "memory", "z"};
+  step["head"] = {"z"};
+  step["in"][0]["dims"] = {"batch", "seq", "z"};
+  step["out"]["dims"] = {"batch", "seq", "z"};
+  step["sizes"] = {
+      {"batch", 2}, {"seq", 3}, {"memory", int64_t(1) << 40}, {"z", 0}};
+  Program program = parseProgram(attentionProgram(step).dump(), "p.mprog");
+  const AttentionGeometry &geometry =
+      program.steps[0].as<AttentionAttrs>().geometry;
+  EXPECT_GT(geometry.tableEntries, int64_t(1) << 41);
+  EXPECT_GT(program.scratchBytes, int64_t(1) << 44);
+  // Sizes whose tables overflow 64 bits (query dims w, x, y; the operands,
+  // empty, start with a dim of size 0).
+  step["in"][0]["dims"] = {"z", "w", "x", "y", "batch", "seq"};
+  step["out"]["dims"] = {"z", "w", "x", "y", "batch", "seq"};
+  step["lse"]["dims"] = {"y", "w", "x", "batch", "seq"};
+  step["sizes"]["w"] = step["sizes"]["x"] = int64_t(1) << 40;
+  step["sizes"]["y"] = 0;
+  EXPECT_EQ(errorOf(attentionProgram(step).dump()),
+            "p.mprog: steps[0].sizes: the sizes of the attention step are too "
+            "large: its offset tables or working memory overflow 64 bits");
+}
+
+TEST(LoaderTest, AttentionErrors) {
+  auto forward = [](auto edit) { return attentionError(false, edit); };
+  auto grad = [](auto edit) { return attentionError(true, edit); };
+  EXPECT_EQ(forward([](json &s) { s.erase("lse"); }),
+            "p.mprog: steps[0]: missing member \"lse\"");
+  EXPECT_EQ(grad([](json &s) { s.erase("dk"); }),
+            "p.mprog: steps[0]: missing member \"dk\"");
+  EXPECT_EQ(grad([](json &s) { s.erase("dv"); }),
+            "p.mprog: steps[0]: missing member \"dv\"");
+  EXPECT_EQ(forward([](json &s) { s.erase("head"); }),
+            "p.mprog: steps[0]: missing member \"head\"");
+  EXPECT_EQ(forward([](json &s) { s["in"].erase(2); }),
+            "p.mprog: steps[0].in: attention reads q, k, v, and an optional "
+            "bias: 3 or 4 operands, got 2");
+  EXPECT_EQ(grad([](json &s) { s["in"].erase(5); }),
+            "p.mprog: steps[0].in: attention_grad reads q, k, v, o, lse, "
+            "dout, and an optional bias: 6 or 7 operands, got 5");
+  // The key and head dims.
+  EXPECT_EQ(forward([](json &s) { s["key"] = "seq"; }),
+            "p.mprog: steps[0].key: key dim 'seq' is not a dim of k "
+            "[batch=2, memory=4, d=2]");
+  EXPECT_EQ(forward([](json &s) {
+              s["head"] = {"d", "d"};
+            }),
+            "p.mprog: steps[0].head[1]: head dim 'd' is listed twice");
+  EXPECT_EQ(forward([](json &s) { s["head"] = {"memory"}; }),
+            "p.mprog: steps[0].head[0]: 'memory' is the key dim; the head "
+            "dims are the dims q and k contract");
+  EXPECT_EQ(forward([](json &s) {
+              s["head"] = {"d", "seq"};
+            }),
+            "p.mprog: steps[0].head[1]: head dim 'seq' is not a dim of k "
+            "[batch=2, memory=4, d=2]");
+  EXPECT_EQ(forward([](json &s) {
+              s["in"][1]["dims"] = {"batch", "memory", "d", "seq"};
+              s["head"] = {"d", "seq"};
+              s["in"][0]["dims"] = {"batch", "d"};
+            }),
+            "p.mprog: steps[0].head[1]: head dim 'seq' is not a dim of q "
+            "[batch=2, d=2]");
+  // Operands without their roles' dims.
+  EXPECT_EQ(forward([](json &s) {
+              s["in"][0]["dims"] = {"batch", "seq", "memory", "d"};
+            }),
+            "p.mprog: steps[0].in[0]: q [batch=2, seq=3, memory=4, d=2] has "
+            "the key dim 'memory'");
+  EXPECT_EQ(forward([](json &s) {
+              s["in"][0]["dims"] = {"seq", "d"};
+            }),
+            "p.mprog: steps[0].in[0]: q [seq=3, d=2] lacks the group dim "
+            "'batch' (a dim of k that is neither the key nor a head dim)");
+  EXPECT_EQ(forward([](json &s) {
+              s["in"][2]["dims"] = {"batch", "d"};
+            }),
+            "p.mprog: steps[0].in[2]: v [batch=2, d=2] lacks the key dim "
+            "'memory'");
+  EXPECT_EQ(forward([](json &s) {
+              s["in"][2]["dims"] = {"memory", "d"};
+            }),
+            "p.mprog: steps[0].in[2]: v [memory=4, d=2] lacks the group dim "
+            "'batch'");
+  EXPECT_EQ(forward([](json &s) {
+              s["in"][2]["dims"] = {"batch", "memory", "seq"};
+            }),
+            "p.mprog: steps[0].in[2]: v's value dim 'seq' is a query dim of "
+            "q [batch=2, seq=3, d=2]; the value dims (v's dims but the group "
+            "and key dims) and the query dims (q's but the group and head "
+            "dims) differ");
+  EXPECT_EQ(forward([](json &s) {
+              s["out"]["dims"] = {"batch", "seq"};
+            }),
+            "p.mprog: steps[0].out: o [batch=2, seq=3] must have exactly the "
+            "group, query and value dims 'batch', 'seq', 'd' (in any order)");
+  EXPECT_EQ(forward([](json &s) {
+              s["lse"]["dims"] = {"seq", "d", "batch"};
+            }),
+            "p.mprog: steps[0].lse: lse [seq=3, d=2, batch=2] must have "
+            "exactly the group and query dims 'batch', 'seq' (in any order)");
+  EXPECT_EQ(grad([](json &s) {
+              s["in"][5]["dims"] = {"batch", "seq"};
+            }),
+            "p.mprog: steps[0].in[5]: dout [batch=2, seq=3] must have exactly "
+            "the group, query and value dims 'batch', 'seq', 'd' (in any "
+            "order)");
+  EXPECT_EQ(grad([](json &s) { s["in"][4]["dims"] = {"batch"}; }),
+            "p.mprog: steps[0].in[4]: lse [batch=2] must have exactly the "
+            "group and query dims 'batch', 'seq' (in any order)");
+  EXPECT_EQ(grad([](json &s) {
+              s["out"]["dims"] = {"batch", "seq"};
+            }),
+            "p.mprog: steps[0].out: dq [batch=2, seq=3] must have exactly the "
+            "dims of q 'batch', 'seq', 'd' (in any order)");
+  EXPECT_EQ(grad([](json &s) {
+              s["dk"]["dims"] = {"memory", "batch"};
+            }),
+            "p.mprog: steps[0].dk: dk [memory=4, batch=2] must have exactly "
+            "the dims of k 'batch', 'memory', 'd' (in any order)");
+  EXPECT_EQ(grad([](json &s) {
+              s["dv"]["dims"] = {"memory", "batch"};
+            }),
+            "p.mprog: steps[0].dv: dv [memory=4, batch=2] must have exactly "
+            "the dims of v 'batch', 'memory', 'd' (in any order)");
+  // A bias with a dim that is no group, query or key dim.
+  EXPECT_EQ(forward([](json &s) {
+              s["in"].push_back(attentionOperand(3, {"seq", "d"}));
+            }),
+            "p.mprog: steps[0].in[3]: bias dim 'd' of bias [seq=3, d=2] is "
+            "not a group, query or key dim (bias is broadcast along the ones "
+            "it lacks)");
+  EXPECT_EQ(grad([](json &s) {
+              s["in"].push_back(attentionOperand(3, {"memory", "x"}));
+              s["sizes"]["x"] = 3;
+            }),
+            "p.mprog: steps[0].in[6]: bias dim 'x' of bias [memory=4, x=3] is "
+            "not a group, query or key dim (bias is broadcast along the ones "
+            "it lacks)");
+  // Types, overlaps, the scale.
+  EXPECT_EQ(forward([](json &s) { s["in"][1]["buf"] = 10; }),
+            "p.mprog: steps[0].in[1]: attention needs float operands but "
+            "buffer 10 (k) is i32");
+  EXPECT_EQ(grad([](json &s) { s["dv"]["buf"] = 10; }),
+            "p.mprog: steps[0].dv: attention_grad writes float outputs but "
+            "buffer 10 (dv) is i32");
+  EXPECT_EQ(forward([](json &s) { s["lse"]["buf"] = 1; }),
+            "p.mprog: steps[0].lse: buffer 1 (lse) overlaps buffer 1 (k), "
+            "which attention reads");
+  EXPECT_EQ(forward([](json &s) { s["lse"]["buf"] = 4; }),
+            "p.mprog: steps[0].lse: buffer 4 (lse) overlaps buffer 4 (o), "
+            "which attention also writes");
+  EXPECT_EQ(grad([](json &s) { s["out"]["buf"] = 6; }),
+            "p.mprog: steps[0].out: buffer 6 (dq) overlaps buffer 6 (dout), "
+            "which attention_grad reads");
+  EXPECT_EQ(grad([](json &s) { s["dv"]["buf"] = 8; }),
+            "p.mprog: steps[0].dv: buffer 8 (dv) overlaps buffer 8 (dk), "
+            "which attention_grad also writes");
+  EXPECT_EQ(forward([](json &s) { s["scale"] = "0.5"; }),
+            "p.mprog: steps[0].scale: expected a number, got the string "
+            "\"0.5\"");
 }
 
 } // namespace
