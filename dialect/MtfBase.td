@@ -31,6 +31,9 @@ def Mtf_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// The discardable attribute holding the layout of an op's result.
     static constexpr ::llvm::StringLiteral kLayoutAttrName = "mtf.layout";
+    /// The discardable attribute holding the layouts of an op's several
+    /// results, in order (fused attention): an array of #mtf.layout.
+    static constexpr ::llvm::StringLiteral kLayoutsAttrName = "mtf.layouts";
     /// The discardable attribute saying why the partitioner inserted a
     /// collective (read by `meshc --explain`).
     static constexpr ::llvm::StringLiteral kReasonAttrName = "mtf.reason";

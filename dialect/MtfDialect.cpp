@@ -153,6 +153,29 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kBlocksAttrName)
     return verifyBlocksAttr(op, attr.getValue());
+  if (attr.getName() == kLayoutsAttrName) {
+    auto layouts = llvm::dyn_cast<ArrayAttr>(attr.getValue());
+    if (!layouts || op->getNumResults() < 2 ||
+        layouts.size() != op->getNumResults())
+      return op->emitError() << "'" << kLayoutsAttrName
+                             << "' must be an array of one #mtf.layout per "
+                                "result of an op with several results";
+    auto program = op->getParentOfType<ProgramOp>();
+    MeshAttr mesh =
+        program && !program.getLocal() ? program.getMeshAttr() : MeshAttr();
+    for (auto [layout, result] : llvm::zip(layouts, op->getResults())) {
+      auto tensorLayout = llvm::dyn_cast<LayoutAttr>(layout);
+      auto type = llvm::dyn_cast<TensorType>(result.getType());
+      if (!tensorLayout || !type)
+        return op->emitError() << "'" << kLayoutsAttrName
+                               << "' must hold #mtf.layout entries for "
+                                  "!mtf.tensor results";
+      if (failed(verifyLayout([&] { return op->emitError(); }, type,
+                              tensorLayout, mesh, allowsUnequalBlocks(op))))
+        return failure();
+    }
+    return success();
+  }
   if (attr.getName() != kLayoutAttrName)
     return op->emitError() << "unknown mtf attribute '"
                            << attr.getName().getValue() << "'";

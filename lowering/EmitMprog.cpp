@@ -711,9 +711,7 @@ json::Object MprogEmitter::tensorEntry(StringRef role, StringRef name,
   if (def)
     def = yieldedValue(source).getDefiningOp();
   auto type = llvm::cast<mtf::TensorType>(value.getType());
-  auto attr = def ? def->getAttrOfType<mtf::LayoutAttr>(
-                        mtf::MtfDialect::kLayoutAttrName)
-                  : mtf::LayoutAttr();
+  auto attr = def ? resultLayoutAttr(yieldedValue(source)) : mtf::LayoutAttr();
   if (auto named = value.getDefiningOp())
     if (auto own = named->getAttrOfType<mtf::LayoutAttr>(
             mtf::MtfDialect::kLayoutAttrName))

@@ -15,6 +15,8 @@
 
 #include "lowering/Partitioner.h"
 
+#include "compiler/passes/LayoutBridge.h"
+
 #include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
@@ -103,8 +105,16 @@ LogicalResult Partitioner::partitionAttention(Operation &op) {
         allDims.push_back(dim);
   auto allType = mtf::TensorType::get(op.getContext(), allDims,
                                       typeOf(query).getElementType());
-  for (auto [global, local] : llvm::zip(op.getResults(), clone->getResults()))
-    local.setType(localType(typeOf(global), layoutFor(typeOf(global), target)));
+  // Each result's local type, and its layout where a reader (an output)
+  // looks for it: mtf.layouts (the global op's held the rules' layouts).
+  SmallVector<Attribute> resultLayouts;
+  for (auto [global, local] : llvm::zip(op.getResults(), clone->getResults())) {
+    Layout layout = layoutFor(typeOf(global), target);
+    local.setType(localType(typeOf(global), layout));
+    resultLayouts.push_back(toLayoutAttr(typeOf(global), layout, mesh));
+  }
+  clone->setAttr(mtf::MtfDialect::kLayoutsAttrName,
+                 ArrayAttr::get(op.getContext(), resultLayouts));
   track(clone->getResult(0), allType, layoutFor(allType, target));
   for (auto [global, local] : llvm::zip(op.getResults(), clone->getResults())) {
     mtf::TensorType type = typeOf(global);

@@ -51,6 +51,19 @@ std::string typeString(mtf::TensorType type) {
   return text;
 }
 
+/// How --explain names result `index` of an op with several results after
+/// the op's own name (the first result's): fused attention's logsumexp and
+/// its gradient's three results.
+static std::string resultSuffix(Operation &op, size_t index) {
+  if (index == 0 && !llvm::isa<mtf::AttentionGradOp>(op))
+    return "";
+  if (llvm::isa<mtf::AttentionOp>(op))
+    return ".logsumexp";
+  if (llvm::isa<mtf::AttentionGradOp>(op))
+    return index == 0 ? ".dq" : index == 1 ? ".dk" : ".dv";
+  return "#" + std::to_string(index);
+}
+
 std::string kindOf(Operation *op) {
   if (llvm::isa<mtf::InputOp>(op))
     return "input";
@@ -365,6 +378,38 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
   std::vector<Row> rows;
   int64_t paramBytes = 0, slotBytes = 0, inputBytes = 0, activationBytes = 0;
   int64_t paramCount = 0;
+  auto addRow = [&](Operation &op, const std::string &name,
+                    mtf::TensorType type, mtf::LayoutAttr attr, int64_t count) {
+    layout::Result<layout::TensorLayout> tensorLayout =
+        fromLayoutAttr(name, type, attr, mesh, &weights);
+    if (!tensorLayout.ok())
+      return;
+    std::vector<layout::Dim> dims = toDims(type);
+    Row row;
+    row.name = name;
+    row.group = instanceTemplate(name, op.hasAttr("mtf.instance"));
+    row.phase = kindOf(&op);
+    row.count = count;
+    row.kind = row.phase + (count > 1 ? " ×" + std::to_string(count) : "");
+    row.type = typeString(type);
+    row.layout = tensorLayout->str(dims, mesh);
+    row.slice = describeBlocks(type, *tensorLayout, mesh, weights);
+    row.bytes = type.getElementBytes();
+    for (int64_t size : tensorLayout->maxBlockShape(dims, mesh, weights))
+      row.bytes *= size;
+    std::string kind = kindOf(&op);
+    if (kind == "param") {
+      paramBytes += row.bytes;
+      paramCount += type.getNumElements();
+    } else if (kind == "slot") {
+      slotBytes += row.bytes;
+    } else if (kind == "input") {
+      inputBytes += row.bytes;
+    } else {
+      activationBytes += row.bytes * count;
+    }
+    rows.push_back(std::move(row));
+  };
   std::vector<std::string> outputs;
   // The ops of `block`, each computed `count` times per step: a loop's
   // body is listed once, its tensors marked ×count and counted that often.
@@ -383,6 +428,17 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
                                     ")");
         continue;
       }
+      // An op with several results (fused attention): a row per result,
+      // the first under the op's name, the others with their own.
+      if (auto layouts =
+              op.getAttrOfType<ArrayAttr>(mtf::MtfDialect::kLayoutsAttrName)) {
+        for (auto [index, result, attr] :
+             llvm::enumerate(op.getResults(), layouts))
+          addRow(op, tensorName(&op) + resultSuffix(op, index),
+                 llvm::cast<mtf::TensorType>(result.getType()),
+                 llvm::cast<mtf::LayoutAttr>(attr), count);
+        continue;
+      }
       if (op.getNumResults() != 1)
         continue;
       auto type = llvm::dyn_cast<mtf::TensorType>(op.getResult(0).getType());
@@ -390,36 +446,7 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
           op.getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
       if (!type || !attr)
         continue;
-      std::string name = tensorName(&op);
-      layout::Result<layout::TensorLayout> tensorLayout =
-          fromLayoutAttr(name, type, attr, mesh, &weights);
-      if (!tensorLayout.ok())
-        continue;
-      std::vector<layout::Dim> dims = toDims(type);
-      Row row;
-      row.name = name;
-      row.group = instanceTemplate(name, op.hasAttr("mtf.instance"));
-      row.phase = kindOf(&op);
-      row.count = count;
-      row.kind = row.phase + (count > 1 ? " ×" + std::to_string(count) : "");
-      row.type = typeString(type);
-      row.layout = tensorLayout->str(dims, mesh);
-      row.slice = describeBlocks(type, *tensorLayout, mesh, weights);
-      row.bytes = type.getElementBytes();
-      for (int64_t size : tensorLayout->maxBlockShape(dims, mesh, weights))
-        row.bytes *= size;
-      std::string kind = kindOf(&op);
-      if (kind == "param") {
-        paramBytes += row.bytes;
-        paramCount += type.getNumElements();
-      } else if (kind == "slot") {
-        slotBytes += row.bytes;
-      } else if (kind == "input") {
-        inputBytes += row.bytes;
-      } else {
-        activationBytes += row.bytes * count;
-      }
-      rows.push_back(std::move(row));
+      addRow(op, tensorName(&op), type, attr, count);
     }
   };
   list(program.getBodyBlock(), 1);

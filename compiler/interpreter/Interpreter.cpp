@@ -900,8 +900,10 @@ LogicalResult ProgramRun::attention(mtf::AttentionOp op) {
       double lse = logSumExpOf(row);
       stats->data[sv.group[g] + sv.query[m]] = lse;
       for (int64_t e = 0; e < run.values; ++e) {
+        // A row with no key (or every key masked with -inf) attends to
+        // nothing: 0, as the kernels give (FlashAttention's convention).
         double sum = 0;
-        for (int64_t n = 0; n < run.keys; ++n)
+        for (int64_t n = 0; n < run.keys && !std::isinf(lse); ++n)
           sum +=
               std::exp(row[n] - lse) *
               run.v->data[run.vv->group[g] + run.vv->key[n] + run.vv->value[e]];
@@ -948,6 +950,8 @@ LogicalResult ProgramRun::attentionGrad(mtf::AttentionGradOp op) {
     for (int64_t m = 0; m < run.queries; ++m) {
       std::vector<double> p = run.scores(b, m, scale);
       double lse = stats.data[sv.group[b] + sv.query[m]];
+      if (std::isinf(lse) && lse < 0)
+        continue; // attends to nothing: no gradient
       double rowDot = 0;
       for (int64_t e = 0; e < run.values; ++e)
         rowDot += g.data[gv.group[b] + gv.query[m] + gv.value[e]] *

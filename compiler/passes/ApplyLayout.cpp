@@ -75,6 +75,34 @@ struct MtfApplyLayoutPass
     });
     if (loops.wasInterrupted())
       return signalPassFailure();
+    // An op with several tensor results (fused attention) gets each its
+    // layout by the rules, for --explain (its partitioning rule derives
+    // them from its operands).
+    WalkResult several = program.getBody().walk([&](Operation *op) {
+      if (op->getNumResults() < 2 || llvm::isa<mtf::LoopOp>(op) ||
+          !llvm::all_of(op->getResultTypes(), [](Type type) {
+            return llvm::isa<mtf::TensorType>(type);
+          }))
+        return WalkResult::advance();
+      SmallVector<Attribute> layouts;
+      for (Value result : op->getResults()) {
+        auto type = llvm::cast<mtf::TensorType>(result.getType());
+        meshc::layout::Result<meshc::layout::TensorLayout> tensorLayout =
+            meshc::layout::TensorLayout::compute(meshc::tensorName(op),
+                                                 meshc::toDims(type), *rules,
+                                                 *mesh, &weights);
+        if (!tensorLayout.ok()) {
+          meshc::emitLayoutError(op->getLoc(), tensorLayout.error());
+          return WalkResult::interrupt();
+        }
+        layouts.push_back(meshc::toLayoutAttr(type, *tensorLayout, *mesh));
+      }
+      op->setAttr(mtf::MtfDialect::kLayoutsAttrName,
+                  ArrayAttr::get(op->getContext(), layouts));
+      return WalkResult::advance();
+    });
+    if (several.wasInterrupted())
+      return signalPassFailure();
     // Every op with one tensor result, loop bodies' included.
     WalkResult laid = program.getBody().walk([&](Operation *each) {
       Operation &op = *each;

@@ -166,11 +166,14 @@ std::optional<Match> match(mtf::SoftmaxOp softmax, ParamReach &reach) {
   m.scores = chain.getDefiningOp<mtf::EinsumOp>();
   if (!m.scores || !chain.hasOneUse() || m.scores.getInputs().size() != 2)
     return std::nullopt;
-  // Every op of the chain has the scores' dims and element type.
-  for (Value value : {m.scores.getResult(), softmax.getInput()})
-    if (tensorOf(value) != weights)
-      return std::nullopt;
-  if (m.scaled && tensorOf(m.scaled.getResult()) != weights)
+  // Every op of the chain has the scores' dims (in any order: a bias on
+  // the left of the add puts its dims first) and element type.
+  auto likeWeights = [&](Value value) {
+    return mtf::sameDimsAnyOrder(TypeRange{value.getType()},
+                                 TypeRange{Type(weights)});
+  };
+  if (!likeWeights(m.scores.getResult()) || !likeWeights(softmax.getInput()) ||
+      (m.scaled && !likeWeights(m.scaled.getResult())))
     return std::nullopt;
 
   // q . k: the operand with `key` is the key; the dims both have and the
@@ -229,8 +232,11 @@ struct MtfFuseAttentionPass
     getOperation().walk([&](mtf::SoftmaxOp op) { softmaxes.push_back(op); });
     for (mtf::SoftmaxOp softmax : softmaxes) {
       std::optional<Match> m = match(softmax, reach);
-      if (m)
-        fuse(*m);
+      if (!m)
+        continue;
+      fuse(*m);
+      // Erased values' entries must not answer for new ones.
+      reach = ParamReach();
     }
   }
 

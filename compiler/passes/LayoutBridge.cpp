@@ -215,6 +215,20 @@ std::vector<int64_t> largestLocalShape(Value value) {
   return shape;
 }
 
+mtf::LayoutAttr resultLayoutAttr(Value value) {
+  auto result = llvm::dyn_cast<OpResult>(value);
+  if (!result)
+    return {};
+  Operation *op = result.getOwner();
+  if (auto layouts =
+          op->getAttrOfType<ArrayAttr>(mtf::MtfDialect::kLayoutsAttrName))
+    return result.getResultNumber() < layouts.size()
+               ? llvm::dyn_cast<mtf::LayoutAttr>(
+                     layouts[result.getResultNumber()])
+               : mtf::LayoutAttr();
+  return op->getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
+}
+
 std::string tensorName(Operation *op) {
   if (auto input = llvm::dyn_cast<mtf::InputOp>(op))
     return input.getName().str();

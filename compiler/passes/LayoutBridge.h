@@ -79,6 +79,10 @@ std::vector<int64_t> largestLocalShape(mlir::Value value);
 /// A readable name for the tensor `op` produces: the input/parameter name,
 /// the variable it was bound to (NameLoc), or the op name.
 std::string tensorName(mlir::Operation *op);
+/// The layout attribute of `value`'s defining op for that result: its
+/// mtf.layout, or its entry of mtf.layouts (an op with several results,
+/// fused attention); null when it has none or `value` is an argument.
+mlir::mtf::LayoutAttr resultLayoutAttr(mlir::Value value);
 /// Every dimension name of the tensors under `root`, with its size.
 std::map<std::string, int64_t> collectModelDims(mlir::Operation *root);
 /// The dim names of each tensor type under `root`, each list once: which
