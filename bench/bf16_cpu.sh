@@ -6,7 +6,10 @@
 # (MESHC_CPU_BF16_GEMM=0: operands widened to f32 for OpenBLAS), alternating
 # the three in each round.
 #
-# usage: bench/bf16_cpu.sh [charlm|llama] [STEPS=50] [ROUNDS=3] [CORES=0]
+# With WITH_JAX=1, each round also runs the same model in JAX in f32 and in
+# bf16 (bench/jax_lm_train.py) on the same cores.
+#
+# usage: [WITH_JAX=1] bench/bf16_cpu.sh [charlm|llama] [STEPS=50] [ROUNDS=3] [CORES=0]
 #   CORES: the taskset core list (0: one core; 0,1: two cores, the device's
 #   GEMMs and fused steps shared by two threads).
 set -euo pipefail
@@ -50,4 +53,11 @@ for ((r = 1; r <= rounds; ++r)); do
   awk -v r="$r" -v f="$f32" -v b="$fast" -v w="$widened" 'BEGIN {
     printf "round %d: f32 %.1f, bf16 %.1f (%.2f of f32), bf16 widened to f32 %.1f (%.2f)\n",
       r, f, b, b / f, w, w / f }'
+  if [ "${WITH_JAX:-0}" = 1 ]; then
+    jax32="$(taskset -c "$cores" "$root/.venv/bin/python" "$root/bench/jax_lm_train.py" "$model" "$fortunes" "$steps" f32 | median_ms)"
+    jax16="$(taskset -c "$cores" "$root/.venv/bin/python" "$root/bench/jax_lm_train.py" "$model" "$fortunes" "$steps" bf16 | median_ms)"
+    awk -v r="$r" -v f="$f32" -v b="$fast" -v j="$jax32" -v k="$jax16" 'BEGIN {
+      printf "round %d: JAX f32 %.1f (meshc/JAX %.2f), JAX bf16 %.1f (meshc/JAX %.2f)\n",
+        r, j, f / j, k, b / k }'
+  fi
 done

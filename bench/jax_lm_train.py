@@ -6,8 +6,13 @@ Adam with the example's warm-up and gradient clipping, jit-compiled as one
 step, trained on the fortunes windows in file order. Sizes come from the
 model's `dim` lines. Prints the mean, minimum and median step time in ms.
 
-Usage: .venv/bin/python bench/jax_lm_train.py MODEL DATA_DIR STEPS
+Usage: .venv/bin/python bench/jax_lm_train.py MODEL DATA_DIR STEPS [f32|bf16]
   MODEL: charlm | llama | moe (a model of tests/oracle/models.py)
+  bf16: the peer of meshc --precision=bf16, as a JAX user writes it: the
+  f32 parameters cast to bf16 inside the step (the update stays f32) and
+  every array the model makes (one-hot, ranges, masks) bf16, so the whole
+  forward and backward pass runs in bf16 (statistics too: cheaper than
+  meshc's f32 statistics, so a conservative peer).
 """
 import os
 import re
@@ -31,6 +36,19 @@ models.jax, models.jnp = jax, jnp
 warnings.filterwarnings("ignore", message="Explicitly requested dtype")
 
 name, data, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+precision = sys.argv[4] if len(sys.argv) > 4 else "f32"
+if precision not in ("f32", "bf16"):
+    sys.exit(f"jax_lm_train: precision '{precision}' is neither f32 nor bf16")
+if precision == "bf16":
+    # The oracle's ops ask for float64 where they make arrays; here those
+    # are bf16, like the parameters the step casts.
+    class _Bf16Numpy:
+        float64 = jnp.bfloat16
+
+        def __getattr__(self, attr):
+            return getattr(jnp, attr)
+
+    models.jnp = _Bf16Numpy()
 model = models.MODELS[name]
 source = open(os.path.join(root, model.source)).read()
 sizes = {m.group(1): int(m.group(2))
@@ -55,12 +73,14 @@ batch = sizes["batch"]
 
 
 def objective(p, x):
+    if precision == "bf16":
+        p = {k: v.astype(jnp.bfloat16) for k, v in p.items()}
     named_p = {k: models.Named(v, model.params[k]) for k, v in p.items()}
     named_x = {k: models.Named(v, model.inputs[k][0]) for k, v in x.items()}
     values = model.forward(named_p, named_x)
     if isinstance(values, models.Named):
         values = {"loss": values}
-    return values[model.objective].array
+    return values[model.objective].array.astype(jnp.float32)
 
 
 @jax.jit
@@ -92,5 +112,5 @@ for t in range(steps + 5):
     loss.block_until_ready()
     if t >= 5:  # the first steps compile
         times.append((time.perf_counter() - start) * 1e3)
-print(f"jax {jax.__version__}: {steps} steps, mean {statistics.mean(times):.3f} ms, "
+print(f"jax {jax.__version__} ({precision}): {steps} steps, mean {statistics.mean(times):.3f} ms, "
       f"min {min(times):.3f} ms, median {statistics.median(times):.3f} ms; final loss {float(loss):.4f}")
