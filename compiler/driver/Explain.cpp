@@ -51,19 +51,6 @@ std::string typeString(mtf::TensorType type) {
   return text;
 }
 
-/// How --explain names result `index` of an op with several results after
-/// the op's own name (the first result's): fused attention's logsumexp and
-/// its gradient's three results.
-static std::string resultSuffix(Operation &op, size_t index) {
-  if (index == 0 && !llvm::isa<mtf::AttentionGradOp>(op))
-    return "";
-  if (llvm::isa<mtf::AttentionOp>(op))
-    return ".logsumexp";
-  if (llvm::isa<mtf::AttentionGradOp>(op))
-    return index == 0 ? ".dq" : index == 1 ? ".dk" : ".dv";
-  return "#" + std::to_string(index);
-}
-
 std::string kindOf(Operation *op) {
   if (llvm::isa<mtf::InputOp>(op))
     return "input";
@@ -434,7 +421,7 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
               op.getAttrOfType<ArrayAttr>(mtf::MtfDialect::kLayoutsAttrName)) {
         for (auto [index, result, attr] :
              llvm::enumerate(op.getResults(), layouts))
-          addRow(op, tensorName(&op) + resultSuffix(op, index),
+          addRow(op, resultTensorName(llvm::cast<OpResult>(result)),
                  llvm::cast<mtf::TensorType>(result.getType()),
                  llvm::cast<mtf::LayoutAttr>(attr), count);
         continue;

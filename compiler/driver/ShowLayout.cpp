@@ -29,19 +29,24 @@ std::string deviceList(const std::vector<int64_t> &devices) {
 
 LogicalResult showLayout(mtf::ProgramOp program, StringRef name,
                          llvm::raw_ostream &os) {
-  Operation *found = nullptr;
+  // Every tensor result, loop bodies' included (a body's tensors without
+  // the layer dim: one layer's).
+  Value found;
   std::vector<std::string> names;
-  for (Operation &op : program.getBodyBlock()) {
-    if (op.getNumResults() != 1 ||
-        !llvm::isa<mtf::TensorType>(op.getResult(0).getType()))
-      continue;
-    std::string opName = tensorName(&op);
-    if (opName == name && !found)
-      found = &op;
-    if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op) ||
-        llvm::isa<NameLoc>(op.getLoc()))
-      names.push_back(opName);
-  }
+  program.getBody().walk([&](Operation *op) {
+    if (llvm::isa<mtf::LoopOp>(op))
+      return;
+    for (OpResult result : op->getResults()) {
+      if (!llvm::isa<mtf::TensorType>(result.getType()))
+        continue;
+      std::string resultName = resultTensorName(result);
+      if (resultName == name && !found)
+        found = result;
+      if (llvm::isa<mtf::InputOp, mtf::ParamOp>(op) ||
+          llvm::isa<NameLoc>(op->getLoc()))
+        names.push_back(resultName);
+    }
+  });
   if (!found) {
     std::string list;
     for (const std::string &known : names)
@@ -51,17 +56,16 @@ LogicalResult showLayout(mtf::ProgramOp program, StringRef name,
     return failure();
   }
 
-  auto type = llvm::cast<mtf::TensorType>(found->getResult(0).getType());
+  auto type = llvm::cast<mtf::TensorType>(found.getType());
   layout::Mesh mesh = toMesh(program.getMeshAttr());
   layout::AxisWeights weights = axisWeightsOf(program, mesh);
-  auto attr =
-      found->getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
+  mtf::LayoutAttr attr = resultLayoutAttr(found);
   layout::Result<layout::TensorLayout> tensorLayout =
       attr ? fromLayoutAttr(name, type, attr, mesh, &weights)
            : layout::Result<layout::TensorLayout>(
                  layout::TensorLayout::replicated(type.getRank()));
   if (!tensorLayout.ok())
-    return emitLayoutError(found->getLoc(), tensorLayout.error());
+    return emitLayoutError(found.getLoc(), tensorLayout.error());
   std::vector<layout::Dim> dims = toDims(type);
   os << name << ": " << type << " as " << tensorLayout->str(dims, mesh)
      << " on mesh " << (mesh.rank() ? mesh.str() : std::string("(single)"))

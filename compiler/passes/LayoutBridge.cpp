@@ -229,6 +229,19 @@ mtf::LayoutAttr resultLayoutAttr(Value value) {
   return op->getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
 }
 
+std::string resultTensorName(OpResult result) {
+  Operation *op = result.getOwner();
+  unsigned index = result.getResultNumber();
+  std::string name = tensorName(op);
+  if (llvm::isa<mtf::AttentionGradOp>(op))
+    return name + (index == 0 ? ".dq" : index == 1 ? ".dk" : ".dv");
+  if (index == 0)
+    return name;
+  if (llvm::isa<mtf::AttentionOp>(op))
+    return name + ".logsumexp";
+  return name + "#" + std::to_string(index);
+}
+
 std::string tensorName(Operation *op) {
   if (auto input = llvm::dyn_cast<mtf::InputOp>(op))
     return input.getName().str();

@@ -79,6 +79,10 @@ std::vector<int64_t> largestLocalShape(mlir::Value value);
 /// A readable name for the tensor `op` produces: the input/parameter name,
 /// the variable it was bound to (NameLoc), or the op name.
 std::string tensorName(mlir::Operation *op);
+/// The name --explain and --show-layout give op result `result`: its op's
+/// tensorName, with a suffix for the results of an op with several (fused
+/// attention's ".logsumexp", its gradient's ".dq", ".dk", ".dv").
+std::string resultTensorName(mlir::OpResult result);
 /// The layout attribute of `value`'s defining op for that result: its
 /// mtf.layout, or its entry of mtf.layouts (an op with several results,
 /// fused attention); null when it has none or `value` is an argument.
