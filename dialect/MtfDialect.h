@@ -89,6 +89,9 @@ struct AttentionRoles {
 FailureOr<AttentionRoles> attentionRoles(Operation *op, Type query, Type key,
                                          Type value, StringRef keyDim,
                                          ArrayRef<StringRef> headDims);
+/// The roles of mtf.attention's or mtf.attention_grad's operands, from its
+/// own key and head dims; fails with an error at `op` (any other op too).
+FailureOr<AttentionRoles> attentionRolesOf(Operation *op);
 /// The type of mtf.attention's logsumexp: the query's dims without the head
 /// dims, in the query's order, f32.
 TensorType attentionStatsType(Type query, ArrayRef<StringRef> headDims);

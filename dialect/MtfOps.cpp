@@ -554,6 +554,25 @@ TensorType attentionStatsType(Type queryType, ArrayRef<StringRef> headDims) {
                          Float32Type::get(q.getContext()));
 }
 
+static SmallVector<StringRef> headNames(ArrayAttr heads) {
+  SmallVector<StringRef> names;
+  for (Attribute head : heads)
+    names.push_back(llvm::cast<StringAttr>(head).getValue());
+  return names;
+}
+
+FailureOr<AttentionRoles> attentionRolesOf(Operation *op) {
+  auto forward = llvm::dyn_cast<AttentionOp>(op);
+  auto backward = llvm::dyn_cast<AttentionGradOp>(op);
+  if (!forward && !backward)
+    return op->emitOpError() << "is not mtf.attention or mtf.attention_grad";
+  ArrayAttr heads = forward ? forward.getHeadDims() : backward.getHeadDims();
+  StringRef key = forward ? forward.getKeyDim() : backward.getKeyDim();
+  return attentionRoles(op, op->getOperand(0).getType(),
+                        op->getOperand(1).getType(),
+                        op->getOperand(2).getType(), key, headNames(heads));
+}
+
 /// Whether `type` has exactly the dims of `groups` (each dim once, any
 /// order).
 static bool hasExactly(Type type, ArrayRef<ArrayRef<NamedDim>> groups) {
@@ -567,13 +586,6 @@ static bool hasExactly(Type type, ArrayRef<ArrayRef<NamedDim>> groups) {
       ++count;
     }
   return count == tensor.getDims().size();
-}
-
-static SmallVector<StringRef> headNames(ArrayAttr heads) {
-  SmallVector<StringRef> names;
-  for (Attribute head : heads)
-    names.push_back(llvm::cast<StringAttr>(head).getValue());
-  return names;
 }
 
 /// The checks mtf.attention and its gradient share: the roles of query, key

@@ -550,8 +550,8 @@ LogicalResult FusedOp::writeSteps(StepWriter &writer) {
 namespace mlir {
 namespace mtf {
 
-/// The fields both attention steps share: the key dim, the head dims, the
-/// scale and the sizes of every operand's dims.
+/// The fields both attention steps share: every operand in "in", the key
+/// dim, the head dims, the scale and the sizes of every operand's dims.
 static json::Object attentionFields(Operation *op, StringRef keyDim,
                                     ArrayAttr heads, double scale,
                                     StepWriter &writer) {
@@ -559,7 +559,11 @@ static json::Object attentionFields(Operation *op, StringRef keyDim,
   for (Attribute head : heads)
     headNames.push_back(llvm::cast<StringAttr>(head).getValue().str());
   SmallVector<Value> values(op->getOperands());
-  return json::Object{{"key", keyDim.str()},
+  json::Array in;
+  for (Value operand : values)
+    in.push_back(writer.operand(operand));
+  return json::Object{{"in", std::move(in)},
+                      {"key", keyDim.str()},
                       {"head", std::move(headNames)},
                       {"scale", scale},
                       {"sizes", writer.sizes(values)}};
@@ -569,10 +573,6 @@ std::optional<OpKind> AttentionOp::getStepKind() { return OpKind::Attention; }
 LogicalResult AttentionOp::writeSteps(StepWriter &writer) {
   json::Object fields = attentionFields(*this, getKeyDim(), getHeadDims(),
                                         getScale().convertToDouble(), writer);
-  json::Array in;
-  for (Value operand : getOperands())
-    in.push_back(writer.operand(operand));
-  fields["in"] = std::move(in);
   fields["out"] = writer.operand(getResult());
   fields["lse"] = writer.operand(getLogsumexp());
   writer.push(OpKind::Attention, std::move(fields));
@@ -585,10 +585,6 @@ std::optional<OpKind> AttentionGradOp::getStepKind() {
 LogicalResult AttentionGradOp::writeSteps(StepWriter &writer) {
   json::Object fields = attentionFields(*this, getKeyDim(), getHeadDims(),
                                         getScale().convertToDouble(), writer);
-  json::Array in;
-  for (Value operand : getOperands())
-    in.push_back(writer.operand(operand));
-  fields["in"] = std::move(in);
   fields["out"] = writer.operand(getQueryGrad());
   fields["dk"] = writer.operand(getKeyGrad());
   fields["dv"] = writer.operand(getValueGrad());

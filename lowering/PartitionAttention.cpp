@@ -32,17 +32,14 @@ LogicalResult Partitioner::partitionAttention(Operation &op) {
   if (!forward && !backward)
     return op.emitOpError() << "has the attention partitioning rule but is "
                                "not mtf.attention or mtf.attention_grad";
-  Value query = op.getOperand(0), key = op.getOperand(1),
-        value = op.getOperand(2);
-  StringRef keyDim = forward ? forward.getKeyDim() : backward.getKeyDim();
-  ArrayAttr headAttr = forward ? forward.getHeadDims() : backward.getHeadDims();
-  SmallVector<StringRef> heads;
-  for (Attribute head : headAttr)
-    heads.push_back(llvm::cast<StringAttr>(head).getValue());
-  FailureOr<mtf::AttentionRoles> roles = mtf::attentionRoles(
-      &op, query.getType(), key.getType(), value.getType(), keyDim, heads);
+  Value query = op.getOperand(0), value = op.getOperand(2);
+  FailureOr<mtf::AttentionRoles> roles = mtf::attentionRolesOf(&op);
   if (failed(roles))
     return failure();
+  StringRef keyDim = roles->key.name.getValue();
+  SmallVector<StringRef> heads;
+  for (const mtf::NamedDim &head : roles->head)
+    heads.push_back(head.name.getValue());
 
   auto typeOf = [](Value v) {
     return llvm::cast<mtf::TensorType>(v.getType());

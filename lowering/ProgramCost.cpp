@@ -70,20 +70,12 @@ void einsumWork(Operation *op, cost::StepWork &work) {
 /// forward; the gradient recomputes q . k and adds dv, dp, dq and dk
 /// (2·G·M·N·(3D + 2E) in all). One GEMM call per group.
 void attentionWork(Operation *op, bool gradient, cost::StepWork &work) {
-  auto attention = llvm::dyn_cast<mtf::AttentionOp>(op);
-  auto grad = llvm::dyn_cast<mtf::AttentionGradOp>(op);
-  ArrayAttr headAttr = attention ? attention.getHeadDims() : grad.getHeadDims();
-  StringRef keyDim = attention ? attention.getKeyDim() : grad.getKeyDim();
-  SmallVector<StringRef> heads;
-  for (Attribute head : headAttr)
-    heads.push_back(llvm::cast<StringAttr>(head).getValue());
   FailureOr<mtf::AttentionRoles> roles;
   {
+    // A verified op has its roles; an error would say nothing here.
     ScopedDiagnosticHandler quiet(op->getContext(),
                                   [](Diagnostic &) { return success(); });
-    roles = mtf::attentionRoles(op, op->getOperand(0).getType(),
-                                op->getOperand(1).getType(),
-                                op->getOperand(2).getType(), keyDim, heads);
+    roles = mtf::attentionRolesOf(op);
   }
   if (failed(roles))
     return;

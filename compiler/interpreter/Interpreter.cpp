@@ -876,12 +876,7 @@ double logSumExpOf(const std::vector<double> &row) {
 /// result[g,m,e] = sum_n softmax_n(scale q.k + bias)[g,m,n] v[g,n,e];
 /// logsumexp[g,m] = log sum_n exp(scores).
 LogicalResult ProgramRun::attention(mtf::AttentionOp op) {
-  SmallVector<StringRef> heads;
-  for (Attribute head : op.getHeadDims())
-    heads.push_back(llvm::cast<StringAttr>(head).getValue());
-  FailureOr<mtf::AttentionRoles> roles =
-      mtf::attentionRoles(op, op.getQuery().getType(), op.getKey().getType(),
-                          op.getValue().getType(), op.getKeyDim(), heads);
+  FailureOr<mtf::AttentionRoles> roles = mtf::attentionRolesOf(op);
   FailureOr<Tensor> out = allocate(op, op.getResult().getType());
   FailureOr<Tensor> stats = allocate(op, op.getLogsumexp().getType());
   if (failed(roles) || failed(out) || failed(stats))
@@ -919,12 +914,7 @@ LogicalResult ProgramRun::attention(mtf::AttentionOp op) {
 /// exp(scores - logsumexp): dv = p^T g, ds = p (g v^T - rowsum(g o)),
 /// dq = scale ds k, dk = scale ds^T q.
 LogicalResult ProgramRun::attentionGrad(mtf::AttentionGradOp op) {
-  SmallVector<StringRef> heads;
-  for (Attribute head : op.getHeadDims())
-    heads.push_back(llvm::cast<StringAttr>(head).getValue());
-  FailureOr<mtf::AttentionRoles> roles =
-      mtf::attentionRoles(op, op.getQuery().getType(), op.getKey().getType(),
-                          op.getValue().getType(), op.getKeyDim(), heads);
+  FailureOr<mtf::AttentionRoles> roles = mtf::attentionRolesOf(op);
   FailureOr<Tensor> dq = allocate(op, op.getQueryGrad().getType());
   FailureOr<Tensor> dk = allocate(op, op.getKeyGrad().getType());
   FailureOr<Tensor> dv = allocate(op, op.getValueGrad().getType());
