@@ -432,11 +432,43 @@ void Fuser::build(Group &group) {
       constant->erase();
 }
 
+/// A one-operand einsum that sums its operand's trailing dims (a row sum:
+/// the layer norms' backward makes four per layer) is a reduce_sum, which
+/// can join the group that computes its operand. Sums over leading dims
+/// (column sums) stay einsums: a fused step reduces along its inner run,
+/// which would walk them with a stride.
+void rowSumsAsReductions(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto einsum = llvm::dyn_cast<mtf::EinsumOp>(op);
+    if (!einsum || einsum.getInputs().size() != 1)
+      continue;
+    mtf::TensorType in = tensorOf(einsum.getInputs()[0]);
+    mtf::TensorType out = tensorOf(einsum.getResult());
+    if (!in || !out || out.getRank() >= in.getRank())
+      continue;
+    ArrayRef<mtf::NamedDim> inDims = in.getDims(), outDims = out.getDims();
+    bool prefix = true;
+    for (size_t d = 0; d < outDims.size(); ++d)
+      prefix &= inDims[d].name == outDims[d].name;
+    if (!prefix)
+      continue;
+    OpBuilder builder(&op);
+    auto sum = mtf::ReduceSumOp::create(builder, op.getLoc(), out,
+                                        einsum.getInputs()[0]);
+    sum->setAttrs(op.getAttrs());
+    einsum.getResult().replaceAllUsesWith(sum.getResult());
+    op.erase();
+  }
+}
+
 struct MtfFusePass : public meshc::impl::MtfFuseBase<MtfFusePass> {
   void runOnOperation() override {
     for (auto program : getOperation().getOps<mtf::ProgramOp>()) {
       if (!program.getLocal())
         continue;
+      rowSumsAsReductions(program.getBodyBlock());
+      program.walk(
+          [](mtf::LoopOp loop) { rowSumsAsReductions(loop.getBodyBlock()); });
       Fuser(program.getBodyBlock()).run();
       // Each loop's body once, as every iteration runs it.
       program.walk([](mtf::LoopOp loop) { Fuser(loop.getBodyBlock()).run(); });

@@ -84,7 +84,11 @@ def MtfFuse : Pass<"mtf-fuse", "::mlir::ModuleOp"> {
     feed or that feed them (reduce_sum, reduce_mean, reduce_max, all over
     the same dims), become one `mtf.fused` op: one step of the `.mprog`,
     one pass over memory, and no buffers for the values that live only
-    inside it. Ops join a group in program order:
+    inside it. A one-operand `mtf.einsum` that sums its operand's trailing
+    dims (a row sum, as the layer norms' gradients make) is a reduce_sum
+    first, so it joins the group that computes its operand; one that sums
+    leading dims (a column sum) stays an einsum, since a fused step reduces
+    along its inner run. Ops join a group in program order:
 
     - only ops of the same phase (forward, backward, update) share a group,
       so evaluation still runs the forward steps alone;

@@ -112,3 +112,26 @@ mtf.program @assign local {
   mtf.output "n" %n : !mtf.tensor<[a=4, c=8], f32>
   mtf.output "a2" %a2 : !mtf.tensor<[a=4, b=8], f32>
 }
+
+// -----
+
+// A one-operand einsum summing trailing dims (a row sum, as a layer norm's
+// gradient makes) joins its operand's group as a reduce_sum; one summing
+// leading dims (a column sum: a shift's gradient) stays an einsum.
+// CHECK-LABEL: mtf.program @row_sums local
+// CHECK: mtf.fused
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: mtf.mul
+// CHECK-NEXT: mtf.reduce_sum %{{.*}} : !mtf.tensor<[a=4, b=8], bf16> -> !mtf.tensor<[a=4], bf16>
+// CHECK-NEXT: mtf.yield
+// CHECK: mtf.einsum %{{.*}} : !mtf.tensor<[a=4, b=8], bf16> -> !mtf.tensor<[b=8], bf16>
+// CHECK-NOT: mtf.einsum
+mtf.program @row_sums local {
+  %x = mtf.input "x" : !mtf.tensor<[a=4, b=8], bf16>
+  %y = mtf.input "y" : !mtf.tensor<[a=4, b=8], bf16>
+  %p = mtf.mul %x, %y : !mtf.tensor<[a=4, b=8], bf16>, !mtf.tensor<[a=4, b=8], bf16> -> !mtf.tensor<[a=4, b=8], bf16>
+  %rows = mtf.einsum %p : !mtf.tensor<[a=4, b=8], bf16> -> !mtf.tensor<[a=4], bf16>
+  %cols = mtf.einsum %x : !mtf.tensor<[a=4, b=8], bf16> -> !mtf.tensor<[b=8], bf16>
+  mtf.output "rows" %rows : !mtf.tensor<[a=4], bf16>
+  mtf.output "cols" %cols : !mtf.tensor<[b=8], bf16>
+}
