@@ -130,9 +130,9 @@ struct Options {
       cl::value_desc("size"), cl::cat(category)};
   cl::opt<std::string> bucketSize{
       "bucket-size",
-      cl::desc(
-          "the most bytes one combined collective packs (default 128MiB; 0: "
-          "every collective on its own; docs/spmd.md)"),
+      cl::desc("the most bytes one combined collective packs, and of a loop's "
+               "stacked gradient all-reduced once after it (default 128MiB; 0: "
+               "every collective on its own; docs/spmd.md)"),
       cl::value_desc("size"), cl::init("128MiB"), cl::cat(category)};
   cl::opt<Remat> remat{
       "remat",
@@ -738,6 +738,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     partitionPipeline.addPass(createMtfPartition());
     if (accumulatesGradients(*module))
       partitionPipeline.addPass(createMtfDeferAccumulatedReductions());
+    if (bucketBytes > 0)
+      partitionPipeline.addPass(createMtfHoistLoopReductions({bucketBytes}));
     if (!options.noFuse)
       partitionPipeline.addPass(createMtfFuse());
     if (bucketBytes > 0)

@@ -26,6 +26,8 @@ LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
   pm.addPass(createMtfPartition());
   if (accumulatesGradients(module))
     pm.addPass(createMtfDeferAccumulatedReductions());
+  if (options.bucketBytes > 0)
+    pm.addPass(createMtfHoistLoopReductions({options.bucketBytes}));
   if (options.fuse)
     pm.addPass(createMtfFuse());
   if (options.bucketBytes > 0)

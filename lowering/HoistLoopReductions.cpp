@@ -1,0 +1,156 @@
+//===- HoistLoopReductions.cpp - mtf-hoist-loop-reductions ----------------===//
+//
+// A loop body that all-reduces a small gradient only to stack it (the layer
+// norms' parameter gradients, 16 KiB per layer) pays the collective's
+// latency once per iteration. The all-reduce and the casts after it act on
+// each element alone, so they can as well act on the stacked tensor once,
+// after the loop: the body yields the partial sum. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lowering/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace meshc {
+#define GEN_PASS_DEF_MTFHOISTLOOPREDUCTIONS
+#include "lowering/Passes.h.inc"
+} // namespace meshc
+
+namespace {
+
+/// A stacked value's all-reduce: to_tensor, a sum all_reduce, from_tensor
+/// and casts, each read only by the next and the last by the body's yield.
+struct StackedReduction {
+  mtf::ToTensorOp toTensor;
+  shard::AllReduceOp reduce;
+  mtf::FromTensorOp fromTensor;
+  /// In program order.
+  SmallVector<mtf::CastOp> casts;
+};
+
+bool singleUse(Operation *op) { return op->getResult(0).hasOneUse(); }
+
+std::optional<StackedReduction> stackedReduction(Value yielded) {
+  StackedReduction found;
+  Value value = yielded;
+  while (auto cast = value.getDefiningOp<mtf::CastOp>()) {
+    if (!singleUse(cast))
+      return std::nullopt;
+    found.casts.insert(found.casts.begin(), cast);
+    value = cast.getInput();
+  }
+  found.fromTensor = value.getDefiningOp<mtf::FromTensorOp>();
+  if (!found.fromTensor || !singleUse(found.fromTensor))
+    return std::nullopt;
+  found.reduce =
+      found.fromTensor->getOperand(0).getDefiningOp<shard::AllReduceOp>();
+  if (!found.reduce || !singleUse(found.reduce) ||
+      found.reduce.getReduction() != shard::ReductionKind::Sum)
+    return std::nullopt;
+  found.toTensor = found.reduce->getOperand(0).getDefiningOp<mtf::ToTensorOp>();
+  if (!found.toTensor || !singleUse(found.toTensor))
+    return std::nullopt;
+  // The stacked result keeps its type: the partial sum has the yielded
+  // value's (a cast pair f32 -> bf16 -> f32 rounds a total).
+  if (found.toTensor->getOperand(0).getType() != yielded.getType())
+    return std::nullopt;
+  // Unequal blocks (device weights) are cut per op; leave them be.
+  SmallVector<Operation *> ops{found.toTensor, found.reduce, found.fromTensor};
+  ops.append(found.casts.begin(), found.casts.end());
+  for (Operation *op : ops)
+    if (op->hasAttr(mtf::MtfDialect::kBlocksAttrName))
+      return std::nullopt;
+  return found;
+}
+
+int64_t bytesOf(mtf::TensorType type) {
+  return type.getNumElements() *
+         int64_t(type.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+/// `op` cloned after the loop with result type `type`, in the loop's phase,
+/// without the body's instance tag.
+Operation *cloneAfter(OpBuilder &builder, Operation *op, Type type,
+                      mtf::LoopOp loop) {
+  Operation *copy = builder.clone(*op);
+  copy->getResult(0).setType(type);
+  for (StringRef name : mtf::MtfDialect::kGroupAttrNames)
+    copy->removeAttr(name);
+  if (auto phase = loop->getAttr(mtf::MtfDialect::kPhaseAttrName))
+    copy->setAttr(mtf::MtfDialect::kPhaseAttrName, phase);
+  else
+    copy->removeAttr(mtf::MtfDialect::kPhaseAttrName);
+  return copy;
+}
+
+void hoist(mtf::LoopOp loop, int64_t bucketBytes) {
+  Operation *yield = loop.getBodyBlock().getTerminator();
+  size_t carried = loop.getFinals().size();
+  StringRef dim = loop.getDim();
+  int64_t count = loop.getCount();
+  for (size_t i = 0; i < loop.getStackedResults().size(); ++i) {
+    Value stacked = loop.getStackedResults()[i];
+    auto stackedType = llvm::cast<mtf::TensorType>(stacked.getType());
+    if (bytesOf(stackedType) > bucketBytes)
+      continue;
+    std::optional<StackedReduction> found =
+        stackedReduction(yield->getOperand(carried + i));
+    if (!found)
+      continue;
+    yield->setOperand(carried + i, found->toTensor->getOperand(0));
+
+    OpBuilder builder(loop->getContext());
+    builder.setInsertionPointAfter(loop);
+    SmallVector<int64_t> shape;
+    for (const mtf::NamedDim &named : stackedType.getDims())
+      shape.push_back(named.size);
+    auto ranked = RankedTensorType::get(shape, stackedType.getElementType());
+    Operation *to = cloneAfter(builder, found->toTensor, ranked, loop);
+    to->setOperand(0, stacked);
+    Operation *reduce = cloneAfter(builder, found->reduce, ranked, loop);
+    reduce->setOperand(0, to->getResult(0));
+    std::string reason = "once after the loop over '" + dim.str() +
+                         "', stacked (mtf-hoist-loop-reductions)";
+    if (auto why = found->reduce->getAttrOfType<StringAttr>(
+            mtf::MtfDialect::kReasonAttrName))
+      reason = why.getValue().str() + ", " + reason;
+    reduce->setAttr(mtf::MtfDialect::kReasonAttrName,
+                    builder.getStringAttr(reason));
+    auto reducedType = mtf::LoopOp::stackedType(
+        llvm::cast<mtf::TensorType>(found->fromTensor.getType()), dim, count);
+    Operation *from = cloneAfter(builder, found->fromTensor, reducedType, loop);
+    from->setOperand(0, reduce->getResult(0));
+    Value last = from->getResult(0);
+    for (mtf::CastOp cast : found->casts) {
+      auto type = mtf::LoopOp::stackedType(
+          llvm::cast<mtf::TensorType>(cast.getType()), dim, count);
+      Operation *copy = cloneAfter(builder, cast, type, loop);
+      copy->setOperand(0, last);
+      last = copy->getResult(0);
+    }
+    stacked.replaceAllUsesExcept(last, to);
+    for (auto cast : llvm::reverse(found->casts))
+      cast->erase();
+    found->fromTensor->erase();
+    found->reduce->erase();
+    found->toTensor->erase();
+  }
+}
+
+struct MtfHoistLoopReductionsPass
+    : public meshc::impl::MtfHoistLoopReductionsBase<
+          MtfHoistLoopReductionsPass> {
+  using MtfHoistLoopReductionsBase::MtfHoistLoopReductionsBase;
+  void runOnOperation() override {
+    if (bucketBytes <= 0)
+      return;
+    for (auto program : getOperation().getOps<mtf::ProgramOp>())
+      if (program.getLocal())
+        program.walk([&](mtf::LoopOp loop) { hoist(loop, bucketBytes); });
+  }
+};
+
+} // namespace
