@@ -362,7 +362,8 @@ Partitioner::partitionContraction(Operation &op,
       keep[name] = axes;
     }
   }
-  auto release = [&](const std::string &name) {
+  // By value: `name` may be claimedBy's own entry, which this erases.
+  auto release = [&](std::string name) {
     for (size_t a : keep[name])
       claimedBy.erase(a);
     keep[name].clear();
@@ -384,8 +385,12 @@ Partitioner::partitionContraction(Operation &op,
       bool suffix = !isMax && std::equal(shared.begin(), shared.end(),
                                          axes.end() - shared.size());
       if (!suffix) {
+        // The dims that claimed the shared axes (one may claim several).
+        std::set<std::string> owners;
         for (size_t a : shared)
-          release(claimedBy[a]);
+          owners.insert(claimedBy.at(a));
+        for (const std::string &owner : owners)
+          release(owner);
         changed = true;
         break;
       }

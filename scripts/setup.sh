@@ -14,8 +14,10 @@ packages=(
   nlohmann-json3-dev libgtest-dev libopenblas-dev zlib1g-dev
   # SIMD vectors and vectorized exp/log/tanh of the CPU backend
   libhwy-dev
-  # oneDNN: bf16 GEMMs on CPUs with bf16 dot products (runtime/cpu/Bf16Gemm.h)
-  libdnnl-dev
+  # oneDNN: bf16 GEMMs on CPUs with bf16 dot products (runtime/cpu/Bf16Gemm.h);
+  # Debian's oneDNN is built with the OpenCL GPU runtime and its CMake package
+  # requires OpenCL (only recommended, so --no-install-recommends skips it)
+  libdnnl-dev ocl-icd-opencl-dev
   # MPI for multi-process runs
   libopenmpi-dev openmpi-bin
   # the libFuzzer targets (scripts/fuzz.sh): clang, libFuzzer, sanitizer runtimes

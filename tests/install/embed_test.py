@@ -36,6 +36,10 @@ def main():
     parser.add_argument("--generator", required=True)
     parser.add_argument("--cxx", required=True)
     parser.add_argument("--launcher", default="")
+    # The build's own compile and link flags (a sanitizer build's
+    # -fsanitize=..., which the installed static runtime needs at link time).
+    parser.add_argument("--cxx-flags", default="")
+    parser.add_argument("--linker-flags", default="")
     args = parser.parse_args()
 
     shutil.rmtree(args.work, ignore_errors=True)
@@ -55,6 +59,10 @@ def main():
                  f"-DCMAKE_PREFIX_PATH={prefix}", f"-DCMAKE_CXX_COMPILER={args.cxx}"]
     if args.launcher:
         configure.append(f"-DCMAKE_CXX_COMPILER_LAUNCHER={args.launcher}")
+    if args.cxx_flags:
+        configure.append(f"-DCMAKE_CXX_FLAGS={args.cxx_flags}")
+    if args.linker_flags:
+        configure.append(f"-DCMAKE_EXE_LINKER_FLAGS={args.linker_flags}")
     run(configure)
     run([args.cmake, "--build", consumer_build])
 
