@@ -385,6 +385,10 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
   case OpKind::AttentionGrad:
     runAttention(step);
     return;
+  case OpKind::Wait:
+    // Started collectives run to completion in stream order here (the
+    // session does not overlap them on CUDA yet): nothing is left to wait.
+    return;
   case OpKind::Loop:
     throw RuntimeError("a loop step is run by the session, not a device");
   }
@@ -474,10 +478,12 @@ void CudaDevice::runCollective(const Step &step, Communicator &comm) {
   if (step.op() == OpKind::AllReduce) {
     runAllReduceStep(
         step, comm, dtype, at(out),
-        [this](const Operand &operand) { return at(operand); }, scratch, copy);
+        [this](const Operand &operand) { return at(operand); },
+        scratch + step.scratchOffset, copy);
     return;
   }
-  runMoveStep(step, comm, dtype, at(step.in[0]), at(out), scratch, copy,
+  runMoveStep(step, comm, dtype, at(step.in[0]), at(out),
+              scratch + step.scratchOffset, copy,
               [this](const Operand &operand) { return at(operand); });
 }
 

@@ -94,6 +94,13 @@ public:
   /// The threads each device of this process runs on (after
   /// setLocalDevices).
   virtual int threadsPerDevice() const { return 1; }
+  /// True when a started collective (Step::ticket) may run on a thread of
+  /// its own beside the device's next steps (the session's CommLane): the
+  /// backend's collectives block their caller and Device::run of a
+  /// collective touches nothing another step uses. Otherwise a started
+  /// collective runs to completion where it starts (correct, not
+  /// overlapped).
+  virtual bool overlapsCollectives() const { return false; }
 };
 
 /// Refuses `program` on `backend` before anything runs: throws RuntimeError

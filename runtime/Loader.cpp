@@ -9,6 +9,7 @@
 
 #include "runtime/Error.h"
 #include "runtime/PerDeviceSizes.h"
+#include "runtime/StartedCollectives.h"
 #include "runtime/StepLoader.h"
 
 #include <algorithm>
@@ -468,6 +469,7 @@ Program readProgram(const json &document, const std::string &fileName,
         std::max(program.scratchBytes, program.steps.back().scratchBytes);
   }
   numberBodySteps(stepsNode, program);
+  planStartedCollectives(stepsNode, program);
   if (std::optional<JsonNode> training = root.optionalMember("training"))
     program.training = parseTraining(*training, program, bufferIndex);
   return program;

@@ -13,6 +13,7 @@ add_library(MeshcProgram STATIC
   ${meshc_program_dir}/Loader.cpp
   ${meshc_program_dir}/PerDeviceSizes.cpp
   ${meshc_program_dir}/Program.cpp
+  ${meshc_program_dir}/StartedCollectives.cpp
   ${meshc_program_dir}/StepLoader.cpp
 )
 target_compile_features(MeshcProgram PUBLIC cxx_std_17)

@@ -47,6 +47,10 @@ public:
   /// Collective: the lowest-ranked non-empty `localError` prefixed with
   /// "rank R: ", or empty when every process passed an empty one.
   virtual std::string agreeOnError(const std::string &localError) = 0;
+  /// True when collectives() may be called from a thread other than the
+  /// one that made the group (one at a time): what lets a started
+  /// collective run on the session's communication lane.
+  virtual bool collectivesOnAnyThread() const { return false; }
 };
 
 } // namespace meshc::runtime

@@ -113,6 +113,8 @@ const char *phaseName(Phase phase) {
 
 std::vector<Operand *> Step::outputs() {
   std::vector<Operand *> written;
+  if (std::holds_alternative<WaitAttrs>(attrs))
+    return written;
   if (auto *fused = std::get_if<FusedAttrs>(&attrs)) {
     for (Operand &out : fused->outs)
       written.push_back(&out);

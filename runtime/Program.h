@@ -375,6 +375,12 @@ struct AttentionAttrs : AttentionSpec {
 struct AttentionGradAttrs : AttentionSpec {
   Operand dk, dv;
 };
+/// wait: completes the collectives started (Step::ticket) under `tickets`;
+/// a started collective's operands may be used only after its wait
+/// (docs/mprog.md#overlapped-collectives).
+struct WaitAttrs {
+  std::vector<int64_t> tickets;
+};
 
 namespace detail {
 template <typename First, typename... Rest>
@@ -410,6 +416,13 @@ struct Step {
   Operand out;
   /// Scratch this step needs on every device.
   int64_t scratchBytes = 0;
+  /// Where in the device scratch the step's scratch starts: 0, but for a
+  /// started collective a place of its own while it runs beside the steps
+  /// up to its wait (assigned by the loader).
+  int64_t scratchOffset = 0;
+  /// A started collective ("start" in the .mprog): the ticket its wait step
+  /// names; -1 for a step that runs to completion.
+  int64_t ticket = -1;
   /// The kind's attributes; their alternative is the step's kind.
   StepAttrs attrs;
 

@@ -9,6 +9,9 @@
 
 #include "runtime/Session.h"
 
+#include "runtime/CommLane.h"
+#include "runtime/StartedCollectives.h"
+
 #include "runtime/Error.h"
 #include "runtime/Npy.h"
 #include "runtime/core/Random.h"
@@ -103,6 +106,12 @@ Session::Session(const Program &program, const SessionOptions &options)
     devices.push_back(backend->createDevice(program.on(d), d));
     devices.back()->allocate(program.arenaBytes, program.scratchBytes);
   }
+  // Started collectives run on a lane per device where the backend (and
+  // MPI) allows; elsewhere they run to completion where they start.
+  if (startsCollectives(program) && backend->overlapsCollectives() &&
+      (!processes || processes->collectivesOnAnyThread()))
+    for (size_t d = 0; d < localIds.size(); ++d)
+      lanes.push_back(std::make_unique<CommLane>());
   Collectives &collectives =
       processes ? processes->collectives() : backend->collectives();
   for (const std::vector<std::string> &axes : program.groupAxes)
@@ -443,6 +452,29 @@ void Session::runLoop(const Step &loop, const Program &own,
     shifts[attrs.stacked[s].buffer] = base[s];
 }
 
+void Session::runOnLane(CommLane &lane, Device &device, const Step &step,
+                        Communicator *comm, const RunContext &context) const {
+  // The lane may run it after the loops have moved on: it keeps its own
+  // copy of where they are.
+  std::vector<int64_t> shifts;
+  if (context.shifts)
+    shifts.assign(context.shifts, context.shifts + program.buffers.size());
+  std::vector<int64_t> iterations;
+  if (context.iterations)
+    iterations = *context.iterations;
+  auto work = [&device, &step, comm, context, shifts = std::move(shifts),
+               iterations = std::move(iterations)]() mutable {
+    RunContext own = context;
+    own.shifts = own.shifts ? shifts.data() : nullptr;
+    own.iterations = own.iterations ? &iterations : nullptr;
+    device.run(step, comm, own);
+  };
+  if (step.ticket >= 0)
+    lane.submit(step.ticket, std::move(work));
+  else
+    lane.run(std::move(work));
+}
+
 double Session::runSteps(const std::vector<const Step *> &steps,
                          const RunContext &context) {
   std::mutex errorMutex;
@@ -471,7 +503,16 @@ double Session::runSteps(const std::vector<const Step *> &steps,
       }
       std::optional<size_t> group = step.group();
       Communicator *comm = group ? communicators[*group][id].get() : nullptr;
-      devices[d]->run(step, comm, iterations.empty() ? context : inLoop);
+      const RunContext &stepContext = iterations.empty() ? context : inLoop;
+      if (!lanes.empty() && step.op() == OpKind::Wait) {
+        for (int64_t ticket : step.as<WaitAttrs>().tickets)
+          lanes[d]->wait(ticket);
+      } else if (!lanes.empty() &&
+                 stepGroup(step.op()) == StepGroup::Collective) {
+        runOnLane(*lanes[d], *devices[d], step, comm, stepContext);
+      } else {
+        devices[d]->run(step, comm, stepContext);
+      }
       if (tracing) {
         auto end = TraceRecorder::Clock::now();
         tracer->record(d, step, stepStart, end,
@@ -484,6 +525,8 @@ double Session::runSteps(const std::vector<const Step *> &steps,
         run(&own == &program ? *shared : own.step(shared->index));
     } catch (const CollectiveAborted &) {
       // Another device failed first; its error is the one reported.
+      if (!lanes.empty())
+        lanes[d]->drain();
     } catch (const std::exception &error) {
       std::lock_guard<std::mutex> lock(errorMutex);
       if (firstError.empty()) {
@@ -494,6 +537,9 @@ double Session::runSteps(const std::vector<const Step *> &steps,
                      std::to_string(id) + ": " + error.what();
       }
       backend->collectives().abort();
+      // The lane's collectives end (aborted) before the run does.
+      if (!lanes.empty())
+        lanes[d]->drain();
     }
   };
 

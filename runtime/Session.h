@@ -30,6 +30,8 @@
 
 namespace meshc::runtime {
 
+class CommLane;
+
 /// How to run a program.
 struct SessionOptions {
   /// The backend name ("cpu").
@@ -210,6 +212,10 @@ private:
   /// each body step of each iteration: `shifts` (per buffer, as
   /// RunContext::shifts) and `iterations` say where the loops are, and
   /// `context` points at them.
+  /// Runs collective `step` on device `device`'s lane: submitted under
+  /// its ticket when started (Step::ticket), else to completion.
+  void runOnLane(CommLane &lane, Device &device, const Step &step,
+                 Communicator *comm, const RunContext &context) const;
   void runLoop(const Step &loop, const Program &own,
                std::vector<int64_t> &shifts, std::vector<int64_t> &iterations,
                RunContext &context,
@@ -223,6 +229,9 @@ private:
   /// The device ids this process runs; devices[i] is device localIds[i].
   std::vector<int64_t> localIds;
   std::vector<std::unique_ptr<Device>> devices;
+  /// Per local device, the lane its collectives run on (CommLane.h); empty
+  /// when the program starts no collective or the backend cannot overlap.
+  std::vector<std::unique_ptr<CommLane>> lanes;
   /// communicators[group][device id], group indexing Program::groupAxes
   /// (null for devices of other processes).
   std::vector<std::vector<std::unique_ptr<Communicator>>> communicators;

@@ -455,6 +455,9 @@ private:
   void parseAttrs(LoopAttrs &attrs);
   void parseAttrs(AttentionAttrs &attrs);
   void parseAttrs(AttentionGradAttrs &attrs);
+  void parseAttrs(WaitAttrs &attrs);
+  /// "start": a collective that runs beside the steps up to its wait.
+  void parseStart();
   /// The operands of an attention step: `in` (reading the operands `reads`
   /// in order, then bias when "in" has one more), and the outputs
   /// `writes` (the members of those names; the first is Step::out). Reads
@@ -523,9 +526,38 @@ Step StepParser::parse(size_t index) {
   }
 #include "runtime/core/StepKinds.def"
   }
+  parseStart();
   requireSizesUsed();
   stageHalfOperands();
   return step;
+}
+
+void StepParser::parseStart() {
+  std::optional<JsonNode> start = node.optionalMember("start");
+  if (!start)
+    return;
+  if (parentAxes)
+    start->fail("a part of a combined collective starts with its step, "
+                "not on its own");
+  if (stepGroup(kind) != StepGroup::Collective)
+    start->fail(std::string("only a collective starts and runs beside "
+                            "later steps; ") +
+                opName(kind) + " runs to completion");
+  step.ticket = start->integerAtLeast(0);
+}
+
+void StepParser::parseAttrs(WaitAttrs &attrs) {
+  JsonNode list = node.member("tickets");
+  std::vector<JsonNode> tickets = list.elements();
+  if (tickets.empty())
+    list.fail("a wait names at least one ticket");
+  for (const JsonNode &ticket : tickets) {
+    int64_t value = ticket.integerAtLeast(0);
+    for (int64_t earlier : attrs.tickets)
+      if (earlier == value)
+        ticket.fail("ticket " + std::to_string(value) + " is listed twice");
+    attrs.tickets.push_back(value);
+  }
 }
 
 void StepParser::requireSizesUsed() const {

@@ -147,6 +147,14 @@ void CpuDevice::runDropout(const Step &step, const RunContext &context) {
 
 void CpuDevice::run(const Step &step, Communicator *comm,
                     const RunContext &context) {
+  // A collective may run on the session's communication lane beside the
+  // steps after it (a started collective): it touches no member state.
+  if (stepGroup(step.op()) == StepGroup::Collective) {
+    runCollective(step, *comm, context.shifts);
+    return;
+  }
+  if (step.op() == OpKind::Wait)
+    return; // the session waits for started collectives
   shifts = context.shifts;
   // An einsum on oneDNN's bf16 GEMMs reads its two bf16 operands as they
   // are; everything else reads f32 copies of its bf16 and f16 operands.
@@ -308,7 +316,9 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
   case OpKind::AllToAll:
   case OpKind::Slice:
   case OpKind::CollectivePermute:
-    runCollective(step, *comm);
+    runCollective(step, *comm, shifts);
+    return;
+  case OpKind::Wait:
     return;
   case OpKind::Attention:
   case OpKind::AttentionGrad:
@@ -438,7 +448,8 @@ int64_t CpuDevice::rowParts(int64_t elements) const {
                            elements / kMinShare));
 }
 
-void CpuDevice::runCollective(const Step &step, Communicator &comm) {
+void CpuDevice::runCollective(const Step &step, Communicator &comm,
+                              const int64_t *stepShifts) const {
   const Operand &out = step.out;
   DType dtype = program.buffers[out.buffer].dtype;
   auto copy = [](const std::vector<StridedCopy> &copies, const char *src,
@@ -449,15 +460,17 @@ void CpuDevice::runCollective(const Step &step, Communicator &comm) {
                     src + copy.srcOffset + row * copy.srcPitch,
                     size_t(copy.width));
   };
+  // Collectives read and write their buffers themselves (never staged).
+  auto at = [&](const Operand &operand) {
+    return arena.data() + program.buffers[operand.buffer].offset +
+           (stepShifts ? stepShifts[operand.buffer] : 0);
+  };
+  char *ownScratch = scratch.data() + step.scratchOffset;
   if (step.op() == OpKind::AllReduce) {
-    runAllReduceStep(
-        step, comm, dtype, at(out),
-        [this](const Operand &operand) { return at(operand); }, scratch.data(),
-        copy);
+    runAllReduceStep(step, comm, dtype, at(out), at, ownScratch, copy);
     return;
   }
-  runMoveStep(step, comm, dtype, at(step.in[0]), at(out), scratch.data(), copy,
-              [this](const Operand &operand) { return at(operand); });
+  runMoveStep(step, comm, dtype, at(step.in[0]), at(out), ownScratch, copy, at);
 }
 
 CpuBackend::CpuBackend() { openblas_set_num_threads(1); }

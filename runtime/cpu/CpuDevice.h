@@ -80,8 +80,12 @@ private:
   /// Runs `step`'s kernel on the operands as at() finds them.
   void runKernel(const Step &step, Communicator *comm,
                  const RunContext &context);
-  /// Runs a step for which usesGroup() holds.
-  void runCollective(const Step &step, Communicator &comm);
+  /// Runs a step for which usesGroup() holds, its buffers moved by
+  /// `stepShifts` (RunContext::shifts), in its own part of the scratch
+  /// (Step::scratchOffset). Touches no member state, so that a started
+  /// collective may run on another thread beside the next steps.
+  void runCollective(const Step &step, Communicator &comm,
+                     const int64_t *stepShifts) const;
 
   /// Fills a dropout step's output with its mask for this device's block.
   void runDropout(const Step &step, const RunContext &context);
@@ -141,6 +145,8 @@ public:
   Collectives &collectives() override { return cpuCollectives; }
   /// Every kind: CpuDevice::run has a case for each kind of StepKinds.def.
   bool supports(OpKind) const override { return true; }
+  /// CpuDevice::runCollective touches no member state.
+  bool overlapsCollectives() const override { return true; }
 
 private:
   CpuCollectives cpuCollectives;

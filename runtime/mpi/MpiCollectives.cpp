@@ -290,10 +290,17 @@ MpiProcessGroup::MpiProcessGroup() {
   double timeout = collectiveTimeoutFromEnvironment();
   int already = 0;
   MESHC_MPI_CHECK(MPI_Initialized(&already));
+  // SERIALIZED: started collectives run on the session's communication
+  // lane, one MPI call at a time but not on this thread (CommLane.h).
+  int level = MPI_THREAD_SINGLE;
   if (!already) {
-    MESHC_MPI_CHECK(MPI_Init(nullptr, nullptr));
+    MESHC_MPI_CHECK(
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &level));
     initialised = true;
+  } else {
+    MESHC_MPI_CHECK(MPI_Query_thread(&level));
   }
+  serialized = level >= MPI_THREAD_SERIALIZED;
   // Errors come back as return codes (MESHC_MPI_CHECK); communicators split
   // from the world inherit the handler.
   MESHC_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));

@@ -123,6 +123,8 @@ public:
   std::vector<char> allGather(const void *data, int64_t bytes) override;
   /// A timeout while agreeing is returned as this rank's error.
   std::string agreeOnError(const std::string &localError) override;
+  /// MPI gave MPI_THREAD_SERIALIZED or more (asked for at MPI_Init_thread).
+  bool collectivesOnAnyThread() const override { return serialized; }
   /// Ends every rank of the job with `code` (MPI_Abort).
   [[noreturn]] void abortJob(int code);
   /// Overrides MESHC_COLLECTIVE_TIMEOUT for the collectives that follow
@@ -133,6 +135,7 @@ public:
 
 private:
   bool initialised = false;
+  bool serialized = false;
   int64_t worldRank = 0;
   int64_t worldSize = 1;
   std::unique_ptr<MpiCollectives> mpiCollectives;

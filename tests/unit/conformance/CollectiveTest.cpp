@@ -15,6 +15,7 @@
 
 #include "Conformance.h"
 
+#include <cmath>
 #include <numeric>
 
 using namespace meshc::runtime;
@@ -138,6 +139,67 @@ TEST_P(Conformance, AllReduce_CombinedBuffersPackedEndToEnd) {
         ASSERT_EQ(h.get(bufs[k], d), want)
             << "device " << d << ", buffer " << k;
       }
+  }
+}
+
+/// Two started collectives (a combined all_reduce, which packs in its own
+/// scratch, and a collective_permute), a step between them and their
+/// wait that uses other buffers (and the scratch, as every staged bf16
+/// step does), then the wait: the results are the blocking ones.
+TEST_P(Conformance, Wait_StartedCollectivesEndAsBlockingOnes) {
+  for (std::string dtype : {"f32", "bf16"}) {
+    SCOPED_TRACE(dtype);
+    MeshHarness h = mesh({{"b", 2}, {"m", 3}});
+    int64_t a = h.buffer(dtype, 7), b = h.buffer(dtype, 130);
+    int64_t in = h.buffer(dtype, 9), out = h.buffer(dtype, 9);
+    int64_t x = h.buffer(dtype, 33), y = h.buffer(dtype, 33);
+    for (int64_t d = 0; d < h.devices(); ++d) {
+      auto fill = [&](int64_t buf, int64_t count, int64_t salt) {
+        std::vector<float> values(count);
+        for (int64_t i = 0; i < count; ++i)
+          values[i] = value(d, i, salt);
+        h.set(buf, d, values);
+      };
+      fill(a, 7, 0);
+      fill(b, 130, 1);
+      fill(in, 9, 2);
+      fill(x, 33, 3);
+    }
+    h.run(json::array({{{"op", "all_reduce"},
+                        {"bufs", {a, b}},
+                        {"axes", {"m"}},
+                        {"reduction", "sum"},
+                        {"start", 0}},
+                       {{"op", "collective_permute"},
+                        {"in", in},
+                        {"out", out},
+                        {"axes", {"b"}},
+                        {"pairs", {{0, 1}, {1, 0}}},
+                        {"start", 1}},
+                       {{"op", "unary"}, {"fn", "exp"}, {"in", x}, {"out", y}},
+                       {{"op", "wait"}, {"tickets", {1, 0}}}}));
+    for (int64_t d = 0; d < h.devices(); ++d) {
+      int64_t rank;
+      std::vector<float> wantA(7, 0.0f), wantB(130, 0.0f);
+      for (int64_t member : membersOf(d, {"m"}, rank)) {
+        for (int64_t i = 0; i < 7; ++i)
+          wantA[i] += value(member, i, 0);
+        for (int64_t i = 0; i < 130; ++i)
+          wantB[i] += value(member, i, 1);
+      }
+      ASSERT_EQ(h.get(a, d), wantA) << "device " << d;
+      ASSERT_EQ(h.get(b, d), wantB) << "device " << d;
+      int64_t other = (d + 3) % 6; // its partner over b
+      std::vector<float> wantOut(9), wantY(33);
+      for (int64_t i = 0; i < 9; ++i)
+        wantOut[i] = value(other, i, 2);
+      ASSERT_EQ(h.get(out, d), wantOut) << "device " << d;
+      std::vector<float> got = h.get(y, d);
+      for (int64_t i = 0; i < 33; ++i)
+        ASSERT_NEAR(got[i], std::exp(value(d, i, 3)),
+                    storedTolerance(dtype) * std::exp(value(d, i, 3)))
+            << "device " << d << " element " << i;
+    }
   }
 }
 

@@ -99,15 +99,16 @@ Program MeshHarness::load(const nlohmann::json &step) const {
          {"shape", {buffers[id].elements}},
          {"offset", buffers[id].offset},
          {"bytes", buffers[id].elements * bytesPerElement(buffers[id].dtype)}});
-  nlohmann::json program = {{"format", "meshc-mprog"},
-                            {"version", 1},
-                            {"program", "step"},
-                            {"mesh", mesh},
-                            {"seed", 1},
-                            {"arena_bytes", arenaBytes},
-                            {"buffers", declared},
-                            {"tensors", nlohmann::json::array()},
-                            {"steps", {step}}};
+  nlohmann::json program = {
+      {"format", "meshc-mprog"},
+      {"version", 1},
+      {"program", "step"},
+      {"mesh", mesh},
+      {"seed", 1},
+      {"arena_bytes", arenaBytes},
+      {"buffers", declared},
+      {"tensors", nlohmann::json::array()},
+      {"steps", step.is_array() ? step : nlohmann::json::array({step})}};
   return parseProgram(program.dump(), "step.mprog");
 }
 
@@ -125,7 +126,8 @@ void MeshHarness::run(const nlohmann::json &step) {
                             int64_t(buffer.data[size_t(d)].size()));
   }
   if (ranKinds)
-    ranKinds->insert(program.steps[0].op());
+    for (const Step &step : program.steps)
+      ranKinds->insert(step.op());
   // The communicators of every group the program's steps use.
   std::vector<std::vector<std::unique_ptr<Communicator>>> groups;
   for (const std::vector<std::string> &axes : program.groupAxes)
@@ -135,11 +137,12 @@ void MeshHarness::run(const nlohmann::json &step) {
   std::vector<std::thread> threads;
   for (int64_t d = 0; d < deviceCount; ++d)
     threads.emplace_back([&, d] {
-      const Step &own = program.on(d).steps[0];
-      std::optional<size_t> group = own.group();
       try {
-        devices[size_t(d)]->run(own, group ? groups[*group][size_t(d)].get()
-                                           : nullptr);
+        for (const Step &own : program.on(d).steps) {
+          std::optional<size_t> group = own.group();
+          devices[size_t(d)]->run(own, group ? groups[*group][size_t(d)].get()
+                                             : nullptr);
+        }
       } catch (const CollectiveAborted &) {
         // Another device failed first; its error is the one to report.
       } catch (const std::exception &error) {

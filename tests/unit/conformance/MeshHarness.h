@@ -46,9 +46,11 @@ public:
   /// converted to its dtype: i32 truncates, bf16/f16 round).
   void set(int64_t id, int64_t device, const std::vector<float> &values);
 
-  /// Loads the program made of `step` alone (throws the loader's errors).
+  /// Loads the program made of `step` alone, or of the steps of `step`
+  /// when it is an array (throws the loader's errors).
   Program load(const nlohmann::json &step) const;
-  /// Loads the program made of `step` and runs it on every device at once.
+  /// Loads the program made of `step` (or the array of steps) and runs it
+  /// on every device at once, each device's steps in order on its thread.
   /// Throws the first device's RuntimeError (after aborting the others).
   void run(const nlohmann::json &step);
 

@@ -203,7 +203,7 @@ TEST(LoaderTest, StepErrors) {
             "softmax_cross_entropy, one_hot, argmax, dropout, range, cumsum, "
             "window, top_k, all_reduce, "
             "all_gather, reduce_scatter, all_to_all, slice, fused, loop, "
-            "collective_permute, attention, attention_grad)");
+            "collective_permute, attention, attention_grad, wait)");
   EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["sizes"]["io"] = 8; }),
             "p.mprog: steps[0].in[0]: operand [batch=2, io=8] needs 64 bytes "
             "but buffer 0 has 32");
@@ -377,6 +377,121 @@ TEST(LoaderTest, CombinedAllReduceErrors) {
             }),
             "p.mprog: steps[1].buf: an all_reduce has \"buf\" or \"bufs\", "
             "not both");
+}
+
+/// Step 1 (the all_gather) started under ticket 0, then `tail` appended.
+template <typename Tail> auto started(Tail tail) {
+  return [tail](json &p) {
+    p["steps"][1]["start"] = 0;
+    tail(p["steps"]);
+  };
+}
+
+TEST(LoaderTest, StartedCollectives) {
+  json wait0 = {{"op", "wait"}, {"tickets", {0}}};
+  json program = validProgram();
+  program["steps"][1]["start"] = 0;
+  program["steps"].push_back(wait0);
+  Program loaded = parseProgram(program.dump(), "p.mprog");
+  EXPECT_EQ(loaded.steps[1].ticket, 0);
+  EXPECT_EQ(loaded.steps[0].ticket, -1);
+  EXPECT_EQ(loaded.steps[2].op(), OpKind::Wait);
+  EXPECT_TRUE(loaded.steps[2].outputs().empty());
+
+  // A combined all_reduce started beside a step with scratch of its own
+  // packs in a place of its own, after that step's.
+  json combined = validProgram();
+  combined["steps"][1] = {{"op", "all_reduce"},
+                          {"bufs", {2, 3}},
+                          {"axes", {"m"}},
+                          {"reduction", "sum"},
+                          {"start", 4}};
+  combined["steps"].push_back({{"op", "wait"}, {"tickets", {4}}});
+  loaded = parseProgram(combined.dump(), "p.mprog");
+  EXPECT_EQ(loaded.steps[1].scratchOffset,
+            (loaded.steps[0].scratchBytes + 63) / 64 * 64);
+  EXPECT_EQ(loaded.scratchBytes, loaded.steps[1].scratchOffset + 64);
+}
+
+TEST(LoaderTest, StartedCollectiveErrors) {
+  json wait0 = {{"op", "wait"}, {"tickets", {0}}};
+  EXPECT_EQ(errorAfter(started([&](json &steps) { steps.push_back(wait0); })),
+            "");
+  EXPECT_EQ(errorAfter(started([](json &) {})),
+            "p.mprog: steps[1].start: ticket 0 (step 1, all_gather) is not "
+            "waited for by the end of its steps; a wait step there must "
+            "complete it");
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["start"] = 0; }),
+            "p.mprog: steps[0].start: only a collective starts and runs "
+            "beside later steps; einsum runs to completion");
+  EXPECT_EQ(errorAfter([](json &p) { p["steps"][1]["start"] = -1; }),
+            "p.mprog: steps[1].start: expected an integer >= 0, got -1");
+  EXPECT_EQ(errorAfter(started([](json &steps) {
+              steps.push_back({{"op", "wait"}, {"tickets", {0, 5}}});
+            })),
+            "p.mprog: steps[2].tickets[1]: ticket 5 is not started before "
+            "this wait");
+  EXPECT_EQ(errorAfter(started([&](json &steps) {
+              steps.push_back(wait0);
+              steps.push_back(wait0);
+            })),
+            "p.mprog: steps[3].tickets[0]: ticket 0 is waited for already");
+  EXPECT_EQ(errorAfter(started([](json &steps) {
+              steps.push_back({{"op", "wait"}, {"tickets", {0, 0}}});
+            })),
+            "p.mprog: steps[2].tickets[1]: ticket 0 is listed twice");
+  EXPECT_EQ(errorAfter(started([](json &steps) {
+              steps.push_back({{"op", "wait"}, {"tickets", json::array()}});
+            })),
+            "p.mprog: steps[2].tickets: a wait names at least one ticket");
+  // Between the start and the wait: the gathered output (read) and the
+  // gathered input (written) are the collective's.
+  EXPECT_EQ(errorAfter(started([&](json &steps) {
+              steps.push_back({{"op", "copy"}, {"in", 3}, {"out", 0}});
+              steps.push_back(wait0);
+            })),
+            "p.mprog: steps[2]: buffer 3 [80, 112) overlaps buffer 3 [80, "
+            "112) of ticket 0 (step 1, all_gather), which runs until its "
+            "wait; use it after the wait");
+  EXPECT_EQ(errorAfter(started([&](json &steps) {
+              steps.push_back(steps[0]);
+              steps.push_back(wait0);
+            })),
+            "p.mprog: steps[2]: buffer 2 [64, 80) overlaps buffer 2 [64, 80) "
+            "of ticket 0 (step 1, all_gather), which runs until its wait; "
+            "use it after the wait");
+  EXPECT_EQ(errorAfter(started([&](json &steps) {
+              json again = steps[1];
+              steps.push_back(wait0);
+              steps.push_back(again);
+              steps.push_back(wait0);
+            })),
+            "p.mprog: steps[3].start: ticket 0 is started by step 1 already; "
+            "each started collective has a ticket of its own");
+  EXPECT_EQ(errorAfter(started([](json &steps) {
+              steps.push_back(
+                  {{"op", "wait"}, {"tickets", {0}}, {"phase", "backward"}});
+            })),
+            "p.mprog: steps[2].tickets[0]: ticket 0 (step 1, all_gather) runs "
+            "in the forward phase; its wait must too (this one is backward)");
+  EXPECT_EQ(
+      errorAfter(started([&](json &steps) {
+        steps.push_back(
+            {{"op", "loop"}, {"count", 2}, {"body", json::array({wait0})}});
+      })),
+      "p.mprog: steps[2].body[0].tickets[0]: ticket 0 (step 1, all_gather) "
+      "was started in another step list; a wait completes the collectives "
+      "started before it in its own loop body (or at the top level)");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["steps"].push_back({{"op", "loop"},
+                                    {"count", 2},
+                                    {"body", json::array({p["steps"][1]})}});
+              p["steps"][2]["body"][0]["start"] = 0;
+              p["steps"].push_back({{"op", "wait"}, {"tickets", {0}}});
+            }),
+            "p.mprog: steps[2].body[0].start: ticket 0 (step 2 (loop) body "
+            "step 0, all_gather) is not waited for by the end of its loop "
+            "body; a wait step there must complete it");
 }
 
 TEST(LoaderTest, CombinedMoveErrors) {

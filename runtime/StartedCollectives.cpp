@@ -1,0 +1,228 @@
+//===- StartedCollectives.cpp - Collectives that overlap later steps ------===//
+
+#include "runtime/StartedCollectives.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace meshc::runtime {
+
+namespace {
+
+/// A byte range [begin, end) of the arena.
+struct Range {
+  int64_t begin = 0, end = 0;
+  bool overlaps(const Range &other) const {
+    return begin < other.end && other.begin < end;
+  }
+};
+
+/// Every operand of `step`: its inputs, outputs and the members of a
+/// combined collective.
+std::vector<const Operand *> operandsOf(const Step &step) {
+  std::vector<const Operand *> operands;
+  for (const Operand &in : step.in)
+    operands.push_back(&in);
+  for (const Operand *out : step.outputs())
+    operands.push_back(out);
+  if (const auto *reduce = std::get_if<AllReduceAttrs>(&step.attrs))
+    for (const Operand &buffer : reduce->buffers)
+      operands.push_back(&buffer);
+  auto parts = [&](const std::vector<MovePart> &list) {
+    for (const MovePart &part : list) {
+      operands.push_back(&part.in);
+      operands.push_back(&part.out);
+    }
+  };
+  if (const auto *gather = std::get_if<AllGatherAttrs>(&step.attrs))
+    parts(gather->parts);
+  if (const auto *scatter = std::get_if<ReduceScatterAttrs>(&step.attrs))
+    parts(scatter->parts);
+  return operands;
+}
+
+/// A started collective between its start and its wait.
+struct InFlight {
+  int64_t ticket = 0;
+  const Step *start = nullptr;
+  /// The start step's node, for messages.
+  std::optional<JsonNode> node;
+  /// The step list it was started in (its depth of loop nesting).
+  size_t list = 0;
+  std::vector<std::pair<size_t, Range>> ranges;
+  Range scratch;
+};
+
+class Planner {
+public:
+  explicit Planner(Program &program) : program(program) {
+    reach.assign(program.buffers.size(), 0);
+    for (size_t i = 0; i < program.stepCount(); ++i)
+      if (const Step &step = program.step(i); step.op() == OpKind::Loop) {
+        const LoopAttrs &loop = step.as<LoopAttrs>();
+        for (const StackedBuffer &stacked : loop.stacked)
+          reach[stacked.buffer] += (loop.count - 1) * stacked.stride;
+      }
+    for (size_t i = 0; i < program.stepCount(); ++i)
+      if (const Step &step = program.step(i);
+          step.ticket < 0 && step.op() != OpKind::Loop)
+        scratchEnd = std::max(scratchEnd, align(step.scratchBytes));
+    firstSlot = scratchEnd;
+  }
+
+  void walk(const std::vector<JsonNode> &nodes, std::vector<Step> &steps,
+            size_t list) {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      Step &step = steps[i];
+      const JsonNode &node = nodes[i];
+      if (step.op() == OpKind::Loop) {
+        walk(node.member("body").elements(),
+             program.loopBodies[step.as<LoopAttrs>().body], list + 1);
+        continue;
+      }
+      if (step.op() == OpKind::Wait) {
+        finish(node, step, list);
+        continue;
+      }
+      requireUntouched(node, step);
+      if (step.ticket >= 0)
+        begin(node, step, list);
+    }
+    for (const InFlight &flight : inFlight)
+      if (flight.list == list)
+        flight.node->member("start").fail(
+            describe(flight) + " is not waited for by the end of its " +
+            (list == 0 ? "steps" : "loop body") +
+            "; a wait step there must complete it");
+  }
+
+  int64_t scratchBytes() const { return scratchEnd; }
+
+private:
+  static int64_t align(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+  Range rangeOf(const Operand &operand) const {
+    const Buffer &buffer = program.buffers[operand.buffer];
+    return {buffer.offset,
+            buffer.offset + buffer.bytes + reach[operand.buffer]};
+  }
+
+  std::string describe(const InFlight &flight) const {
+    return "ticket " + std::to_string(flight.ticket) + " (" +
+           program.stepLabel(flight.start->index) + ", " +
+           opName(flight.start->op()) + ")";
+  }
+
+  /// Fails when `step` uses a byte of a collective in flight.
+  void requireUntouched(const JsonNode &node, const Step &step) const {
+    for (const Operand *operand : operandsOf(step)) {
+      Range range = rangeOf(*operand);
+      for (const InFlight &flight : inFlight)
+        for (const auto &[buffer, busy] : flight.ranges)
+          if (range.overlaps(busy))
+            node.fail("buffer " +
+                      std::to_string(program.buffers[operand->buffer].id) +
+                      " [" + std::to_string(range.begin) + ", " +
+                      std::to_string(range.end) + ") overlaps buffer " +
+                      std::to_string(program.buffers[buffer].id) + " [" +
+                      std::to_string(busy.begin) + ", " +
+                      std::to_string(busy.end) + ") of " + describe(flight) +
+                      ", which runs until its wait; use it after the wait");
+    }
+  }
+
+  void begin(const JsonNode &node, Step &step, size_t list) {
+    auto [earlier, fresh] = started.emplace(step.ticket, &step);
+    if (!fresh)
+      node.member("start").fail(
+          "ticket " + std::to_string(step.ticket) + " is started by " +
+          program.stepLabel(earlier->second->index) +
+          " already; each started collective has a ticket of its own");
+    InFlight flight;
+    flight.ticket = step.ticket;
+    flight.start = &step;
+    flight.node = node;
+    flight.list = list;
+    for (const Operand *operand : operandsOf(step))
+      flight.ranges.emplace_back(operand->buffer, rangeOf(*operand));
+    // First fit above the scratch of the steps that run to completion.
+    int64_t at = firstSlot, bytes = align(step.scratchBytes);
+    if (bytes > 0) {
+      std::vector<Range> taken;
+      for (const InFlight &other : inFlight)
+        if (other.scratch.end > other.scratch.begin)
+          taken.push_back(other.scratch);
+      std::sort(taken.begin(), taken.end(), [](const Range &a, const Range &b) {
+        return a.begin < b.begin;
+      });
+      for (const Range &range : taken)
+        if (Range{at, at + bytes}.overlaps(range))
+          at = range.end;
+      flight.scratch = {at, at + bytes};
+      scratchEnd = std::max(scratchEnd, at + bytes);
+    }
+    step.scratchOffset = at;
+    inFlight.push_back(std::move(flight));
+  }
+
+  void finish(const JsonNode &node, const Step &wait, size_t list) {
+    std::vector<JsonNode> tickets = node.member("tickets").elements();
+    const std::vector<int64_t> &names = wait.as<WaitAttrs>().tickets;
+    for (size_t t = 0; t < names.size(); ++t) {
+      auto flight =
+          std::find_if(inFlight.begin(), inFlight.end(),
+                       [&](const InFlight &f) { return f.ticket == names[t]; });
+      std::string ticket = "ticket " + std::to_string(names[t]);
+      if (flight == inFlight.end())
+        tickets[t].fail(ticket + (started.count(names[t])
+                                      ? " is waited for already"
+                                      : " is not started before this wait"));
+      if (flight->list != list)
+        tickets[t].fail(describe(*flight) +
+                        " was started in another step list; a wait "
+                        "completes the collectives started before it in its "
+                        "own loop body (or at the top level)");
+      if (flight->start->phase != wait.phase)
+        tickets[t].fail(describe(*flight) + " runs in the " +
+                        phaseName(flight->start->phase) +
+                        " phase; its wait must too (this one is " +
+                        phaseName(wait.phase) + ")");
+      inFlight.erase(flight);
+    }
+  }
+
+  Program &program;
+  /// Per buffer, the most bytes the loops move it by.
+  std::vector<int64_t> reach;
+  std::vector<InFlight> inFlight;
+  std::map<int64_t, const Step *> started;
+  int64_t firstSlot = 0, scratchEnd = 0;
+};
+
+} // namespace
+
+void planStartedCollectives(const JsonNode &steps, Program &program) {
+  if (!startsCollectives(program)) {
+    // Waits with nothing started: the checks name the first.
+    bool anyWait = false;
+    for (size_t i = 0; i < program.stepCount() && !anyWait; ++i)
+      anyWait = program.step(i).op() == OpKind::Wait;
+    if (!anyWait)
+      return;
+  }
+  Planner planner(program);
+  planner.walk(steps.elements(), program.steps, 0);
+  program.scratchBytes = std::max(program.scratchBytes, planner.scratchBytes());
+}
+
+bool startsCollectives(const Program &program) {
+  for (size_t i = 0; i < program.stepCount(); ++i)
+    if (program.step(i).ticket >= 0)
+      return true;
+  return false;
+}
+
+} // namespace meshc::runtime
