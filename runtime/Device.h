@@ -101,6 +101,10 @@ public:
   /// collective runs to completion where it starts (correct, not
   /// overlapped).
   virtual bool overlapsCollectives() const { return false; }
+  /// Told after setLocalDevices when each local device's collectives run
+  /// on a lane thread of their own (the session's CommLane), so that the
+  /// backend counts those threads too.
+  virtual void setCollectiveLanes() {}
 };
 
 /// Refuses `program` on `backend` before anything runs: throws RuntimeError

@@ -102,16 +102,18 @@ Session::Session(const Program &program, const SessionOptions &options)
     for (int64_t d = 0; d < meshDevices; ++d)
       localIds.push_back(d);
   backend->setLocalDevices(static_cast<int64_t>(localIds.size()));
+  // Started collectives run on a lane per device where the backend (and
+  // MPI) allows; elsewhere they run to completion where they start.
+  if (startsCollectives(program) && backend->overlapsCollectives() &&
+      (!processes || processes->collectivesOnAnyThread())) {
+    for (size_t d = 0; d < localIds.size(); ++d)
+      lanes.push_back(std::make_unique<CommLane>());
+    backend->setCollectiveLanes();
+  }
   for (int64_t d : localIds) {
     devices.push_back(backend->createDevice(program.on(d), d));
     devices.back()->allocate(program.arenaBytes, program.scratchBytes);
   }
-  // Started collectives run on a lane per device where the backend (and
-  // MPI) allows; elsewhere they run to completion where they start.
-  if (startsCollectives(program) && backend->overlapsCollectives() &&
-      (!processes || processes->collectivesOnAnyThread()))
-    for (size_t d = 0; d < localIds.size(); ++d)
-      lanes.push_back(std::make_unique<CommLane>());
   Collectives &collectives =
       processes ? processes->collectives() : backend->collectives();
   for (const std::vector<std::string> &axes : program.groupAxes)

@@ -494,6 +494,7 @@ void CpuBackend::setLocalDevices(int64_t count) {
                          "': expected a number of threads from 1 to 1024");
     forced = static_cast<int>(value);
   }
+  localDevices = count;
   cpuCollectives.setSpinning(count <= allowedCores());
   threads = 1;
   if (count != 1)
@@ -504,6 +505,11 @@ void CpuBackend::setLocalDevices(int64_t count) {
     threads = std::max(1, threads / std::max(1, std::atoi(local)));
   if (forced > 0)
     threads = forced;
+}
+
+void CpuBackend::setCollectiveLanes() {
+  // Spinning lanes would take the cores of the devices' own threads.
+  cpuCollectives.setSpinning(2 * localDevices <= allowedCores());
 }
 
 std::unique_ptr<Device> CpuBackend::createDevice(const Program &program,

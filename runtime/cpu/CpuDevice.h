@@ -147,10 +147,14 @@ public:
   bool supports(OpKind) const override { return true; }
   /// CpuDevice::runCollective touches no member state.
   bool overlapsCollectives() const override { return true; }
+  /// A lane per device doubles the threads: the collectives spin only
+  /// while every one of them still has a core.
+  void setCollectiveLanes() override;
 
 private:
   CpuCollectives cpuCollectives;
   int threads = 1;
+  int64_t localDevices = 1;
 };
 
 } // namespace meshc::runtime
