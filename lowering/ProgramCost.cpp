@@ -127,6 +127,7 @@ cost::StepWork workOf(Operation *op) {
           mtf::stepKindOf(&inner) != runtime::OpKind::Fill)
         ++bodyOps;
     work.flops = elements * static_cast<double>(bodyOps);
+    work.fused = true;
   } else {
     work.flops = elements;
   }

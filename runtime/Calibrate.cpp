@@ -41,8 +41,10 @@ struct Sizes {
   int64_t smallGemm = 16;
   int64_t smallGemmBatch = 64;
   int64_t smallGemmSteps = 32;
-  int64_t cacheElements = 4096;
+  int64_t cacheElements = 32768;
   int64_t cacheSteps = 256;
+  int64_t fusedElements = int64_t(1) << 18;
+  int64_t fusedSteps = 8;
   int64_t memoryElements = int64_t(8) << 20;
   int64_t memorySteps = 8;
   int64_t smallSteps = 64;
@@ -59,6 +61,8 @@ Sizes quickSizes() {
   s.smallGemmBatch = 4;
   s.smallGemmSteps = 2;
   s.cacheSteps = 16;
+  s.fusedElements = 1 << 12;
+  s.fusedSteps = 2;
   s.memoryElements = 1 << 16;
   s.memorySteps = 2;
   s.smallSteps = 8;
@@ -247,6 +251,61 @@ double measureAdd(const Context &context, int64_t elements, int64_t count) {
       count);
 }
 
+/// The body ops (constants aside) of measureFused's step.
+constexpr int64_t kFusedBodyOps = 15;
+
+/// Seconds of one fused step of `elements` per device whose body is an
+/// optimizer-like chain of kFusedBodyOps ops over three inputs (multiplies,
+/// adds, three divisions and a square root, as Adam's update has), every
+/// divisor at least 1: what the model prices at fused_flops.
+double measureFused(const Context &context, int64_t elements, int64_t count) {
+  return perStep(
+      context,
+      [elements](ProgramText &p) {
+        return std::vector<int64_t>{
+            p.input("x", {"batch", "d"}, {1, elements}, true),
+            p.input("y", {"batch", "d"}, {1, elements}, true),
+            p.input("z", {"batch", "d"}, {1, elements}, true),
+            p.input("r", {"batch", "d"}, {1, elements}, true)};
+      },
+      [elements](ProgramText &p, const std::vector<int64_t> &ids) {
+        auto op = [](const char *fn, std::vector<int> args) {
+          return Json{{"fn", fn}, {"args", args}};
+        };
+        // Values: 0 x, 1 y, 2 z, then one per instruction from 3.
+        Json body = Json::array({
+            Json{{"fn", "const"}, {"value", 1.0}}, // 3
+            op("mul", {0, 0}),                     // 4: x^2
+            op("add", {4, 3}),                     // 5: x^2 + 1
+            op("sqrt", {5}),                       // 6
+            op("mul", {1, 2}),                     // 7
+            op("div", {7, 6}),                     // 8
+            op("mul", {8, 8}),                     // 9
+            op("add", {9, 5}),                     // 10: >= 1
+            op("div", {1, 10}),                    // 11
+            op("sub", {0, 11}),                    // 12
+            op("mul", {12, 3}),                    // 13
+            op("add", {13, 2}),                    // 14
+            op("div", {14, 6}),                    // 15
+            op("mul", {15, 0}),                    // 16
+            op("add", {16, 7}),                    // 17
+            op("sub", {17, 1}),                    // 18
+        });
+        Json dims = Json::array({"batch", "d"});
+        p.step(
+            {{"op", "fused"},
+             {"in", Json::array({operand(ids[0], dims), operand(ids[1], dims),
+                                 operand(ids[2], dims)})},
+             {"out",
+              Json::array({{{"buf", ids[3]}, {"dims", dims}, {"value", 18}}})},
+             {"dims", dims},
+             {"reduced", 0},
+             {"body", body},
+             {"sizes", {{"batch", 1}, {"d", elements}}}});
+      },
+      count);
+}
+
 /// Seconds of one all-reduce over b of `elements` f32 per device.
 double measureAllReduce(const Context &context, int64_t elements,
                         int64_t count) {
@@ -307,6 +366,10 @@ Json measure(const Context &context, const std::string &name,
   say("vector rate");
   double cache = measureAdd(context, s.cacheElements, s.cacheSteps);
   double vector = double(s.cacheElements) / std::max(cache - overhead, 1e-9);
+  say("fused rate");
+  double fusedSeconds = measureFused(context, s.fusedElements, s.fusedSteps);
+  double fused = double(kFusedBodyOps * s.fusedElements) /
+                 std::max(fusedSeconds - overhead, 1e-9);
   say("memory bandwidth");
   double memory = measureAdd(context, s.memoryElements, s.memorySteps);
   double bandwidth =
@@ -333,6 +396,7 @@ Json measure(const Context &context, const std::string &name,
       {"devices_per_node", n},
       {"gemm_flops", {{"f32", gemm}, {"bf16", gemm}}},
       {"vector_flops", vector},
+      {"fused_flops", fused},
       {"memory_bandwidth", bandwidth},
       {"step_overhead", overhead},
       {"gemm_call_overhead", callOverhead},
@@ -348,6 +412,11 @@ Json measure(const Context &context, const std::string &name,
         {"vector_flops", where + "elements per second of an in-place add of " +
                              std::to_string(s.cacheElements) +
                              " f32 per device (in cache)"},
+        {"fused_flops",
+         where + "body ops per second of a fused step of " +
+             std::to_string(kFusedBodyOps) +
+             " ops (multiplies, adds, 3 divisions, a square root) over " +
+             std::to_string(s.fusedElements) + " elements per device"},
         {"memory_bandwidth",
          where +
              "bytes (2 read, 1 written) per second of an in-place add "

@@ -12,9 +12,10 @@
 namespace meshc::cost {
 
 double stepSeconds(const MachineProfile &machine, const StepWork &work) {
-  double rate = !work.gemm  ? machine.vectorFlops
-                : work.bf16 ? machine.gemmBf16
-                            : machine.gemmF32;
+  double rate = work.fused   ? machine.fusedFlops
+                : !work.gemm ? machine.vectorFlops
+                : work.bf16  ? machine.gemmBf16
+                             : machine.gemmF32;
   double calls = work.gemm ? work.gemmCalls * machine.gemmCallOverhead : 0;
   return machine.stepOverhead + calls +
          std::max(work.flops / rate, work.bytes / machine.memoryBandwidth);

@@ -36,6 +36,8 @@ struct StepWork {
   /// The GEMM calls of a batched einsum (its batch: the product of the
   /// dims every operand and the result have).
   double gemmCalls = 1;
+  /// A fused step: its FLOPs at the fused rate (MachineProfile::fusedFlops).
+  bool fused = false;
 };
 
 /// Seconds `work` takes on a device of `machine`: the step overhead, the

@@ -67,11 +67,11 @@ public:
       return fail("a machine profile must be a JSON object, got " +
                       describe(root),
                   kProfileExample, locations.valueLoc(""));
-    if (Error *e = checkKeys(root, "",
-                             {"name", "description", "devices_per_node",
-                              "gemm_flops", "vector_flops", "memory_bandwidth",
-                              "step_overhead", "gemm_call_overhead",
-                              "run_overhead", "links", "sources"}))
+    if (Error *e = checkKeys(
+            root, "",
+            {"name", "description", "devices_per_node", "gemm_flops",
+             "vector_flops", "fused_flops", "memory_bandwidth", "step_overhead",
+             "gemm_call_overhead", "run_overhead", "links", "sources"}))
       return *e;
     MachineProfile profile;
     const Json *name = member(root, "", "name", true);
@@ -111,6 +111,9 @@ public:
       return error;
     if (!positive(root, "", "vector_flops", true, profile.vectorFlops) ||
         !positive(root, "", "memory_bandwidth", true, profile.memoryBandwidth))
+      return error;
+    profile.fusedFlops = profile.vectorFlops;
+    if (!positive(root, "", "fused_flops", false, profile.fusedFlops))
       return error;
     if (!nonNegative(root, "", "step_overhead", profile.stepOverhead) ||
         !nonNegative(root, "", "gemm_call_overhead",

@@ -41,6 +41,11 @@ struct MachineProfile {
   double gemmBf16 = 0;
   double vectorFlops = 0;
   double memoryBandwidth = 0;
+  /// Per device: body ops per second of a fused step (one per element per
+  /// op): the vector rate where a fused step is one kernel (a GPU); on the
+  /// CPU, whose fused steps run an instruction at a time over rows, what
+  /// meshc-calibrate measures ("fused_flops"; default vectorFlops).
+  double fusedFlops = 0;
   /// Seconds every launched step costs besides its work (a kernel launch,
   /// a step's dispatch on the CPU).
   double stepOverhead = 0;

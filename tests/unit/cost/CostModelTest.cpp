@@ -13,6 +13,7 @@ MachineProfile machine() {
   m.gemmF32 = 1e12;
   m.gemmBf16 = 4e12;
   m.vectorFlops = 1e11;
+  m.fusedFlops = 5e10;
   m.memoryBandwidth = 1e11;
   m.stepOverhead = 1e-6;
   m.devicesPerNode = 8;
@@ -37,6 +38,10 @@ TEST(CostModelTest, AStepIsARooflinePlusItsOverhead) {
   EXPECT_DOUBLE_EQ(stepSeconds(m, {2e6, 1e3, true, false, 64}),
                    1e-6 + 64 * 2e-7 + 2e-6);
   EXPECT_DOUBLE_EQ(stepSeconds(m, {1e3, 1e3, false, false, 64}), 1e-6 + 1e-8);
+  // A fused step of 1 M elements times 20 body ops: at the fused rate
+  // (5e10), 400 us, over its 12 MB at the bandwidth (120 us).
+  EXPECT_DOUBLE_EQ(stepSeconds(m, {2e7, 1.2e7, false, false, 1, true}),
+                   1e-6 + 4e-4);
 }
 
 TEST(CostModelTest, APredictionAddsItsParts) {
