@@ -118,6 +118,7 @@ cost::StepWork workOf(Operation *op) {
              kind == runtime::OpKind::AttentionGrad) {
     work.gemm = true;
     work.bf16 = isBf16(op->getOperand(0));
+    work.attention = true;
     attentionWork(op, *kind == runtime::OpKind::AttentionGrad, work);
   } else if (kind == runtime::OpKind::Fused) {
     // Every body op but the constants (fills) is arithmetic per element.

@@ -45,6 +45,7 @@ struct Sizes {
   int64_t cacheSteps = 256;
   int64_t fusedElements = int64_t(1) << 18;
   int64_t fusedSteps = 8;
+  int64_t attentionSteps = 4;
   int64_t memoryElements = int64_t(8) << 20;
   int64_t memorySteps = 8;
   int64_t smallSteps = 64;
@@ -63,6 +64,7 @@ Sizes quickSizes() {
   s.cacheSteps = 16;
   s.fusedElements = 1 << 12;
   s.fusedSteps = 2;
+  s.attentionSteps = 1;
   s.memoryElements = 1 << 16;
   s.memorySteps = 2;
   s.smallSteps = 8;
@@ -306,6 +308,56 @@ double measureFused(const Context &context, int64_t elements, int64_t count) {
       count);
 }
 
+/// Fused attention of batch x heads groups of `length` queries over as
+/// many keys, head and value rows of `width`, per device.
+struct AttentionShape {
+  int64_t batch = 8, heads = 4, length = 128, width = 32;
+  /// The GEMM FLOPs the model counts: 2 G M N (D + E).
+  double flops() const {
+    return 2.0 * double(batch * heads) * double(length) * double(length) *
+           double(2 * width);
+  }
+};
+
+/// Seconds of one fused attention step of `shape` per device.
+double measureAttention(const Context &context, const AttentionShape &shape,
+                        int64_t count) {
+  return perStep(
+      context,
+      [shape](ProgramText &p) {
+        std::vector<std::string> q = {"batch", "seq", "heads", "d"},
+                                 kv = {"batch", "memory", "heads", "d"};
+        std::vector<int64_t> sizes = {shape.batch, shape.length, shape.heads,
+                                      shape.width};
+        return std::vector<int64_t>{
+            p.input("q", q, sizes, true), p.input("k", kv, sizes, true),
+            p.input("v", kv, sizes, true), p.input("o", q, sizes, true),
+            p.input("lse", {"batch", "seq", "heads"},
+                    {shape.batch, shape.length, shape.heads}, true)};
+      },
+      [shape](ProgramText &p, const std::vector<int64_t> &ids) {
+        Json q = Json::array({"batch", "seq", "heads", "d"}),
+             kv = Json::array({"batch", "memory", "heads", "d"});
+        p.step({{"op", "attention"},
+                {"in", Json::array({Json{{"buf", ids[0]}, {"dims", q}},
+                                    Json{{"buf", ids[1]}, {"dims", kv}},
+                                    Json{{"buf", ids[2]}, {"dims", kv}}})},
+                {"out", Json{{"buf", ids[3]}, {"dims", q}}},
+                {"lse", Json{{"buf", ids[4]},
+                             {"dims", Json::array({"batch", "seq", "heads"})}}},
+                {"key", "memory"},
+                {"head", Json::array({"d"})},
+                {"scale", 0.125},
+                {"sizes",
+                 {{"batch", shape.batch},
+                  {"seq", shape.length},
+                  {"memory", shape.length},
+                  {"heads", shape.heads},
+                  {"d", shape.width}}}});
+      },
+      count);
+}
+
 /// Seconds of one all-reduce over b of `elements` f32 per device.
 double measureAllReduce(const Context &context, int64_t elements,
                         int64_t count) {
@@ -370,6 +422,13 @@ Json measure(const Context &context, const std::string &name,
   double fusedSeconds = measureFused(context, s.fusedElements, s.fusedSteps);
   double fused = double(kFusedBodyOps * s.fusedElements) /
                  std::max(fusedSeconds - overhead, 1e-9);
+  say("attention rate");
+  AttentionShape attentionShape;
+  double attention =
+      attentionShape.flops() /
+      std::max(measureAttention(context, attentionShape, s.attentionSteps) -
+                   overhead,
+               1e-9);
   say("memory bandwidth");
   double memory = measureAdd(context, s.memoryElements, s.memorySteps);
   double bandwidth =
@@ -397,6 +456,7 @@ Json measure(const Context &context, const std::string &name,
       {"gemm_flops", {{"f32", gemm}, {"bf16", gemm}}},
       {"vector_flops", vector},
       {"fused_flops", fused},
+      {"attention_flops", attention},
       {"memory_bandwidth", bandwidth},
       {"step_overhead", overhead},
       {"gemm_call_overhead", callOverhead},
@@ -417,6 +477,10 @@ Json measure(const Context &context, const std::string &name,
              std::to_string(kFusedBodyOps) +
              " ops (multiplies, adds, 3 divisions, a square root) over " +
              std::to_string(s.fusedElements) + " elements per device"},
+        {"attention_flops",
+         where + "the GEMM FLOPs (2 G M N (D + E)) per second of fused "
+                 "attention of 32 groups of 128 queries over 128 keys, "
+                 "rows of 32, per device"},
         {"memory_bandwidth",
          where +
              "bytes (2 read, 1 written) per second of an in-place add "

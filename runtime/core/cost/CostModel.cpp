@@ -12,7 +12,9 @@
 namespace meshc::cost {
 
 double stepSeconds(const MachineProfile &machine, const StepWork &work) {
-  double rate = work.fused   ? machine.fusedFlops
+  double rate = work.attention && machine.attentionFlops > 0
+                    ? machine.attentionFlops
+                : work.fused ? machine.fusedFlops
                 : !work.gemm ? machine.vectorFlops
                 : work.bf16  ? machine.gemmBf16
                              : machine.gemmF32;

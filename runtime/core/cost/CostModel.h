@@ -38,6 +38,9 @@ struct StepWork {
   double gemmCalls = 1;
   /// A fused step: its FLOPs at the fused rate (MachineProfile::fusedFlops).
   bool fused = false;
+  /// Fused attention: its FLOPs at MachineProfile::attentionFlops where the
+  /// profile has it.
+  bool attention = false;
 };
 
 /// Seconds `work` takes on a device of `machine`: the step overhead, the

@@ -67,11 +67,12 @@ public:
       return fail("a machine profile must be a JSON object, got " +
                       describe(root),
                   kProfileExample, locations.valueLoc(""));
-    if (Error *e = checkKeys(
-            root, "",
-            {"name", "description", "devices_per_node", "gemm_flops",
-             "vector_flops", "fused_flops", "memory_bandwidth", "step_overhead",
-             "gemm_call_overhead", "run_overhead", "links", "sources"}))
+    if (Error *e = checkKeys(root, "",
+                             {"name", "description", "devices_per_node",
+                              "gemm_flops", "vector_flops", "fused_flops",
+                              "attention_flops", "memory_bandwidth",
+                              "step_overhead", "gemm_call_overhead",
+                              "run_overhead", "links", "sources"}))
       return *e;
     MachineProfile profile;
     const Json *name = member(root, "", "name", true);
@@ -113,7 +114,8 @@ public:
         !positive(root, "", "memory_bandwidth", true, profile.memoryBandwidth))
       return error;
     profile.fusedFlops = profile.vectorFlops;
-    if (!positive(root, "", "fused_flops", false, profile.fusedFlops))
+    if (!positive(root, "", "fused_flops", false, profile.fusedFlops) ||
+        !positive(root, "", "attention_flops", false, profile.attentionFlops))
       return error;
     if (!nonNegative(root, "", "step_overhead", profile.stepOverhead) ||
         !nonNegative(root, "", "gemm_call_overhead",

@@ -46,6 +46,11 @@ struct MachineProfile {
   /// CPU, whose fused steps run an instruction at a time over rows, what
   /// meshc-calibrate measures ("fused_flops"; default vectorFlops).
   double fusedFlops = 0;
+  /// Per device: FLOP/s of fused attention (its GEMM FLOPs, as the model
+  /// counts them): 0 where a profile lacks "attention_flops", for the GEMM
+  /// rate of its inputs' type (a tensor-core kernel); on the CPU, whose
+  /// attention kernel is not BLAS, what meshc-calibrate measures.
+  double attentionFlops = 0;
   /// Seconds every launched step costs besides its work (a kernel launch,
   /// a step's dispatch on the CPU).
   double stepOverhead = 0;

@@ -42,6 +42,12 @@ TEST(CostModelTest, AStepIsARooflinePlusItsOverhead) {
   // (5e10), 400 us, over its 12 MB at the bandwidth (120 us).
   EXPECT_DOUBLE_EQ(stepSeconds(m, {2e7, 1.2e7, false, false, 1, true}),
                    1e-6 + 4e-4);
+  // Fused attention: 2 GFLOP at the GEMM rate of its type (one call)...
+  StepWork attention{2e9, 4e6, true, true, 1, false, true};
+  EXPECT_DOUBLE_EQ(stepSeconds(m, attention), 1e-6 + 2e-7 + 5e-4);
+  // ... or at the profile's attention rate where it has one.
+  m.attentionFlops = 2e11;
+  EXPECT_DOUBLE_EQ(stepSeconds(m, attention), 1e-6 + 2e-7 + 1e-2);
 }
 
 TEST(CostModelTest, APredictionAddsItsParts) {

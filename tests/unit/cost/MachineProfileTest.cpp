@@ -26,7 +26,8 @@ TEST(MachineProfileTest, AMinimalProfileGetsItsDefaults) {
   EXPECT_EQ(profile->gemmF32, 1e11);
   EXPECT_EQ(profile->gemmBf16, 1e11);
   EXPECT_EQ(profile->vectorFlops, 2e10);
-  EXPECT_EQ(profile->fusedFlops, 2e10); // the vector rate
+  EXPECT_EQ(profile->fusedFlops, 2e10);   // the vector rate
+  EXPECT_EQ(profile->attentionFlops, 0); // the GEMM rate of its type
   EXPECT_EQ(profile->memoryBandwidth, 1e10);
   EXPECT_EQ(profile->stepOverhead, 0);
   EXPECT_EQ(profile->devicesPerNode, 1);
@@ -64,8 +65,8 @@ TEST(MachineProfileTest, ErrorsNameThePlaceAndTheValue) {
       "unknown key \"gemm_flop\" in the profile",
       "did you mean \"gemm_flops\"? the known keys are \"name\", "
       "\"description\", \"devices_per_node\", \"gemm_flops\", "
-      "\"vector_flops\", \"fused_flops\", \"memory_bandwidth\", "
-      "\"step_overhead\", "
+      "\"vector_flops\", \"fused_flops\", \"attention_flops\", "
+      "\"memory_bandwidth\", \"step_overhead\", "
       "\"gemm_call_overhead\", \"run_overhead\", \"links\" and \"sources\"",
       1, 15);
   std::string negative = kMinimal;
