@@ -53,7 +53,7 @@ ninja -C "$build" -j "$jobs"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_error=0:allow_user_poisoning=0}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/scripts/sanitize.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
-export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/sanitize-thread.supp}"
 cd "$build"
 # The tests under mpirun (ctest label "mpi", tests/CMakeLists.txt) run
 # without leak checks: Open MPI's plugins leave their allocations to the exit
