@@ -6,6 +6,7 @@
 
 #include "runtime/Attention.h"
 
+#include "runtime/Error.h"
 #include "runtime/Program.h"
 
 #include <algorithm>
@@ -13,14 +14,6 @@
 namespace meshc::runtime {
 
 namespace {
-
-/// "'a', 'b'".
-std::string quoted(const std::vector<std::string> &names) {
-  std::string text;
-  for (const std::string &name : names)
-    text += (text.empty() ? "'" : ", '") + name + "'";
-  return text;
-}
 
 bool contains(const std::vector<std::string> &names, const std::string &name) {
   return std::find(names.begin(), names.end(), name) != names.end();

@@ -13,6 +13,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace meshc::runtime {
 
@@ -29,6 +30,14 @@ class CollectiveAborted : public std::runtime_error {
 public:
   CollectiveAborted() : std::runtime_error("collective aborted") {}
 };
+
+/// Names for a message, quoted and separated: "'a', 'b'".
+inline std::string quoted(const std::vector<std::string> &names) {
+  std::string text;
+  for (const std::string &name : names)
+    text += (text.empty() ? "'" : ", '") + name + "'";
+  return text;
+}
 
 } // namespace meshc::runtime
 

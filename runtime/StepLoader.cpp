@@ -112,14 +112,6 @@ programBlock(const Program &program, const std::vector<layout::Dim> &dims,
 
 namespace {
 
-/// "'a', 'b'".
-std::string quoted(const std::vector<std::string> &names) {
-  std::string text;
-  for (const std::string &name : names)
-    text += (text.empty() ? "'" : ", '") + name + "'";
-  return text;
-}
-
 /// Picks the enumerator spelled by `node` among `choices`.
 template <typename Enum>
 Enum choose(const JsonNode &node, const char *what,
