@@ -137,6 +137,28 @@ std::vector<const Operand *> Step::outputs() const {
   return written;
 }
 
+std::vector<const Operand *> Step::operands() const {
+  std::vector<const Operand *> operands;
+  for (const Operand &operand : in)
+    operands.push_back(&operand);
+  for (const Operand *out : outputs())
+    operands.push_back(out);
+  if (const auto *reduce = std::get_if<AllReduceAttrs>(&attrs))
+    for (const Operand &buffer : reduce->buffers)
+      operands.push_back(&buffer);
+  auto parts = [&](const std::vector<MovePart> &list) {
+    for (const MovePart &part : list) {
+      operands.push_back(&part.in);
+      operands.push_back(&part.out);
+    }
+  };
+  if (const auto *gather = std::get_if<AllGatherAttrs>(&attrs))
+    parts(gather->parts);
+  if (const auto *scatter = std::get_if<ReduceScatterAttrs>(&attrs))
+    parts(scatter->parts);
+  return operands;
+}
+
 std::optional<size_t> Step::group() const {
   return std::visit(
       [](const auto &kind) -> std::optional<size_t> {

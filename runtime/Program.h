@@ -439,6 +439,9 @@ struct Step {
   /// lse; attention_grad's out (dq), dk and dv; else out.
   std::vector<const Operand *> outputs() const;
   std::vector<Operand *> outputs();
+  /// Every operand the step reads or writes: in, outputs(), and the
+  /// members of a combined collective (all_reduce "bufs", "parts").
+  std::vector<const Operand *> operands() const;
 };
 
 /// Local SGD: after every `every`-th training run, the param buffers are
@@ -499,6 +502,9 @@ struct Program {
   std::vector<std::vector<std::string>> groupAxes;
   /// The largest scratch any step needs.
   int64_t scratchBytes = 0;
+  /// Per buffer, the most bytes the loops around any of its uses move it
+  /// by (the loader's LoopReach at its deepest; empty without loops).
+  std::vector<int64_t> loopReach;
   /// Present for training programs.
   std::optional<TrainingSpec> training;
   /// The device whose block sizes this program's steps and buffers have,

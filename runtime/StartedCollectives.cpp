@@ -20,30 +20,6 @@ struct Range {
   }
 };
 
-/// Every operand of `step`: its inputs, outputs and the members of a
-/// combined collective.
-std::vector<const Operand *> operandsOf(const Step &step) {
-  std::vector<const Operand *> operands;
-  for (const Operand &in : step.in)
-    operands.push_back(&in);
-  for (const Operand *out : step.outputs())
-    operands.push_back(out);
-  if (const auto *reduce = std::get_if<AllReduceAttrs>(&step.attrs))
-    for (const Operand &buffer : reduce->buffers)
-      operands.push_back(&buffer);
-  auto parts = [&](const std::vector<MovePart> &list) {
-    for (const MovePart &part : list) {
-      operands.push_back(&part.in);
-      operands.push_back(&part.out);
-    }
-  };
-  if (const auto *gather = std::get_if<AllGatherAttrs>(&step.attrs))
-    parts(gather->parts);
-  if (const auto *scatter = std::get_if<ReduceScatterAttrs>(&step.attrs))
-    parts(scatter->parts);
-  return operands;
-}
-
 /// A started collective between its start and its wait.
 struct InFlight {
   int64_t ticket = 0;
@@ -59,13 +35,6 @@ struct InFlight {
 class Planner {
 public:
   explicit Planner(Program &program) : program(program) {
-    reach.assign(program.buffers.size(), 0);
-    for (size_t i = 0; i < program.stepCount(); ++i)
-      if (const Step &step = program.step(i); step.op() == OpKind::Loop) {
-        const LoopAttrs &loop = step.as<LoopAttrs>();
-        for (const StackedBuffer &stacked : loop.stacked)
-          reach[stacked.buffer] += (loop.count - 1) * stacked.stride;
-      }
     for (size_t i = 0; i < program.stepCount(); ++i)
       if (const Step &step = program.step(i);
           step.ticket < 0 && step.op() != OpKind::Loop)
@@ -106,8 +75,9 @@ private:
 
   Range rangeOf(const Operand &operand) const {
     const Buffer &buffer = program.buffers[operand.buffer];
-    return {buffer.offset,
-            buffer.offset + buffer.bytes + reach[operand.buffer]};
+    int64_t reach =
+        program.loopReach.empty() ? 0 : program.loopReach[operand.buffer];
+    return {buffer.offset, buffer.offset + buffer.bytes + reach};
   }
 
   std::string describe(const InFlight &flight) const {
@@ -118,7 +88,7 @@ private:
 
   /// Fails when `step` uses a byte of a collective in flight.
   void requireUntouched(const JsonNode &node, const Step &step) const {
-    for (const Operand *operand : operandsOf(step)) {
+    for (const Operand *operand : step.operands()) {
       Range range = rangeOf(*operand);
       for (const InFlight &flight : inFlight)
         for (const auto &[buffer, busy] : flight.ranges)
@@ -146,7 +116,7 @@ private:
     flight.start = &step;
     flight.node = node;
     flight.list = list;
-    for (const Operand *operand : operandsOf(step))
+    for (const Operand *operand : step.operands())
       flight.ranges.emplace_back(operand->buffer, rangeOf(*operand));
     // First fit above the scratch of the steps that run to completion.
     int64_t at = firstSlot, bytes = align(step.scratchBytes);
@@ -195,8 +165,6 @@ private:
   }
 
   Program &program;
-  /// Per buffer, the most bytes the loops move it by.
-  std::vector<int64_t> reach;
   std::vector<InFlight> inFlight;
   std::map<int64_t, const Step *> started;
   int64_t firstSlot = 0, scratchEnd = 0;

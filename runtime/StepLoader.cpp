@@ -1385,6 +1385,9 @@ void StepParser::parseAttrs(LoopAttrs &attrs) {
                         " bytes leaves the arena of " +
                         std::to_string(program.arenaBytes) + " bytes");
       inner[moved.buffer] = far;
+      program.loopReach.resize(program.buffers.size(), 0);
+      program.loopReach[moved.buffer] =
+          std::max(program.loopReach[moved.buffer], far);
       attrs.stacked.push_back(moved);
     }
   JsonNode bodyNode = node.member("body");
@@ -1508,16 +1511,6 @@ void StepParser::parseAttrs(AttentionGradAttrs &attrs) {
   attrs.dv = outs[2];
 }
 
-/// The buffers step `step` reads or writes.
-std::vector<size_t> buffersOf(const Step &step) {
-  std::vector<size_t> buffers;
-  for (const Operand &in : step.in)
-    buffers.push_back(in.buffer);
-  for (const Operand *out : step.outputs())
-    buffers.push_back(out->buffer);
-  return buffers;
-}
-
 /// Fails at the first step of `steps` (at `nodes`) that uses a buffer of
 /// `moved` (every buffer some loop moves) outside the loops that move it
 /// (`enclosing`), recursing into bodies.
@@ -1534,8 +1527,9 @@ void checkMovedUses(const std::vector<JsonNode> &nodes,
                      program, moved, inner);
       continue;
     }
-    for (size_t buffer : buffersOf(step))
-      if (moved.count(buffer) && !enclosing.count(buffer))
+    for (const Operand *operand : step.operands())
+      if (size_t buffer = operand->buffer;
+          moved.count(buffer) && !enclosing.count(buffer))
         nodes[i].fail("buffer " + std::to_string(program.buffers[buffer].id) +
                       " is moved by a loop this step is not in; only that "
                       "loop's body may use it");

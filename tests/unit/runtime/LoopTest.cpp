@@ -367,6 +367,17 @@ TEST(LoopTest, LoaderErrors) {
       }),
       "p.mprog: steps[2]: buffer 7 is moved by a loop this step is not "
       "in; only that loop's body may use it");
+  // Also as a member of a combined collective ("bufs"), which the check
+  // once missed.
+  EXPECT_EQ(
+      errorAfter([](json &, json &program) {
+        program["steps"].push_back({{"op", "all_reduce"},
+                                    {"bufs", {3, 7}},
+                                    {"axes", json::array()},
+                                    {"reduction", "sum"}});
+      }),
+      "p.mprog: steps[2]: buffer 7 is moved by a loop this step is not "
+      "in; only that loop's body may use it");
   EXPECT_EQ(errorAfter([](json &loop, json &) { loop["body"][0]["out"] = 4; }),
             "p.mprog: steps[1].body[0]: copy needs buffers of the same size: "
             "buffer 2 holds 32 bytes, buffer 4 holds 96");

@@ -256,6 +256,21 @@ TEST(SessionTest, CombinedAllReduceSumsEveryBuffer) {
   expectCombinedMatchesSingleSteps(combined, plain, 5, 3.0f);
 }
 
+/// `steps` with every "start" and every wait step removed, loop bodies
+/// included: the blocking program (as tests/runtime/Inputs/strip_starts.py).
+json withoutStarts(const json &steps) {
+  json kept = json::array();
+  for (json step : steps) {
+    if (step["op"] == "wait")
+      continue;
+    step.erase("start");
+    if (step["op"] == "loop")
+      step["body"] = withoutStarts(step["body"]);
+    kept.push_back(step);
+  }
+  return kept;
+}
+
 // Started collectives ("start" and "wait"): a combined all_reduce beside a
 // unary step, an all_reduce started and waited at once, and one started in
 // each iteration of a loop over a stacked buffer: on the communication lanes
@@ -306,25 +321,8 @@ TEST(SessionTest, StartedCollectivesEqualBlockingOnes) {
             "reduction": "sum", "start": 2},
            {"op": "fill", "out": 6, "value": 2.5},
            {"op": "wait", "tickets": [2]}]}]})");
-    if (!overlapped) {
-      json steps = json::array();
-      for (json step : text["steps"]) {
-        if (step["op"] == "wait")
-          continue;
-        step.erase("start");
-        if (step["op"] == "loop") {
-          json body = json::array();
-          for (json inner : step["body"])
-            if (inner["op"] != "wait") {
-              inner.erase("start");
-              body.push_back(inner);
-            }
-          step["body"] = body;
-        }
-        steps.push_back(step);
-      }
-      text["steps"] = steps;
-    }
+    if (!overlapped)
+      text["steps"] = withoutStarts(text["steps"]);
     return parseProgram(text.dump(), "started.mprog");
   };
   Program overlapped = program(true), blocking = program(false);
