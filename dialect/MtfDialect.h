@@ -185,6 +185,9 @@ bool allowsUnequalBlocks(Operation *op);
 /// The step kind `op` becomes (StepOpInterface); none when it becomes no
 /// step of its own or states no steps.
 std::optional<meshc::runtime::OpKind> stepKindOf(Operation *op);
+/// The phase `op` runs in: its mtf.phase ("forward", "backward",
+/// "update"), "forward" where it has none.
+StringRef phaseOf(Operation *op);
 /// Whether `op` may stand in an mtf.fused body: it has FusibleOpInterface
 /// (an elementwise function, a constant, a reduction).
 bool isFusible(Operation *op);

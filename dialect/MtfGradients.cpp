@@ -126,6 +126,9 @@ LogicalResult CollectivePermuteOp::buildGradients(OpEmitter &, Value,
                                                   GradientSink &) {
   return noGradient(*this);
 }
+LogicalResult WaitOp::buildGradients(OpEmitter &, Value, GradientSink &) {
+  return noGradient(*this);
+}
 LogicalResult GeluGradOp::buildGradients(OpEmitter &, Value, GradientSink &) {
   return noGradient(*this);
 }

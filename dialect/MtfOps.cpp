@@ -1057,5 +1057,66 @@ LogicalResult FusedOp::verifyRegions() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Started collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+WaitOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                         ValueRange operands, DictionaryAttr attributes,
+                         OpaqueProperties properties, RegionRange regions,
+                         SmallVectorImpl<Type> &inferred) {
+  Adaptor adaptor(operands, attributes, properties, regions);
+  llvm::append_range(inferred, adaptor.getValues().getTypes());
+  return success();
+}
+
+Value WaitOp::throughWait(Value value) {
+  if (auto wait = value.getDefiningOp<WaitOp>())
+    return wait.getValues()[llvm::cast<OpResult>(value).getResultNumber()];
+  return value;
+}
+
+WaitOp WaitOp::of(Operation *op) {
+  if (!op || op->getNumResults() == 0 || !op->getResult(0).hasOneUse())
+    return {};
+  return llvm::dyn_cast<WaitOp>(*op->getResult(0).getUsers().begin());
+}
+
+/// Contract:
+///  - `values` are every result of one collective step (one that
+///    communicates over a device group), in order, and nothing else uses
+///    them;
+///  - `kept` are that collective's operands, in order;
+///  - the collective comes before the wait in the wait's block.
+LogicalResult WaitOp::verify() {
+  if (getValues().empty())
+    return emitOpError() << "completes no collective: `values` is empty";
+  Operation *start = getStart();
+  std::optional<meshc::runtime::OpKind> kind =
+      start ? stepKindOf(start) : std::nullopt;
+  if (!kind ||
+      meshc::runtime::stepGroup(*kind) != meshc::runtime::StepGroup::Collective)
+    return emitOpError() << "value 0 is not the result of a collective step";
+  if (getValues().size() != start->getNumResults() ||
+      !llvm::equal(getValues(), start->getResults()))
+    return emitOpError() << "`values` must be every result of '"
+                         << start->getName() << "' in order ("
+                         << start->getNumResults() << "), got "
+                         << getValues().size();
+  for (Value value : getValues())
+    if (!value.hasOneUse())
+      return emitOpError() << "a started collective's results are used by "
+                              "its wait alone; use the wait's results";
+  if (!llvm::equal(getKept(), start->getOperands()))
+    return emitOpError() << "`kept` must be the operands of '"
+                         << start->getName() << "' in order ("
+                         << start->getNumOperands() << "), got "
+                         << getKept().size();
+  if (start->getBlock() != (*this)->getBlock())
+    return emitOpError() << "its collective is in another block";
+  return success();
+}
+
 } // namespace mtf
 } // namespace mlir

@@ -413,6 +413,50 @@ def Mtf_CollectivePermuteOp : Mtf_Op<"collective_permute", [Mtf_NoPrecisionRule,
   }];
 }
 
+def Mtf_WaitOp : Mtf_Op<"wait", [Mtf_NoPrecisionRule, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "completes a collective started earlier in its block";
+  let description = [{
+    `mtf-overlap-collectives` splits a collective into its start (the
+    collective op itself, whose results this op alone uses) and this wait:
+    the results are the collective's `values`, ready from here on; `kept`
+    lists the collective's inputs, so the memory plan keeps them, like the
+    results, from the start to the wait. The ops between the two touch
+    neither (the pass's rule; the `.mprog` loader checks it again): the
+    collective runs beside them (docs/mprog.md#overlapped-collectives).
+
+    ```mlir
+    %s = shard.all_reduce %x on @mesh mesh_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    %y = mtf.einsum ...
+    %r = mtf.wait %s keep(%x : tensor<4xf32>) : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$values,
+                       Variadic<AnyRankedTensor>:$kept);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $values `keep` `(` ($kept^ `:` type($kept))? `)` attr-dict `:`
+    type($values)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The collective this op completes (the one that defines `values`).
+    ::mlir::Operation *getStart() { return getValues().front().getDefiningOp(); }
+    /// The wait that completes `op`, where `op` is a started collective.
+    static WaitOp of(::mlir::Operation *op);
+    /// `value`, or where a wait defines it, the collective's result it
+    /// stands for (its blocks, dims and buffer).
+    static ::mlir::Value throughWait(::mlir::Value value);
+  }];
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::refuse("belongs to local programs only");
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

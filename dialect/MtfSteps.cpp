@@ -26,6 +26,12 @@ std::optional<OpKind> stepKindOf(Operation *op) {
   return step ? step.getStepKind() : std::nullopt;
 }
 
+StringRef phaseOf(Operation *op) {
+  if (auto phase = op->getAttrOfType<StringAttr>(MtfDialect::kPhaseAttrName))
+    return phase.getValue();
+  return "forward";
+}
+
 SmallVector<PrecisionRule, 1> precisionRulesOf(OperationName name) {
   SmallVector<PrecisionRule, 1> rules;
   auto note = [&](bool has, PrecisionRule rule) {
@@ -217,6 +223,18 @@ LogicalResult CombinedReduceScatterOp::writeSteps(StepWriter &writer) {
           {"parts", combinedParts(*this, getScatterAxes(), false, writer)},
           {"axes", writer.axisNames(getGridAxes())},
           {"reduction", getReduction()}});
+  return success();
+}
+
+/// A wait step for the ticket the emitter gave the collective this op
+/// completes (the collective's last step carries it as "start").
+std::optional<OpKind> WaitOp::getStepKind() { return OpKind::Wait; }
+LogicalResult WaitOp::writeSteps(StepWriter &writer) {
+  std::optional<int64_t> ticket = writer.ticket(getStart());
+  if (!ticket)
+    return emitOpError() << "completes a collective that was not started";
+  writer.push(OpKind::Wait,
+              llvm::json::Object{{"tickets", llvm::json::Array{*ticket}}});
   return success();
 }
 

@@ -69,6 +69,10 @@ public:
   /// where each iteration's yielded value goes.
   virtual int64_t stackedSlice(Value result) = 0;
 
+  /// The ticket of started collective `start` (its "start"), once its
+  /// steps are written; none for a collective that was not started.
+  virtual std::optional<int64_t> ticket(Operation *start) = 0;
+
   /// The buffer of parameter (or slot) `name`.
   virtual int64_t paramBuffer(StringRef name) = 0;
   /// The buffer an output of a parameter the step assigns is copied to

@@ -57,11 +57,6 @@ struct Candidate {
   int64_t bytes = 0;
 };
 
-std::string phaseOf(Operation *op) {
-  auto phase = op->getAttrOfType<StringAttr>("mtf.phase");
-  return phase ? phase.getValue().str() : "";
-}
-
 std::string typeName(Type type) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -96,17 +91,17 @@ std::optional<Candidate> candidateOf(Operation &op) {
   std::string name = op.getName().getStringRef().str();
   if (auto reduce = llvm::dyn_cast<shard::AllReduceOp>(op))
     return Candidate{{name, reduce.getGrid().str(), axesOf(reduce),
-                      static_cast<int>(reduce.getReduction()), phaseOf(&op),
-                      typeName(element)},
+                      static_cast<int>(reduce.getReduction()),
+                      mtf::phaseOf(&op).str(), typeName(element)},
                      *in};
   if (auto gather = llvm::dyn_cast<shard::AllGatherOp>(op))
     return Candidate{{name, gather.getGrid().str(), axesOf(gather), 0,
-                      phaseOf(&op), typeName(element)},
+                      mtf::phaseOf(&op).str(), typeName(element)},
                      *out};
   if (auto scatter = llvm::dyn_cast<shard::ReduceScatterOp>(op))
     return Candidate{{name, scatter.getGrid().str(), axesOf(scatter),
-                      static_cast<int>(scatter.getReduction()), phaseOf(&op),
-                      typeName(element)},
+                      static_cast<int>(scatter.getReduction()),
+                      mtf::phaseOf(&op).str(), typeName(element)},
                      *in};
   return std::nullopt;
 }

@@ -115,6 +115,11 @@ public:
   int64_t stackedSlice(Value result) override {
     return stackedSlices.lookup(result);
   }
+  std::optional<int64_t> ticket(Operation *start) override {
+    auto it = tickets.find(start);
+    return it == tickets.end() ? std::nullopt
+                               : std::optional<int64_t>(it->second);
+  }
   std::optional<int64_t> snapshotBuffer(Operation *output) override {
     auto it = snapshots.find(output);
     return it == snapshots.end() ? std::nullopt
@@ -178,6 +183,8 @@ private:
   llvm::DenseMap<Operation *, mtf::LoopOp> loops;
   /// A loop's stacked result -> the buffer of its moving slice.
   llvm::DenseMap<Value, int64_t> stackedSlices;
+  /// Started collectives (mtf.wait) -> their tickets, in order of writing.
+  llvm::DenseMap<Operation *, int64_t> tickets;
 };
 
 /// What an op is to the program's interface with the world: a tensor the
@@ -236,6 +243,10 @@ bool isView(Operation *op) { return op->hasTrait<mtf::View>(); }
 /// collectives back to the first value that is neither.
 Value sourceOf(Value value) {
   while (Operation *def = value.getDefiningOp()) {
+    if (Value started = mtf::WaitOp::throughWait(value); started != value) {
+      value = started;
+      continue;
+    }
     if (!isView(def) && !llvm::isa<shard::ShardDialect>(def->getDialect()))
       break;
     value = def->getOperand(0);
@@ -287,6 +298,11 @@ LogicalResult MprogEmitter::assignBuffers() {
   for (Operation *op : order) {
     if (isView(op))
       aliases.unionSets(op->getOperand(0), op->getResult(0));
+    // A wait's results are its collective's.
+    if (auto wait = llvm::dyn_cast<mtf::WaitOp>(op))
+      for (auto [value, result] :
+           llvm::zip(wait.getValues(), wait.getResults()))
+        aliases.unionSets(value, result);
     if (mtf::LoopOp loop = loops.lookup(op)) {
       for (BlockArgument arg : loop.getBodyBlock().getArguments()) {
         aliases.insert(arg);
@@ -314,7 +330,11 @@ LogicalResult MprogEmitter::assignBuffers() {
   for (Operation *each : order) {
     Operation &op = *each;
     Boundary boundary = boundaryOf(op);
-    for (Value operand : op.getOperands()) {
+    // A wait keeps its collective's inputs live, it does not read them: a
+    // started all-reduce still works in place (nothing between its start
+    // and its wait touches its buffers).
+    auto wait = llvm::dyn_cast<mtf::WaitOp>(op);
+    for (Value operand : wait ? wait.getValues() : op.getOperands()) {
       Value leader = aliases.getLeaderValue(operand);
       lastRead[leader] = std::max(lastRead.lookup(leader), position);
       if (boundary.kind == Boundary::Output)
@@ -594,6 +614,8 @@ static Operation *blocksSource(Value value) {
   }
   if (Value yielded = yieldedValue(value); yielded != value)
     return blocksSource(yielded);
+  if (Value started = mtf::WaitOp::throughWait(value); started != value)
+    return blocksSource(started);
   return value.getDefiningOp();
 }
 
@@ -825,7 +847,25 @@ LogicalResult MprogEmitter::emitStep(Operation &op) {
     return op.emitError() << "'" << op.getName()
                           << "' cannot be written to a .mprog: it states no "
                              "steps (StepOpInterface)";
-  return step.writeSteps(*this);
+  size_t first = steps.size();
+  if (failed(step.writeSteps(*this)))
+    return failure();
+  if (!mtf::WaitOp::of(&op))
+    return success();
+  // A started collective: its last step (after any copy or fill that
+  // prepares its buffer) carries the ticket its wait names.
+  json::Object *last =
+      steps.size() > first ? steps.back().getAsObject() : nullptr;
+  std::optional<runtime::OpKind> kind =
+      last ? runtime::opKindNamed(last->getString("op").value_or(""))
+           : std::nullopt;
+  if (!kind || runtime::stepGroup(*kind) != runtime::StepGroup::Collective)
+    return op.emitError() << "a started collective must end in a collective "
+                             "step";
+  int64_t ticket = static_cast<int64_t>(tickets.size());
+  tickets[&op] = ticket;
+  (*last)["start"] = ticket;
+  return success();
 }
 
 FailureOr<MemoryPlanStats> MprogEmitter::plan() {
@@ -833,8 +873,12 @@ FailureOr<MemoryPlanStats> MprogEmitter::plan() {
   // (through mtf.to_tensor, then each collective on its operand 0; a
   // combined collective's result i on its operand i).
   program.getBody().walk([&](Operation *op) {
-    if (op->getNumResults() == 1 && op->getNumOperands() >= 1 &&
-        llvm::isa<RankedTensorType>(op->getResult(0).getType()))
+    if (auto wait = llvm::dyn_cast<mtf::WaitOp>(op))
+      for (auto [value, result] :
+           llvm::zip(wait.getValues(), wait.getResults()))
+        rankedNames[result] = dimNames(value);
+    else if (op->getNumResults() == 1 && op->getNumOperands() >= 1 &&
+             llvm::isa<RankedTensorType>(op->getResult(0).getType()))
       rankedNames[op->getResult(0)] = dimNames(op->getOperand(0));
     else if (op->getNumResults() > 1 &&
              op->getNumResults() == op->getNumOperands())

@@ -57,13 +57,6 @@ std::vector<std::string> namesOf(mtf::TensorType type) {
   return names;
 }
 
-StringRef phaseOf(Operation *op) {
-  if (auto phase =
-          op->getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName))
-    return phase.getValue();
-  return "forward";
-}
-
 bool isReduction(Operation *op) {
   return llvm::isa<mtf::ReductionOpInterface>(op);
 }
@@ -277,7 +270,7 @@ bool Fuser::tryJoin(Operation *op, ArrayRef<int> merge) {
   int target = merge.empty() ? -1 : merge.front();
   if (target < 0) {
     target = groups.size();
-    groups.push_back(Group{{}, spaceOf(op), phaseOf(op)});
+    groups.push_back(Group{{}, spaceOf(op), mtf::phaseOf(op)});
   }
   Group &group = groups[target];
   for (int index : merge.drop_front(merge.empty() ? 0 : 1)) {
@@ -321,7 +314,8 @@ void Fuser::run() {
       if (it == groupOf.end() || llvm::is_contained(fitting, it->second))
         continue;
       Group &group = groups[it->second];
-      if (group.alive && group.phase == phaseOf(op) && fits(op, group.space))
+      if (group.alive && group.phase == mtf::phaseOf(op) &&
+          fits(op, group.space))
         fitting.push_back(it->second);
     }
     // All fitting groups of one space with at most one set of reduced dims;

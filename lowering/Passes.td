@@ -177,4 +177,42 @@ def MtfCombineCollectives : Pass<"mtf-combine-collectives", "::mlir::ModuleOp"> 
                            "::mlir::shard::ShardDialect"];
 }
 
+def MtfOverlapCollectives
+    : Pass<"mtf-overlap-collectives", "::mlir::ModuleOp"> {
+  let summary = "starts each collective as early as its inputs allow and "
+                "waits for it just before its result is first used";
+  let description = [{
+    In every local program (and each loop's body, once), a collective that
+    communicates (all-reduce, all-gather, reduce-scatter, all-to-all,
+    collective permute; plain or combined) becomes a started collective and
+    an `mtf.wait`: the collective moves up, past the ops that touch none of
+    its buffers, to just after the op that makes its last input; the wait
+    goes down, past such ops, to just before the first op that reads its
+    result. The ops in between run while the collective communicates
+    (docs/mprog.md#overlapped-collectives). An op touches a buffer when it
+    reads or writes the collective's inputs or results or a view of them;
+    neither end moves past an op of another phase, an `mtf.assign` (it
+    writes its parameter by name), another collective's wait, or out of its
+    block. A collective with no computing step to overlap
+    stays as it was.
+
+    Started collectives keep their buffers live from start to wait: the
+    bytes of the collectives in flight at any op (inputs and results) stay
+    within `in-flight-bytes`; a collective that would go beyond moves less
+    far, or not at all. The values are the blocking program's: the
+    collective reads the same inputs and writes the same results, and
+    nothing in between looks at them.
+
+    `meshc --overlap-limit` sets `in-flight-bytes` (0: the pass is
+    skipped). Runs last, after `mtf-combine-collectives`.
+  }];
+  let options = [
+    Option<"inFlightBytes", "in-flight-bytes", "int64_t",
+           /*default=*/"1 << 30",
+           "the most bytes of collectives in flight at once">,
+  ];
+  let dependentDialects = ["::mlir::mtf::MtfDialect",
+                           "::mlir::shard::ShardDialect"];
+}
+
 #endif // MESHC_LOWERING_PASSES_TD

@@ -21,8 +21,10 @@
 #include "runtime/core/cost/CostModel.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace meshc {
@@ -51,6 +53,34 @@ struct ProgramCost {
   /// once per microbatch, its update steps once, and the run overhead once
   /// per run (microbatches + 1).
   int64_t microbatches = 1;
+};
+
+/// One device's clocks as the cost model runs a program's steps in order:
+/// a compute stream, and one lane on which collectives run one after
+/// another in program order (the runtime's, runtime/CommLane.h). A blocking
+/// collective waits for the lane and holds the device; a started one
+/// (mtf.wait completes it) only queues on the lane; a wait holds the device
+/// until its collective is done.
+class StepClock {
+public:
+  /// A computing step of `seconds`; returns when it starts.
+  double compute(double seconds);
+  /// Collective `op` of `seconds`, started (true) or blocking; returns
+  /// when it starts on the lane.
+  double collective(mlir::Operation *op, double seconds, bool started);
+  /// The wait for started collective `start`; returns when it began (its
+  /// stall is now() minus that).
+  double wait(mlir::Operation *start);
+  /// Moves both clocks on by `seconds` (iterations known to repeat).
+  void advance(double seconds);
+  /// When the device is free.
+  double now() const { return device; }
+  /// When the device and the lane are both free.
+  double end() const { return std::max(device, lane); }
+
+private:
+  double device = 0, lane = 0;
+  llvm::DenseMap<mlir::Operation *, double> done;
 };
 
 /// The predicted time of one run of the program in the partitioned module

@@ -24,18 +24,27 @@ std::string sourceOf(Operation *op) {
          std::to_string(loc.getLine()) + ":" + std::to_string(loc.getColumn());
 }
 
-/// One complete event of `seconds` at `start` (seconds), in microseconds.
+/// One complete event of `seconds` at `start` (seconds), in microseconds,
+/// on track `track` (0: the device, 1: its collective lane).
 llvm::json::Object event(llvm::StringRef name, llvm::StringRef category,
-                         double start, double seconds,
+                         double start, double seconds, int64_t track,
                          llvm::json::Object args) {
   return llvm::json::Object{{"ph", "X"},
                             {"name", name},
                             {"cat", category},
                             {"pid", 0},
-                            {"tid", 0},
+                            {"tid", track},
                             {"ts", start * 1e6},
                             {"dur", seconds * 1e6},
                             {"args", std::move(args)}};
+}
+
+llvm::json::Object trackName(int64_t track, llvm::StringRef name) {
+  return llvm::json::Object{{"ph", "M"},
+                            {"name", "thread_name"},
+                            {"pid", 0},
+                            {"tid", track},
+                            {"args", llvm::json::Object{{"name", name}}}};
 }
 
 } // namespace
@@ -52,13 +61,13 @@ void writePredictedTimeline(ModuleOp spmd, const layout::Mesh &mesh,
       {"pid", 0},
       {"args", llvm::json::Object{{"name", "meshc --timeline (predicted on " +
                                                machine.name + ")"}}}});
-  events.push_back(llvm::json::Object{
-      {"ph", "M"},
-      {"name", "thread_name"},
-      {"pid", 0},
-      {"tid", 0},
-      {"args", llvm::json::Object{{"name", "every device (predicted)"}}}});
-  double now = 0, computing = 0, communicating = 0;
+  events.push_back(trackName(0, "every device (predicted)"));
+  events.push_back(
+      trackName(1, "its started collectives (predicted, runtime/CommLane.h)"));
+  // The steps on one device's clocks (StepClock): started collectives on
+  // their lane, the device stalled only where a wait finds one unfinished.
+  StepClock clock;
+  double computing = 0, communicating = 0;
   int64_t steps = 0;
   forEachPredictedStep(spmd, mesh, machine, [&](const PredictedStep &step) {
     llvm::json::Object args{{"step", steps++}};
@@ -66,24 +75,36 @@ void writePredictedTimeline(ModuleOp spmd, const layout::Mesh &mesh,
       args["loc"] = where;
     if (step.iteration >= 0)
       args["iteration"] = step.iteration;
-    if (const CollectiveCost *collective = step.collective) {
+    double start = 0, seconds = step.seconds;
+    int64_t track = 0;
+    if (step.kind == runtime::OpKind::Wait) {
+      start = clock.wait(llvm::cast<mtf::WaitOp>(step.op).getStart());
+      seconds = clock.now() - start;
+    } else if (const CollectiveCost *collective = step.collective) {
       std::string axes;
       for (size_t axis : collective->axes)
         axes += (axes.empty() ? "" : ",") + mesh.axisName(axis);
       args["bytes"] = collective->inBytes;
       args["group"] = axes;
       args["link"] = collective->interNode ? "between nodes" : "in a node";
+      bool started = bool(mtf::WaitOp::of(step.op));
+      if (started)
+        args["started"] = true;
+      track = started ? 1 : 0;
+      start = clock.collective(step.op, step.seconds, started);
       communicating += step.seconds;
     } else {
+      start = clock.compute(step.seconds);
       computing += step.seconds;
     }
     events.push_back(event(runtime::opName(step.kind),
-                           runtime::opCategory(step.kind), now, step.seconds,
-                           std::move(args)));
-    now += step.seconds;
+                           runtime::opCategory(step.kind), start, seconds,
+                           track, std::move(args)));
   });
+  double now = clock.end();
   events.push_back(event("run overhead", "overhead", now, machine.runOverhead,
-                         llvm::json::Object{}));
+                         0, llvm::json::Object{}));
+  double exposed = std::max(0.0, now - computing);
   now += machine.runOverhead;
   llvm::json::Object top{
       {"displayTimeUnit", "ms"},
@@ -94,7 +115,7 @@ void writePredictedTimeline(ModuleOp spmd, const layout::Mesh &mesh,
                           {"predicted step seconds", now},
                           {"compute seconds", computing},
                           {"communication seconds", communicating},
-                          {"exposed communication seconds", communicating}}},
+                          {"exposed communication seconds", exposed}}},
       {"traceEvents", std::move(events)}};
   os << llvm::formatv("{0}", llvm::json::Value(std::move(top))) << "\n";
 }

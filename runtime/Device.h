@@ -101,6 +101,10 @@ public:
   /// collective runs to completion where it starts (correct, not
   /// overlapped).
   virtual bool overlapsCollectives() const { return false; }
+  /// Whether overlapping pays on this machine, so that started collectives
+  /// run on lanes by default (meshrun --overlap auto): where communication
+  /// does not take the cores the devices compute on.
+  virtual bool overlapPays() const { return true; }
   /// Told after setLocalDevices when each local device's collectives run
   /// on a lane thread of their own (the session's CommLane), so that the
   /// backend counts those threads too.

@@ -48,7 +48,7 @@ constexpr const char *kUsage =
     "               [--checkpoint DIR [--checkpoint-every K]\n"
     "               [--keep-checkpoints N]] [--restore DIR]\n"
     "               [--trace FILE.json [--trace-runs N]]\n"
-    "               [--collective-timeout SECONDS]\n"
+    "               [--collective-timeout SECONDS] [--overlap auto|on|off]\n"
     "\n"
     "  --backend cpu             the device backend (default cpu)\n"
     "  --devices N               must equal the mesh's device count\n"
@@ -86,7 +86,12 @@ constexpr const char *kUsage =
     "  --collective-timeout S    under mpirun: give up on a collective that\n"
     "                            does not complete within S seconds, naming\n"
     "                            the rank that did not reach it (default 20\n"
-    "                            or $MESHC_COLLECTIVE_TIMEOUT; 0: wait)\n";
+    "                            or $MESHC_COLLECTIVE_TIMEOUT; 0: wait)\n"
+    "  --overlap auto|on|off     run the program's started collectives beside\n"
+    "                            the steps up to their wait (on), where they\n"
+    "                            start (off), or on where the backend says it\n"
+    "                            pays (auto, the default; CPU: a spare core\n"
+    "                            per device)\n";
 
 /// The runs --trace records without --trace-runs.
 constexpr int64_t kDefaultTraceRuns = 100;
@@ -320,6 +325,17 @@ MeshrunOptions parseMeshrunArgs(const std::vector<std::string> &args) {
                            "seconds >= 0 (0: no timeout), got '" +
                            text + "'");
       options.collectiveTimeout = seconds;
+    } else if (arg == "--overlap") {
+      std::string mode = takeValue();
+      if (mode == "auto")
+        options.session.overlap = Overlap::Auto;
+      else if (mode == "on")
+        options.session.overlap = Overlap::On;
+      else if (mode == "off")
+        options.session.overlap = Overlap::Off;
+      else
+        throw RuntimeError("--overlap: expected auto, on or off, got '" + mode +
+                           "'");
     } else if (arg == "--trace-runs") {
       options.session.traceRuns = parseCount(arg, takeValue(), 0);
       traceRunsGiven = true;

@@ -103,8 +103,11 @@ Session::Session(const Program &program, const SessionOptions &options)
       localIds.push_back(d);
   backend->setLocalDevices(static_cast<int64_t>(localIds.size()));
   // Started collectives run on a lane per device where the backend (and
-  // MPI) allows; elsewhere they run to completion where they start.
-  if (startsCollectives(program) && backend->overlapsCollectives() &&
+  // MPI) allows and --overlap asks (auto: where it pays); elsewhere they run
+  // to completion where they start.
+  bool wanted = options.overlap == Overlap::On ||
+                (options.overlap == Overlap::Auto && backend->overlapPays());
+  if (wanted && startsCollectives(program) && backend->overlapsCollectives() &&
       (!processes || processes->collectivesOnAnyThread())) {
     for (size_t d = 0; d < localIds.size(); ++d)
       lanes.push_back(std::make_unique<CommLane>());

@@ -33,6 +33,15 @@ namespace meshc::runtime {
 class CommLane;
 
 /// How to run a program.
+/// Whether started collectives run beside the next steps (on a lane thread
+/// per device) or to completion where they start: meshrun --overlap.
+enum class Overlap {
+  /// Where the backend says it pays (Backend::overlapPays).
+  Auto,
+  On,
+  Off,
+};
+
 struct SessionOptions {
   /// The backend name ("cpu").
   std::string backend = "cpu";
@@ -61,6 +70,8 @@ struct SessionOptions {
   /// With `trace`: record only the first this many runs (training and eval
   /// runs; 0: all of them).
   int64_t traceRuns = 0;
+  /// Whether started collectives overlap the steps up to their wait.
+  Overlap overlap = Overlap::Auto;
 };
 
 /// A global tensor on the host, row-major.

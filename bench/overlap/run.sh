@@ -18,7 +18,7 @@ python3 "$root/bench/overlap/program.py" "$n" "$grad" "$work/started.mprog" --st
 run() { # run TRANSPORT PROGRAM
   local launch=()
   [[ $1 == mpi ]] && launch=(mpirun --allow-run-as-root --oversubscribe -np 2)
-  "${launch[@]}" "$build/bin/meshrun" "$work/$2.mprog" --steps "$steps" --quiet 2>&1 |
+  "${launch[@]}" "$build/bin/meshrun" "$work/$2.mprog" --overlap on --steps "$steps" --quiet 2>&1 |
     sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' | head -1
 }
 echo "m:2, einsum ${n}^3 beside an all-reduce of $grad f32, $steps steps a run," \

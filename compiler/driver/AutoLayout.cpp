@@ -111,11 +111,12 @@ std::optional<Figures> measure(ModuleOp module, const layout::Mesh &mesh,
 
 /// The weighted sum of `parts`: the linear extrapolation of each figure.
 Figures combine(const std::vector<std::pair<double, Figures>> &parts) {
-  double compute = 0, communication = 0, overhead = 0, steps = 0,
+  double compute = 0, communication = 0, hidden = 0, overhead = 0, steps = 0,
          collectives = 0, received = 0, arena = 0, peakLive = 0;
   for (const auto &[weight, f] : parts) {
     compute += weight * f.prediction.compute;
     communication += weight * f.prediction.communication;
+    hidden += weight * f.prediction.hidden;
     overhead += weight * f.prediction.overhead;
     steps += weight * f.prediction.steps;
     collectives += weight * f.prediction.collectives;
@@ -126,6 +127,7 @@ Figures combine(const std::vector<std::pair<double, Figures>> &parts) {
   Figures sum;
   sum.prediction.compute = std::max(compute, 0.0);
   sum.prediction.communication = std::max(communication, 0.0);
+  sum.prediction.hidden = std::clamp(hidden, 0.0, sum.prediction.communication);
   sum.prediction.overhead = std::max(overhead, 0.0);
   sum.prediction.steps = std::llround(std::max(steps, 0.0));
   sum.prediction.collectives = std::llround(std::max(collectives, 0.0));

@@ -134,6 +134,13 @@ struct Options {
                "stacked gradient all-reduced once after it (default 128MiB; 0: "
                "every collective on its own; docs/spmd.md)"),
       cl::value_desc("size"), cl::init("128MiB"), cl::cat(category)};
+  cl::opt<std::string> overlapLimit{
+      "overlap-limit",
+      cl::desc("the most bytes of collectives in flight at once, each started "
+               "as early as its inputs allow and waited for where its result "
+               "is used (default 1GiB; 0: every collective blocks; "
+               "docs/spmd.md)"),
+      cl::value_desc("size"), cl::init("1GiB"), cl::cat(category)};
   cl::opt<Remat> remat{
       "remat",
       cl::desc("activation recomputation when training (docs/training.md)"),
@@ -521,6 +528,20 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     }
     bucketBytes = *bucket;
   }
+  int64_t overlapBytes = 0;
+  if (llvm::StringRef(options.overlapLimit).trim() != "0") {
+    layout::Result<int64_t> limit = cost::parseMemorySize(options.overlapLimit);
+    if (!limit.ok()) {
+      llvm::errs() << "meshc: error: --overlap-limit: " << limit.error().message
+                   << " (or 0 to overlap none)\n";
+      return failure();
+    }
+    overlapBytes = *limit;
+  }
+  PartitionOptions partitionOptions;
+  partitionOptions.fuse = !options.noFuse;
+  partitionOptions.bucketBytes = bucketBytes;
+  partitionOptions.overlapBytes = overlapBytes;
   if (predicts || search) {
     layout::Result<cost::MachineProfile> loaded =
         cost::loadMachineProfile(options.machine);
@@ -694,8 +715,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
           return OwningOpRef<ModuleOp>();
         return copy;
       };
-    searchOptions.partition.fuse = !options.noFuse;
-    searchOptions.partition.bucketBytes = bucketBytes;
+    searchOptions.partition = partitionOptions;
     searchOptions.partition.shardOptimizer = options.shardOptimizer;
     searchOptions.partition.axisWeights = weights.str(mesh);
     searchOptions.partition.uneven = weights.allowsIndivisible();
@@ -733,17 +753,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   if (options.explain && partition)
     global = module->clone();
   if (partition) {
-    OpPassManager &partitionPipeline = pm;
-    partitionPipeline.clear();
-    partitionPipeline.addPass(createMtfPartition());
-    if (accumulatesGradients(*module))
-      partitionPipeline.addPass(createMtfDeferAccumulatedReductions());
-    if (bucketBytes > 0)
-      partitionPipeline.addPass(createMtfHoistLoopReductions({bucketBytes}));
-    if (!options.noFuse)
-      partitionPipeline.addPass(createMtfFuse());
-    if (bucketBytes > 0)
-      partitionPipeline.addPass(createMtfCombineCollectives({bucketBytes}));
+    pm.clear();
+    addPartitionPasses(pm, *module, partitionOptions);
     if (failed(pm.run(*module)))
       return failure();
   }
@@ -783,6 +794,20 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     FailureOr<llvm::json::Value> mprog = emitMprog(*module, mprogOptions);
     if (failed(mprog))
       return failure();
+    // A started collective's span is the compiler's promise that nothing
+    // in it touches the collective's buffers: the runtime's loader checks
+    // it byte by byte, here before meshrun would.
+    bool starts =
+        module->walk([](mtf::WaitOp) { return WalkResult::interrupt(); })
+            .wasInterrupted();
+    if (starts)
+      if (ScratchPlan loaded = planScratch(*mprog); !loaded.error.empty()) {
+        llvm::errs() << "meshc: error: internal: the runtime's loader refuses "
+                        "the program meshc wrote (overlapped collectives; "
+                        "--overlap-limit 0 compiles without them): "
+                     << loaded.error << "\n";
+        return failure();
+      }
     return writeOutput(options.output, "-o", [&](llvm::raw_ostream &os) {
       os << llvm::formatv("{0:2}", *mprog) << "\n";
     });

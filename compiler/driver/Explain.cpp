@@ -249,8 +249,12 @@ void explainCollectives(const ProgramCost &cost, const layout::Mesh &mesh,
   os << "\npredicted step time: " << cost::formatSeconds(p.total())
      << " (compute " << cost::formatSeconds(p.compute) << " in " << p.steps
      << " steps, communication " << cost::formatSeconds(p.communication)
-     << " in " << p.collectives << " collectives, run overhead "
-     << cost::formatSeconds(p.overhead) << ") on " << machine.name << "\n";
+     << " in " << p.collectives << " collectives";
+  if (p.hidden > 0)
+    os << " (" << cost::formatSeconds(p.exposed()) << " exposed, "
+       << cost::formatSeconds(p.hidden) << " beside compute)";
+  os << ", run overhead " << cost::formatSeconds(p.overhead) << ") on "
+     << machine.name << "\n";
   if (cost.microbatches > 1)
     os << "  with " << cost.microbatches
        << " microbatches: the forward and backward steps run once per "

@@ -23,6 +23,12 @@ LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
   layoutOptions.axisWeights = options.axisWeights;
   layoutOptions.uneven = options.uneven;
   pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));
+  addPartitionPasses(pm, module, options);
+  return pm.run(module);
+}
+
+void addPartitionPasses(OpPassManager &pm, ModuleOp module,
+                        const PartitionOptions &options) {
   pm.addPass(createMtfPartition());
   if (accumulatesGradients(module))
     pm.addPass(createMtfDeferAccumulatedReductions());
@@ -32,7 +38,8 @@ LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
     pm.addPass(createMtfFuse());
   if (options.bucketBytes > 0)
     pm.addPass(createMtfCombineCollectives({options.bucketBytes}));
-  return pm.run(module);
+  if (options.overlapBytes > 0)
+    pm.addPass(createMtfOverlapCollectives({options.overlapBytes}));
 }
 
 bool accumulatesGradients(ModuleOp module) {

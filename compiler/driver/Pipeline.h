@@ -42,7 +42,16 @@ struct PartitionOptions {
   /// The most bytes one combined collective packs (mtf-combine-collectives;
   /// 0: none combined).
   int64_t bucketBytes = 128 << 20;
+  /// The most bytes of collectives in flight at once
+  /// (mtf-overlap-collectives; 0: every collective blocks).
+  int64_t overlapBytes = int64_t(1) << 30;
 };
+
+/// Adds the passes that turn the laid-out `module` into its local SPMD
+/// form to `pm`: mtf-partition, then (as `options` say) the deferred and
+/// hoisted reductions, fusion, combining and overlap.
+void addPartitionPasses(mlir::OpPassManager &pm, mlir::ModuleOp module,
+                        const PartitionOptions &options);
 
 /// Lays out every program of `module` by `rules` on `mesh`, then partitions
 /// it into its local SPMD form and fuses its elementwise ops as `options`

@@ -192,6 +192,8 @@ std::vector<int64_t> largestLocalShape(Value value) {
   auto ranked = llvm::dyn_cast<RankedTensorType>(value.getType());
   if (!ranked)
     return {};
+  if (Value started = mtf::WaitOp::throughWait(value); started != value)
+    return largestLocalShape(started);
   std::vector<int64_t> shape(ranked.getShape().begin(),
                              ranked.getShape().end());
   // The dim names are those of the named tensor the chain starts from.
@@ -213,6 +215,19 @@ std::vector<int64_t> largestLocalShape(Value value) {
       size = *llvm::max_element(blocks->sizes);
   }
   return shape;
+}
+
+int64_t largestLocalBytes(Value value) {
+  auto shaped = llvm::dyn_cast<ShapedType>(value.getType());
+  Type element = shaped ? shaped.getElementType() : Type();
+  if (auto named = llvm::dyn_cast<mtf::TensorType>(value.getType()))
+    element = named.getElementType();
+  if (!element || !element.isIntOrFloat())
+    return 0;
+  int64_t elements = 1;
+  for (int64_t size : largestLocalShape(value))
+    elements *= ShapedType::isDynamic(size) ? 0 : size;
+  return elements * static_cast<int64_t>(element.getIntOrFloatBitWidth() / 8);
 }
 
 mtf::LayoutAttr resultLayoutAttr(Value value) {

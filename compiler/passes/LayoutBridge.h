@@ -76,6 +76,9 @@ std::optional<DimBlocks> blocksOf(mlir::Operation *op, llvm::StringRef dim);
 /// unequal blocks) the largest block its op's mtf.blocks gives it; a dynamic
 /// size without an entry stays dynamic.
 std::vector<int64_t> largestLocalShape(mlir::Value value);
+/// The bytes of a tensor of largestLocalShape(value) (0 where a size stays
+/// dynamic, or for a value that is not a tensor).
+int64_t largestLocalBytes(mlir::Value value);
 /// A readable name for the tensor `op` produces: the input/parameter name,
 /// the variable it was bound to (NameLoc), or the op name.
 std::string tensorName(mlir::Operation *op);

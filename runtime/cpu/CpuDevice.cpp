@@ -483,6 +483,15 @@ static int allowedCores() {
   return std::max(1, CPU_COUNT(&set));
 }
 
+/// The cores this process may use: ranks of one mpirun on one machine
+/// share its cores.
+static int processCores() {
+  int cores = allowedCores();
+  if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+    cores = std::max(1, cores / std::max(1, std::atoi(local)));
+  return cores;
+}
+
 void CpuBackend::setLocalDevices(int64_t count) {
   int forced = 0;
   if (const char *text = std::getenv("MESHC_CPU_THREADS")) {
@@ -499,12 +508,13 @@ void CpuBackend::setLocalDevices(int64_t count) {
   threads = 1;
   if (count != 1)
     return;
-  threads = allowedCores();
-  // Ranks of one mpirun on one machine share its cores.
-  if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
-    threads = std::max(1, threads / std::max(1, std::atoi(local)));
+  threads = processCores();
   if (forced > 0)
     threads = forced;
+}
+
+bool CpuBackend::overlapPays() const {
+  return processCores() >= 2 * localDevices;
 }
 
 void CpuBackend::setCollectiveLanes() {

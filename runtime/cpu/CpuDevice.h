@@ -147,6 +147,11 @@ public:
   bool supports(OpKind) const override { return true; }
   /// CpuDevice::runCollective touches no member state.
   bool overlapsCollectives() const override { return true; }
+  /// The in-process collectives and MPI's shared-memory and TCP transports
+  /// are work of the CPU's cores: a lane pays where each local device has a
+  /// core for its steps and one for its lane (cores of this process, shared
+  /// among the ranks of an mpirun on one machine, >= 2 x local devices).
+  bool overlapPays() const override;
   /// A lane per device doubles the threads: the collectives spin only
   /// while every one of them still has a core.
   void setCollectiveLanes() override;

@@ -71,10 +71,15 @@ double collectiveSeconds(layout::CollectiveKind kind, int64_t bytes,
 struct Prediction {
   double compute = 0;
   double communication = 0;
+  /// The part of `communication` that runs beside compute (started
+  /// collectives), not adding to the step.
+  double hidden = 0;
   double overhead = 0;
   int64_t steps = 0;
   int64_t collectives = 0;
-  double total() const { return compute + communication + overhead; }
+  /// The communication the step waits for.
+  double exposed() const { return communication - hidden; }
+  double total() const { return compute + exposed() + overhead; }
 };
 
 /// "850 ns", "12.3 us", "4.56 ms", "1.23 s".

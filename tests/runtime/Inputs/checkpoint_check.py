@@ -106,7 +106,9 @@ def trace(path, model, runs, devices):
     for event in events:
         categories[event["cat"]] = categories.get(event["cat"], 0) + 1
     print("categories:", " ".join(sorted(categories)))
-    collectives = [e for e in events if e["cat"] == "collective"]
+    # (A wait completes a started collective; it moves no bytes itself.)
+    collectives = [e for e in events
+                   if e["cat"] == "collective" and e["name"] != "wait"]
     with_bytes = [e for e in collectives if e["args"].get("bytes", 0) > 0]
     print(f"collectives: {len(collectives)}, with bytes: {len(with_bytes)}")
     print("runs:", " ".join(str(r) for r in sorted({e["args"]["run"] for e in events})))

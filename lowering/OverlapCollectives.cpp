@@ -1,0 +1,200 @@
+//===- OverlapCollectives.cpp - mtf-overlap-collectives -------------------===//
+//
+// Each collective that communicates becomes a start (the op itself, moved
+// up) and an mtf.wait (moved down) around the ops that touch none of its
+// buffers (lowering/Passes.td states the rule). One walk per block in
+// program order; each collective sees the waits the earlier ones made, so
+// a later collective never moves past an earlier one's wait when they share
+// a buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/passes/LayoutBridge.h"
+#include "dialect/MtfDialect.h"
+#include "lowering/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace meshc {
+#define GEN_PASS_DEF_MTFOVERLAPCOLLECTIVES
+#include "lowering/Passes.h.inc"
+} // namespace meshc
+
+using namespace mlir;
+
+namespace {
+
+/// Whether `op` is a step that communicates over a device group.
+bool communicates(Operation *op) {
+  std::optional<meshc::runtime::OpKind> kind = mtf::stepKindOf(op);
+  return kind && meshc::runtime::stepGroup(*kind) ==
+                     meshc::runtime::StepGroup::Collective;
+}
+
+/// Whether `op` is a step that computes (neither a collective, a wait nor
+/// an op that becomes no step).
+bool computes(Operation *op) {
+  std::optional<meshc::runtime::OpKind> kind = mtf::stepKindOf(op);
+  return kind && !meshc::runtime::usesGroup(*kind) &&
+         *kind != meshc::runtime::OpKind::Wait;
+}
+
+/// The values that share a buffer with `op`'s operands and results: those,
+/// and the views of them (both ways, through any chain of views).
+llvm::DenseSet<Value> buffersOf(Operation *op) {
+  llvm::DenseSet<Value> seen;
+  SmallVector<Value> work(op->getOperands());
+  llvm::append_range(work, op->getResults());
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    if (!seen.insert(value).second)
+      continue;
+    if (Operation *def = value.getDefiningOp();
+        def && def->hasTrait<mtf::View>())
+      work.push_back(def->getOperand(0));
+    for (Operation *user : value.getUsers())
+      if (user->hasTrait<mtf::View>())
+        work.push_back(user->getResult(0));
+  }
+  return seen;
+}
+
+class Overlap {
+public:
+  Overlap(Block &block, int64_t limit) : block(block), limit(limit) {}
+
+  void run() {
+    SmallVector<Operation *> collectives;
+    // (One started already, in IR read back, stays as it is.)
+    for (Operation &op : block)
+      if (communicates(&op) && !mtf::WaitOp::of(&op))
+        collectives.push_back(&op);
+    for (Operation *op : collectives)
+      overlap(op);
+  }
+
+private:
+  void overlap(Operation *collective) {
+    // The ops of the block that touch its buffers: define, read or write
+    // one (at any depth of their regions).
+    llvm::DenseSet<Operation *> touching;
+    for (Value value : buffersOf(collective)) {
+      if (Operation *def = value.getDefiningOp())
+        if (Operation *at = block.findAncestorOpInBlock(*def))
+          touching.insert(at);
+      for (Operation *user : value.getUsers())
+        if (Operation *at = block.findAncestorOpInBlock(*user))
+          touching.insert(at);
+    }
+    touching.erase(collective);
+    int64_t bytes = 0;
+    for (Value value : collective->getOperands())
+      bytes += meshc::largestLocalBytes(value);
+    for (Value value : collective->getResults())
+      bytes += meshc::largestLocalBytes(value);
+    StringRef phase = mtf::phaseOf(collective);
+    // (An assign writes its parameter's buffer by name, not through a value
+    // the collective could share: no end moves past one.)
+    auto passes = [&](Operation *op) {
+      return !touching.contains(op) && !op->hasTrait<OpTrait::IsTerminator>() &&
+             mtf::phaseOf(op) == phase &&
+             !llvm::isa<mtf::WaitOp, mtf::AssignOp>(op) &&
+             inFlight.lookup(op) + bytes <= limit;
+    };
+
+    // The earliest start: views of the inputs move up with it (they
+    // compute nothing); it stops at the first other op that touches them.
+    llvm::DenseSet<Operation *> inputViews;
+    SmallVector<Value> inputs(collective->getOperands());
+    while (!inputs.empty())
+      if (Operation *def = inputs.pop_back_val().getDefiningOp();
+          def && def->hasTrait<mtf::View>() && def->getBlock() == &block &&
+          inputViews.insert(def).second)
+        inputs.push_back(def->getOperand(0));
+    SmallVector<Operation *> lifted;
+    Operation *first = collective;
+    while (Operation *previous = first->getPrevNode()) {
+      if (inputViews.contains(previous))
+        lifted.push_back(previous);
+      else if (!passes(previous))
+        break;
+      first = previous;
+    }
+    // The latest wait: views of the results move down after it.
+    llvm::DenseSet<Operation *> resultViews;
+    SmallVector<Value> work(collective->getResults());
+    while (!work.empty())
+      for (Operation *user : work.pop_back_val().getUsers())
+        if (user->hasTrait<mtf::View>() && user->getBlock() == &block &&
+            resultViews.insert(user).second)
+          work.push_back(user->getResult(0));
+    SmallVector<Operation *> carried;
+    Operation *last = collective;
+    while (Operation *next = last->getNextNode()) {
+      if (resultViews.contains(next))
+        carried.push_back(next);
+      else if (!passes(next))
+        break;
+      last = next;
+    }
+    // Worth it only with compute to run beside it.
+    bool any = false;
+    for (Operation *op = first; op && !any; op = op->getNextNode()) {
+      any = op != collective && computes(op);
+      if (op == last)
+        break;
+    }
+    if (!any)
+      return;
+
+    if (first != collective) {
+      collective->moveBefore(first);
+      for (Operation *view : llvm::reverse(lifted))
+        view->moveBefore(collective);
+    }
+    OpBuilder builder(collective->getContext());
+    builder.setInsertionPointAfter(last);
+    auto wait = mtf::WaitOp::create(builder, collective->getLoc(),
+                                    collective->getResults(),
+                                    collective->getOperands());
+    if (auto phaseAttr = collective->getAttr(mtf::MtfDialect::kPhaseAttrName))
+      wait->setAttr(mtf::MtfDialect::kPhaseAttrName, phaseAttr);
+    for (auto [value, result] :
+         llvm::zip(collective->getResults(), wait.getResults()))
+      value.replaceUsesWithIf(result, [&](OpOperand &use) {
+        return use.getOwner() != wait.getOperation();
+      });
+    Operation *after = wait;
+    for (Operation *view : carried) {
+      view->moveAfter(after);
+      after = view;
+    }
+    for (Operation *op = collective->getNextNode(); op != wait.getOperation();
+         op = op->getNextNode())
+      inFlight[op] += bytes;
+  }
+
+  Block &block;
+  int64_t limit;
+  /// The bytes of the collectives in flight at each op of the block.
+  llvm::DenseMap<Operation *, int64_t> inFlight;
+};
+
+struct MtfOverlapCollectivesPass
+    : meshc::impl::MtfOverlapCollectivesBase<MtfOverlapCollectivesPass> {
+  using MtfOverlapCollectivesBase::MtfOverlapCollectivesBase;
+
+  void runOnOperation() override {
+    if (inFlightBytes <= 0)
+      return;
+    for (auto program : getOperation().getOps<mtf::ProgramOp>()) {
+      Overlap(program.getBodyBlock(), inFlightBytes).run();
+      program.getBodyBlock().walk([&](mtf::LoopOp loop) {
+        Overlap(loop.getBodyBlock(), inFlightBytes).run();
+      });
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,54 @@
+// RUN: meshc-opt %s -split-input-file -verify-diagnostics
+// mtf.wait's contract (dialect/MtfOps.cpp): it completes every result of
+// one collective, keeps that collective's operands, and is the only user of
+// its results.
+
+shard.grid @mesh(shape = 2)
+mtf.program @not_collective local {
+  %x = mtf.input "x" : !mtf.tensor<[d=8], f32>
+  %t = mtf.to_tensor %x : !mtf.tensor<[d=8], f32> -> tensor<8xf32>
+  // expected-error @+1 {{'mtf.wait' op value 0 is not the result of a collective step}}
+  %w = mtf.wait %t keep(%t : tensor<8xf32>) : tensor<8xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2)
+mtf.program @some_results local {
+  %x = mtf.input "x" : !mtf.tensor<[d=8], f32>
+  %t = mtf.to_tensor %x : !mtf.tensor<[d=8], f32> -> tensor<8xf32>
+  %c:2 = mtf.combined_all_reduce %t, %t on @mesh grid_axes = [0] reduction = "sum" : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>, tensor<8xf32>
+  // expected-error @+1 {{'mtf.wait' op `values` must be every result of 'mtf.combined_all_reduce' in order (2), got 1}}
+  %w = mtf.wait %c#0 keep(%t, %t : tensor<8xf32>, tensor<8xf32>) : tensor<8xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2)
+mtf.program @other_user local {
+  %x = mtf.input "x" : !mtf.tensor<[d=8], f32>
+  %t = mtf.to_tensor %x : !mtf.tensor<[d=8], f32> -> tensor<8xf32>
+  %r = shard.all_reduce %t on @mesh grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  %v = mtf.from_tensor %r : tensor<8xf32> -> !mtf.tensor<[d=8], f32>
+  // expected-error @+1 {{'mtf.wait' op a started collective's results are used by its wait alone; use the wait's results}}
+  %w = mtf.wait %r keep(%t : tensor<8xf32>) : tensor<8xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2)
+mtf.program @wrong_kept local {
+  %x = mtf.input "x" : !mtf.tensor<[d=8], f32>
+  %t = mtf.to_tensor %x : !mtf.tensor<[d=8], f32> -> tensor<8xf32>
+  %r = shard.all_reduce %t on @mesh grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  // expected-error @+1 {{'mtf.wait' op `kept` must be the operands of 'shard.all_reduce' in order (1), got 0}}
+  %w = mtf.wait %r keep() : tensor<8xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2)
+mtf.program @empty local {
+  // expected-error @+1 {{'mtf.wait' op completes no collective: `values` is empty}}
+  "mtf.wait"() <{operandSegmentSizes = array<i32: 0, 0>}> : () -> ()
+}
