@@ -331,7 +331,7 @@ double StepClock::compute(double seconds) {
 double StepClock::collective(Operation *op, double seconds, bool started) {
   double start = std::max(device, lane);
   lane = start + seconds;
-  if (started)
+  if (started && overlaps)
     done[op] = lane;
   else
     device = lane;
@@ -396,7 +396,7 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
     predict(program.getBodyBlock(), 1);
 
     // The same steps on one device's clocks: what started collectives hide.
-    StepClock clock;
+    StepClock clock(machine.overlapsCommunication);
     SmallVector<Operation *> perMicrobatch, once;
     for (Operation &op : program.getBodyBlock())
       (microbatches > 1 && isUpdate(op) ? once : perMicrobatch).push_back(&op);

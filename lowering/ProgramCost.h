@@ -60,9 +60,13 @@ struct ProgramCost {
 /// another in program order (the runtime's, runtime/CommLane.h). A blocking
 /// collective waits for the lane and holds the device; a started one
 /// (mtf.wait completes it) only queues on the lane; a wait holds the device
-/// until its collective is done.
+/// until its collective is done. On a machine whose communication takes
+/// the computing cores, every collective blocks.
 class StepClock {
 public:
+  /// `overlaps`: whether started collectives run beside the steps
+  /// (MachineProfile::overlapsCommunication); without, they block.
+  explicit StepClock(bool overlaps = true) : overlaps(overlaps) {}
   /// A computing step of `seconds`; returns when it starts.
   double compute(double seconds);
   /// Collective `op` of `seconds`, started (true) or blocking; returns
@@ -79,6 +83,7 @@ public:
   double end() const { return std::max(device, lane); }
 
 private:
+  bool overlaps;
   double device = 0, lane = 0;
   llvm::DenseMap<mlir::Operation *, double> done;
 };

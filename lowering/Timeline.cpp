@@ -66,7 +66,7 @@ void writePredictedTimeline(ModuleOp spmd, const layout::Mesh &mesh,
       trackName(1, "its started collectives (predicted, runtime/CommLane.h)"));
   // The steps on one device's clocks (StepClock): started collectives on
   // their lane, the device stalled only where a wait finds one unfinished.
-  StepClock clock;
+  StepClock clock(machine.overlapsCommunication);
   double computing = 0, communicating = 0;
   int64_t steps = 0;
   forEachPredictedStep(spmd, mesh, machine, [&](const PredictedStep &step) {
@@ -90,7 +90,7 @@ void writePredictedTimeline(ModuleOp spmd, const layout::Mesh &mesh,
       bool started = bool(mtf::WaitOp::of(step.op));
       if (started)
         args["started"] = true;
-      track = started ? 1 : 0;
+      track = started && machine.overlapsCommunication ? 1 : 0;
       start = clock.collective(step.op, step.seconds, started);
       communicating += step.seconds;
     } else {

@@ -445,6 +445,12 @@ Json measure(const Context &context, const std::string &name,
   double linkBandwidth =
       received / std::max(large - overhead - double(steps) * latency, 1e-9);
 
+  // Whether meshrun --overlap auto runs started collectives beside the
+  // steps here: the backend's rule for this process's devices.
+  std::unique_ptr<Backend> backend = createBackend("cpu");
+  backend->setLocalDevices(context.processes ? 1 : n);
+  bool overlaps = backend->overlapPays();
+
   std::string where = "measured by meshc-calibrate on " + today() + ", " +
                       cpuModel() + ", " + std::to_string(n) + " devices (" +
                       transport + "): ";
@@ -461,6 +467,7 @@ Json measure(const Context &context, const std::string &name,
       {"step_overhead", overhead},
       {"gemm_call_overhead", callOverhead},
       {"run_overhead", runOverhead},
+      {"overlaps_communication", overlaps},
       {"links",
        {{"intra_node", {{"latency", latency}, {"bandwidth", linkBandwidth}}}}},
       {"sources",
@@ -468,6 +475,11 @@ Json measure(const Context &context, const std::string &name,
          where + "an einsum [1, " + std::to_string(s.gemm) + ", " +
              std::to_string(s.gemm) + "] x [" + std::to_string(s.gemm) + ", " +
              std::to_string(s.gemm) + "] per device, less the step overhead"},
+        {"overlaps_communication",
+         "meshrun --overlap auto's choice on this machine for " +
+             std::to_string(n) + " devices (" + transport +
+             "): lanes where each device has a core for its steps and one "
+             "for its collectives (CpuBackend::overlapPays)"},
         {"gemm_flops.bf16", "the f32 rate: the CPU backend runs f32 only"},
         {"vector_flops", where + "elements per second of an in-place add of " +
                              std::to_string(s.cacheElements) +

@@ -72,7 +72,8 @@ public:
                               "gemm_flops", "vector_flops", "fused_flops",
                               "attention_flops", "memory_bandwidth",
                               "step_overhead", "gemm_call_overhead",
-                              "run_overhead", "links", "sources"}))
+                              "run_overhead", "overlaps_communication",
+                              "links", "sources"}))
       return *e;
     MachineProfile profile;
     const Json *name = member(root, "", "name", true);
@@ -122,6 +123,17 @@ public:
                      profile.gemmCallOverhead) ||
         !nonNegative(root, "", "run_overhead", profile.runOverhead))
       return error;
+    if (const Json *overlaps =
+            member(root, "", "overlaps_communication", false)) {
+      if (!overlaps->is_boolean())
+        return fail(jsonMemberPath("", "overlaps_communication") +
+                        ": expected true or false, got " + describe(*overlaps),
+                    "", locations.valueLoc(jsonMemberPath(
+                            "", "overlaps_communication")));
+      profile.overlapsCommunication = overlaps->get<bool>();
+    } else if (failed) {
+      return error;
+    }
     double perNode = 1;
     if (!positive(root, "", "devices_per_node", false, perNode))
       return error;

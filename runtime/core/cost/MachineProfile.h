@@ -61,6 +61,13 @@ struct MachineProfile {
   /// CPU calls BLAS once per batch element; a GPU's strided-batched GEMM is
   /// one call, so 0 there).
   double gemmCallOverhead = 0;
+  /// Whether communication runs beside compute on this machine, so that a
+  /// started collective (meshc's mtf-overlap-collectives) hides behind the
+  /// steps up to its wait ("overlaps_communication"; default true: NCCL on
+  /// a stream of its own, a NIC). False where the collectives are work of
+  /// the computing cores and meshrun --overlap auto runs them where they
+  /// start: the cost model then prices them as blocking.
+  bool overlapsCommunication = true;
   /// Devices numbered 0..n-1 fill nodes of this many in order.
   int64_t devicesPerNode = 1;
   Link intraNode;

@@ -22,6 +22,7 @@ constexpr const char *kMinimal = R"({
 TEST(MachineProfileTest, AMinimalProfileGetsItsDefaults) {
   auto profile = parseMachineProfile(kMinimal, "box.json");
   ASSERT_TRUE(profile.ok()) << profile.error().str();
+  EXPECT_TRUE(profile->overlapsCommunication); // the default
   EXPECT_EQ(profile->name, "box");
   EXPECT_EQ(profile->gemmF32, 1e11);
   EXPECT_EQ(profile->gemmBf16, 1e11);
@@ -57,6 +58,12 @@ TEST(MachineProfileTest, EveryPresetParsesAndSaysWhereEachFigureIsFrom) {
   EXPECT_EQ(h100->devicesPerNode, 8);
   EXPECT_EQ(h100->gemmBf16, 9.89e14);
   EXPECT_EQ(h100->interNode.bandwidth, 5e10);
+  // NCCL communicates beside the compute stream; the 2-core VM's cores do
+  // both (meshrun --overlap auto runs started collectives where they start).
+  EXPECT_TRUE(h100->overlapsCommunication);
+  auto vm = loadMachineProfile("epyc-2core-threads");
+  ASSERT_TRUE(vm.ok());
+  EXPECT_FALSE(vm->overlapsCommunication);
 }
 
 TEST(MachineProfileTest, ErrorsNameThePlaceAndTheValue) {
@@ -67,8 +74,15 @@ TEST(MachineProfileTest, ErrorsNameThePlaceAndTheValue) {
       "\"description\", \"devices_per_node\", \"gemm_flops\", "
       "\"vector_flops\", \"fused_flops\", \"attention_flops\", "
       "\"memory_bandwidth\", \"step_overhead\", "
-      "\"gemm_call_overhead\", \"run_overhead\", \"links\" and \"sources\"",
+      "\"gemm_call_overhead\", \"run_overhead\", "
+      "\"overlaps_communication\", \"links\" and \"sources\"",
       1, 15);
+  std::string overlaps = kMinimal;
+  overlaps.replace(overlaps.find("\"name\""), 6,
+                   "\"overlaps_communication\": 1, \"name\"");
+  EXPECT_LAYOUT_ERROR(
+      parseMachineProfile(overlaps, "m.json"),
+      "\"overlaps_communication\": expected true or false, got 1", "", 2, 29);
   std::string negative = kMinimal;
   negative.replace(negative.find("2e10"), 4, "-2e0");
   EXPECT_LAYOUT_ERROR(parseMachineProfile(negative, "m.json"),
