@@ -99,7 +99,7 @@ private:
     auto passes = [&](Operation *op) {
       return !touching.contains(op) && !op->hasTrait<OpTrait::IsTerminator>() &&
              mtf::phaseOf(op) == phase &&
-             !llvm::isa<mtf::WaitOp, mtf::AssignOp>(op) &&
+             !llvm::isa<mtf::AssignOp>(op) &&
              inFlight.lookup(op) + bytes <= limit;
     };
 

@@ -192,8 +192,7 @@ def MtfOverlapCollectives
     (docs/mprog.md#overlapped-collectives). An op touches a buffer when it
     reads or writes the collective's inputs or results or a view of them;
     neither end moves past an op of another phase, an `mtf.assign` (it
-    writes its parameter by name), another collective's wait, or out of its
-    block. A collective with no computing step to overlap
+    writes its parameter by name), or out of its block. A collective with no computing step to overlap
     stays as it was.
 
     Started collectives keep their buffers live from start to wait: the
