@@ -98,46 +98,21 @@ private:
     // the collective could share: no end moves past one.)
     auto passes = [&](Operation *op) {
       return !touching.contains(op) && !op->hasTrait<OpTrait::IsTerminator>() &&
-             mtf::phaseOf(op) == phase &&
-             !llvm::isa<mtf::AssignOp>(op) &&
+             mtf::phaseOf(op) == phase && !llvm::isa<mtf::AssignOp>(op) &&
              inFlight.lookup(op) + bytes <= limit;
     };
 
-    // The earliest start: views of the inputs move up with it (they
-    // compute nothing); it stops at the first other op that touches them.
-    llvm::DenseSet<Operation *> inputViews;
-    SmallVector<Value> inputs(collective->getOperands());
-    while (!inputs.empty())
-      if (Operation *def = inputs.pop_back_val().getDefiningOp();
-          def && def->hasTrait<mtf::View>() && def->getBlock() == &block &&
-          inputViews.insert(def).second)
-        inputs.push_back(def->getOperand(0));
-    SmallVector<Operation *> lifted;
-    Operation *first = collective;
-    while (Operation *previous = first->getPrevNode()) {
-      if (inputViews.contains(previous))
-        lifted.push_back(previous);
-      else if (!passes(previous))
-        break;
-      first = previous;
-    }
-    // The latest wait: views of the results move down after it.
-    llvm::DenseSet<Operation *> resultViews;
-    SmallVector<Value> work(collective->getResults());
-    while (!work.empty())
-      for (Operation *user : work.pop_back_val().getUsers())
-        if (user->hasTrait<mtf::View>() && user->getBlock() == &block &&
-            resultViews.insert(user).second)
-          work.push_back(user->getResult(0));
-    SmallVector<Operation *> carried;
-    Operation *last = collective;
-    while (Operation *next = last->getNextNode()) {
-      if (resultViews.contains(next))
-        carried.push_back(next);
-      else if (!passes(next))
-        break;
-      last = next;
-    }
+    // The earliest start and the latest wait: the views of the inputs
+    // move up with the start, those of the results down after the wait
+    // (they compute nothing); each end stops at the first other op that
+    // does not pass.
+    SmallVector<Operation *> lifted, carried;
+    Operation *first = reach(collective, /*up=*/true,
+                             viewChain(collective->getOperands(), /*up=*/true),
+                             passes, lifted);
+    Operation *last = reach(collective, /*up=*/false,
+                            viewChain(collective->getResults(), /*up=*/false),
+                            passes, carried);
     // Worth it only with compute to run beside it.
     bool any = false;
     for (Operation *op = first; op && !any; op = op->getNextNode()) {
@@ -173,6 +148,45 @@ private:
     for (Operation *op = collective->getNextNode(); op != wait.getOperation();
          op = op->getNextNode())
       inFlight[op] += bytes;
+  }
+
+  /// The views in the block reached from `from` through any chain of
+  /// views: toward their sources (`up`) or toward their users.
+  llvm::DenseSet<Operation *> viewChain(ValueRange from, bool up) {
+    llvm::DenseSet<Operation *> views;
+    SmallVector<Value> work(from.begin(), from.end());
+    auto note = [&](Operation *op) {
+      if (op && op->hasTrait<mtf::View>() && op->getBlock() == &block &&
+          views.insert(op).second)
+        work.push_back(up ? op->getOperand(0) : op->getResult(0));
+    };
+    while (!work.empty()) {
+      Value value = work.pop_back_val();
+      if (up)
+        note(value.getDefiningOp());
+      else
+        for (Operation *user : value.getUsers())
+          note(user);
+    }
+    return views;
+  }
+
+  /// The furthest op from `from`, up or down the block, up to which every
+  /// op passes or is one of `views` (those are listed in `moved`, in the
+  /// order met).
+  static Operation *reach(Operation *from, bool up,
+                          const llvm::DenseSet<Operation *> &views,
+                          llvm::function_ref<bool(Operation *)> passes,
+                          SmallVectorImpl<Operation *> &moved) {
+    Operation *end = from;
+    while (Operation *next = up ? end->getPrevNode() : end->getNextNode()) {
+      if (views.contains(next))
+        moved.push_back(next);
+      else if (!passes(next))
+        break;
+      end = next;
+    }
+    return end;
   }
 
   Block &block;

@@ -16,10 +16,6 @@ using namespace mlir;
 
 namespace {
 
-/// Bytes of a value of tensor type (mtf's named or a builtin ranked one);
-/// under device weights, of the largest device's block.
-int64_t bytesOf(Value value) { return largestLocalBytes(value); }
-
 int64_t elementsOf(Value value) {
   if (auto named = llvm::dyn_cast<mtf::TensorType>(value.getType()))
     return named.getNumElements();
@@ -92,11 +88,11 @@ cost::StepWork workOf(Operation *op) {
   cost::StepWork work;
   double elements = 0;
   for (Value operand : op->getOperands()) {
-    work.bytes += static_cast<double>(bytesOf(operand));
+    work.bytes += static_cast<double>(largestLocalBytes(operand));
     elements = std::max(elements, static_cast<double>(elementsOf(operand)));
   }
   for (Value result : op->getResults()) {
-    work.bytes += static_cast<double>(bytesOf(result));
+    work.bytes += static_cast<double>(largestLocalBytes(result));
     elements = std::max(elements, static_cast<double>(elementsOf(result)));
   }
   std::optional<runtime::OpKind> kind = mtf::stepKindOf(op);
@@ -234,10 +230,10 @@ private:
     // A combined collective's tensors are packed into one buffer.
     int64_t bytes = 0;
     for (Value operand : op.getOperands())
-      collective.inBytes += bytesOf(operand);
+      collective.inBytes += largestLocalBytes(operand);
     if (collective.kind == layout::CollectiveKind::AllGather)
       for (Value result : op.getResults())
-        bytes += bytesOf(result);
+        bytes += largestLocalBytes(result);
     else
       bytes = collective.inBytes;
     collective.group = layout::groupSize(collective.axes, mesh);

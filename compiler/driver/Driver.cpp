@@ -461,6 +461,21 @@ importInput(const Options &options, llvm::SourceMgr &sourceMgr,
 
 /// Whether `options` ask to differentiate `module` (it trains, or gradients
 /// are asked for).
+/// The bytes of size flag `flag` (`text`, "0" for none); an error naming the
+/// flag, and what 0 would do (`zeroDoes` none), where it is no size.
+std::optional<int64_t> sizeOrZero(StringRef flag, StringRef text,
+                                  StringRef zeroDoes) {
+  if (text.trim() == "0")
+    return 0;
+  layout::Result<int64_t> size = cost::parseMemorySize(text.str());
+  if (!size.ok()) {
+    llvm::errs() << "meshc: error: " << flag << ": " << size.error().message
+                 << " (or 0 to " << zeroDoes << " none)\n";
+    return std::nullopt;
+  }
+  return *size;
+}
+
 bool needsAutodiff(const Options &options, ModuleOp module) {
   bool trains = false;
   module->walk([&](mtf::TrainOp) { trains = true; });
@@ -518,30 +533,18 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     }
     searchOptions.memoryLimit = *limit;
   }
-  int64_t bucketBytes = 0;
-  if (llvm::StringRef(options.bucketSize).trim() != "0") {
-    layout::Result<int64_t> bucket = cost::parseMemorySize(options.bucketSize);
-    if (!bucket.ok()) {
-      llvm::errs() << "meshc: error: --bucket-size: " << bucket.error().message
-                   << " (or 0 to combine none)\n";
-      return failure();
-    }
-    bucketBytes = *bucket;
-  }
-  int64_t overlapBytes = 0;
-  if (llvm::StringRef(options.overlapLimit).trim() != "0") {
-    layout::Result<int64_t> limit = cost::parseMemorySize(options.overlapLimit);
-    if (!limit.ok()) {
-      llvm::errs() << "meshc: error: --overlap-limit: " << limit.error().message
-                   << " (or 0 to overlap none)\n";
-      return failure();
-    }
-    overlapBytes = *limit;
-  }
+  std::optional<int64_t> bucketBytes =
+      sizeOrZero("--bucket-size", options.bucketSize, "combine");
+  if (!bucketBytes)
+    return failure();
+  std::optional<int64_t> overlapBytes =
+      sizeOrZero("--overlap-limit", options.overlapLimit, "overlap");
+  if (!overlapBytes)
+    return failure();
   PartitionOptions partitionOptions;
   partitionOptions.fuse = !options.noFuse;
-  partitionOptions.bucketBytes = bucketBytes;
-  partitionOptions.overlapBytes = overlapBytes;
+  partitionOptions.bucketBytes = *bucketBytes;
+  partitionOptions.overlapBytes = *overlapBytes;
   if (predicts || search) {
     layout::Result<cost::MachineProfile> loaded =
         cost::loadMachineProfile(options.machine);
