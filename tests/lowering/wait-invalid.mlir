@@ -52,3 +52,19 @@ mtf.program @empty local {
   // expected-error @+1 {{'mtf.wait' op completes no collective: `values` is empty}}
   "mtf.wait"() <{operandSegmentSizes = array<i32: 0, 0>}> : () -> ()
 }
+
+// -----
+
+shard.grid @mesh(shape = 2)
+mtf.program @other_block local {
+  %x = mtf.input "x" : !mtf.tensor<[d=4], f32>
+  %t = mtf.to_tensor %x : !mtf.tensor<[d=4], f32> -> tensor<4xf32>
+  %r = shard.all_reduce %t on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+  %f = mtf.loop "layers" 2 carry(%x : !mtf.tensor<[d=4], f32>) -> (!mtf.tensor<[d=4], f32>) {
+  ^bb0(%h: !mtf.tensor<[d=4], f32>):
+    // expected-error @+1 {{'mtf.wait' op its collective is in another block}}
+    %w = mtf.wait %r keep(%t : tensor<4xf32>) : tensor<4xf32>
+    mtf.yield %h : !mtf.tensor<[d=4], f32>
+  }
+  mtf.output "f" %f : !mtf.tensor<[d=4], f32>
+}
