@@ -61,6 +61,12 @@ def Mtf_Dialect : Dialect {
     /// mtf-autodiff reads it (docs/training.md#microbatches---microbatches).
     static constexpr ::llvm::StringLiteral kMicrobatchesAttrName =
         "mtf.microbatches";
+    /// On a program a pipeline was built in (mtf-pipeline-stages): for each
+    /// dim the pipeline made, the model dim whose layout rule it takes,
+    /// {layers_stage = "layers", batch_mb = "batch"} (mtf-apply-layout reads
+    /// it; docs/pipeline.md).
+    static constexpr ::llvm::StringLiteral kLayoutAliasesAttrName =
+        "mtf.layout_aliases";
     /// On a program laid out on a mesh with device weights: their text
     /// ("b=1,1,2", layout::AxisWeights); a dimension split over a weighted
     /// axis is cut in proportion (docs/layouts.md#device-weights).

@@ -109,6 +109,18 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a dictionary on an mtf.program";
     return success();
   }
+  if (attr.getName() == kLayoutAliasesAttrName) {
+    auto dict = llvm::dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!llvm::isa<ProgramOp>(op) || !dict ||
+        !llvm::all_of(dict, [](NamedAttribute entry) {
+          return llvm::isa<StringAttr>(entry.getValue());
+        }))
+      return op->emitError()
+             << "'" << kLayoutAliasesAttrName
+             << "' must be a dictionary of dim names on an mtf.program, got "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kMicrobatchesAttrName) {
     auto dict = llvm::dyn_cast<DictionaryAttr>(attr.getValue());
     auto count = dict ? dict.getAs<IntegerAttr>("count") : IntegerAttr();

@@ -179,6 +179,27 @@ LogicalResult RenameOp::buildGradients(OpEmitter &emit, Value g,
   return success();
 }
 
+LogicalResult SplitDimOp::buildGradients(OpEmitter &emit, Value g,
+                                         GradientSink &sink) {
+  sink.send(getInput(),
+            emit.tag(MergeDimsOp::create(emit.builder(), emit.getLoc(),
+                                         getInput().getType(), g,
+                                         getOuter().name.getValue()))
+                ->getResult(0));
+  return success();
+}
+
+LogicalResult MergeDimsOp::buildGradients(OpEmitter &emit, Value g,
+                                          GradientSink &sink) {
+  auto type = llvm::cast<TensorType>(getResult().getType());
+  StringRef merged = type.getDims()[getOuterIndex()].name.getValue();
+  sink.send(getInput(),
+            emit.tag(SplitDimOp::create(emit.builder(), emit.getLoc(),
+                                        getInput().getType(), g, merged))
+                ->getResult(0));
+  return success();
+}
+
 LogicalResult ConstrainOp::buildGradients(OpEmitter &emit, Value g,
                                           GradientSink &sink) {
   sink.send(getInput(),

@@ -216,6 +216,109 @@ LogicalResult RenameOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// SplitDimOp, MergeDimsOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Whether `result` is `input` with the dims at [at, at + count) replaced by
+/// `replaced`, which hold as many elements.
+bool replacesDims(TensorType input, TensorType result, unsigned at,
+                  unsigned count, ArrayRef<NamedDim> replaced) {
+  SmallVector<NamedDim> expected(input.getDims().take_front(at));
+  expected.append(replaced.begin(), replaced.end());
+  expected.append(input.getDims().begin() + at + count, input.getDims().end());
+  return result.getElementType() == input.getElementType() &&
+         ArrayRef<NamedDim>(expected) == result.getDims();
+}
+} // namespace
+
+unsigned SplitDimOp::getDimIndex() {
+  return *tensorOf(getInput()).getDimIndex(getDim());
+}
+NamedDim SplitDimOp::getOuter() {
+  return tensorOf(getResult()).getDims()[getDimIndex()];
+}
+NamedDim SplitDimOp::getInner() {
+  return tensorOf(getResult()).getDims()[getDimIndex() + 1];
+}
+
+/// Contract: `dim` is a dimension of the operand; the result is the operand
+/// with `dim` replaced in place by two dimensions whose sizes multiply to
+/// its size, named apart from the operand's dimensions (a name means one
+/// size throughout a program; the type keeps the two apart).
+LogicalResult SplitDimOp::verify() {
+  TensorType input = tensorOf(getInput());
+  TensorType result = tensorOf(getResult());
+  std::optional<unsigned> index = input.getDimIndex(getDim());
+  if (!index)
+    return emitOpError() << "operand has no dimension '" << getDim()
+                         << "' to split (type " << input << ")";
+  if (result.getRank() != input.getRank() + 1)
+    return emitOpError() << "result must have one dimension more than the "
+                            "operand (type "
+                         << input << "), got " << result;
+  NamedDim outer = result.getDims()[*index];
+  NamedDim inner = result.getDims()[*index + 1];
+  if (outer.size * inner.size != input.getDims()[*index].size)
+    return emitOpError() << "splits '" << getDim() << "' of size "
+                         << input.getDims()[*index].size << " into '"
+                         << outer.name.getValue() << "' (" << outer.size
+                         << ") and '" << inner.name.getValue() << "' ("
+                         << inner.size
+                         << "), whose sizes do not multiply to it";
+  for (NamedDim made : {outer, inner})
+    if (input.hasDim(made.name.getValue()))
+      return emitOpError() << "operand already has a dimension '"
+                           << made.name.getValue() << "' (type " << input
+                           << ")";
+  if (!replacesDims(input, result, *index, 1, {outer, inner}))
+    return emitOpError() << "result must be the operand (type " << input
+                         << ") with '" << getDim()
+                         << "' replaced by two dimensions, got " << result;
+  return success();
+}
+
+unsigned MergeDimsOp::getOuterIndex() {
+  return *tensorOf(getInput()).getDimIndex(getOuter());
+}
+
+/// Contract: `outer` is a dimension of the operand with one after it; the
+/// result is the operand with the two replaced in place by one dimension of
+/// their sizes' product, named apart from the operand's dimensions.
+LogicalResult MergeDimsOp::verify() {
+  TensorType input = tensorOf(getInput());
+  TensorType result = tensorOf(getResult());
+  std::optional<unsigned> index = input.getDimIndex(getOuter());
+  if (!index || *index + 1 >= input.getRank())
+    return emitOpError() << "operand has no dimension '" << getOuter()
+                         << "' followed by another to merge it with (type "
+                         << input << ")";
+  if (result.getRank() + 1 != input.getRank())
+    return emitOpError() << "result must have one dimension less than the "
+                            "operand (type "
+                         << input << "), got " << result;
+  NamedDim outer = input.getDims()[*index];
+  NamedDim inner = input.getDims()[*index + 1];
+  NamedDim merged = result.getDims()[*index];
+  if (merged.size != outer.size * inner.size)
+    return emitOpError() << "merges '" << getOuter() << "' (" << outer.size
+                         << ") and '" << inner.name.getValue() << "' ("
+                         << inner.size << ") into '" << merged.name.getValue()
+                         << "' of size " << merged.size << ", not "
+                         << outer.size * inner.size;
+  if (input.hasDim(merged.name.getValue()))
+    return emitOpError() << "operand already has a dimension '"
+                         << merged.name.getValue() << "' (type " << input
+                         << ")";
+  if (!replacesDims(input, result, *index, 2, {merged}))
+    return emitOpError() << "result must be the operand (type " << input
+                         << ") with '" << getOuter()
+                         << "' and the dimension after it replaced by one, got "
+                         << result;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ConstrainOp, CastOp
 //===----------------------------------------------------------------------===//
 

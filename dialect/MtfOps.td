@@ -206,6 +206,71 @@ def Mtf_RenameOp : Mtf_Op<"rename", [Mtf_FollowsPrecision, Mtf_View, DeclareOpIn
   }];
 }
 
+def Mtf_SplitDimOp : Mtf_Op<"split_dim", [Mtf_FollowsPrecision, Mtf_View, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
+  let summary = "cuts one dimension into two, outer then inner, in place";
+  let description = [{
+    Same data, same order: dimension `dim` (size `o * i`) becomes the two
+    dimensions the result type has at its position, an outer one of size
+    `o` and an inner one of size `i` (element `[a, b]` is element `a * i + b`
+    of `dim`); both are new names, since a name means one size throughout a
+    program. A pipeline cuts a repeat's layer dim into stages of consecutive
+    layers and the batch into microbatches so (issue 31). Where `dim` is
+    split over mesh axes into equal blocks of whole inner rows, the outer
+    dimension takes the split and every device keeps its block as it is;
+    otherwise `dim` is gathered first.
+
+    ```mlir
+    %s = mtf.split_dim %w "layers" : !mtf.tensor<[layers=8, d=4], f32> -> !mtf.tensor<[stage=2, layer=4, d=4], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_AnyTensor:$input, StrAttr:$dim);
+  let results = (outs Mtf_AnyTensor:$result);
+  let assemblyFormat = "$input $dim attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The position of `dim` in the operand (verified).
+    unsigned getDimIndex();
+    /// The result's outer and inner dimensions.
+    ::mlir::mtf::NamedDim getOuter();
+    ::mlir::mtf::NamedDim getInner();
+  }];
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::reshape();
+    }
+  }];
+}
+
+def Mtf_MergeDimsOp : Mtf_Op<"merge_dims", [Mtf_FollowsPrecision, Mtf_View, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
+    DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
+  let summary = "joins two adjacent dimensions into one, in place";
+  let description = [{
+    The inverse of `split_dim`: dimension `outer` and the one after it
+    (sizes `o` and `i`) become the result type's dimension at `outer`'s
+    position, of size `o * i`, under a new name. Where the inner dimension
+    is split over mesh axes it is gathered first; the merged dimension takes
+    the outer one's split, so every device keeps its block as it is.
+
+    ```mlir
+    %m = mtf.merge_dims %x "examples" : !mtf.tensor<[examples=4, micro=2, d=4], f32> -> !mtf.tensor<[batch=8, d=4], f32>
+    ```
+  }];
+  let arguments = (ins Mtf_AnyTensor:$input, StrAttr:$outer);
+  let results = (outs Mtf_AnyTensor:$result);
+  let assemblyFormat = "$input $outer attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The position of `outer` in the operand (verified).
+    unsigned getOuterIndex();
+  }];
+  let extraClassDefinition = [{
+    ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
+      return PartitionRule::reshape();
+    }
+  }];
+}
+
 def Mtf_ConstrainOp : Mtf_Op<"constrain", [Mtf_FollowsPrecision, DeclareOpInterfaceMethods<Mtf_PartitionRuleOpInterface>,
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "pins the layout of one tensor, whatever the layout rules say";

@@ -158,6 +158,12 @@ LogicalResult ParamOp::writeSteps(StepWriter &) { return success(); }
 std::optional<OpKind> RenameOp::getStepKind() { return std::nullopt; }
 LogicalResult RenameOp::writeSteps(StepWriter &) { return success(); }
 
+std::optional<OpKind> SplitDimOp::getStepKind() { return std::nullopt; }
+LogicalResult SplitDimOp::writeSteps(StepWriter &) { return success(); }
+
+std::optional<OpKind> MergeDimsOp::getStepKind() { return std::nullopt; }
+LogicalResult MergeDimsOp::writeSteps(StepWriter &) { return success(); }
+
 std::optional<OpKind> ToTensorOp::getStepKind() { return std::nullopt; }
 LogicalResult ToTensorOp::writeSteps(StepWriter &) { return success(); }
 

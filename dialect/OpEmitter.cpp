@@ -25,7 +25,8 @@ void setGroupTags(Operation *op, DictionaryAttr tags) {
 }
 
 OpEmitter::OpEmitter(Block &block, StringRef phase)
-    : b(OpBuilder::atBlockEnd(&block)), phase(b.getStringAttr(phase)),
+    : b(OpBuilder::atBlockEnd(&block)),
+      phase(phase.empty() ? StringAttr() : b.getStringAttr(phase)),
       loc_(b.getUnknownLoc()) {}
 
 OpEmitter::OpEmitter(Operation *op)

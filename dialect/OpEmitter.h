@@ -20,7 +20,8 @@ namespace mtf {
 
 class OpEmitter {
 public:
-  /// Builds at the end of `block` with phase `phase` ("backward", "update").
+  /// Builds at the end of `block` with phase `phase` ("backward", "update";
+  /// "" for forward ops, which carry none).
   OpEmitter(mlir::Block &block, llvm::StringRef phase);
   /// Builds before `op`, at its location, and gives every op it makes the
   /// phase and recomputation group tags (repeat instance, checkpoint) `op`

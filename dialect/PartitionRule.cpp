@@ -80,6 +80,10 @@ PartitionRule PartitionRule::rename(llvm::StringRef from, llvm::StringRef to) {
   return rule;
 }
 
+PartitionRule PartitionRule::reshape() {
+  return ofKind(PartitionKind::Reshape);
+}
+
 PartitionRule PartitionRule::output() { return ofKind(PartitionKind::Output); }
 
 PartitionRule PartitionRule::assign(llvm::StringRef param) {

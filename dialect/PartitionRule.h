@@ -47,6 +47,10 @@ enum class PartitionKind {
   Forward,
   /// Result dimension `to` is operand dimension `from` with its split.
   Rename,
+  /// split_dim / merge_dims: the data stays where it is; a split's outer
+  /// dimension takes the split dimension's split, a merged dimension its
+  /// outer one's (the inner one gathered first).
+  Reshape,
   /// A sink: the operand in the layout it has (output).
   Output,
   /// A sink: the operand in the layout of the parameter it names (assign).
@@ -99,6 +103,7 @@ struct PartitionRule {
                                    bool mean = false);
   static PartitionRule forward();
   static PartitionRule rename(llvm::StringRef from, llvm::StringRef to);
+  static PartitionRule reshape();
   static PartitionRule output();
   static PartitionRule assign(llvm::StringRef param);
   static PartitionRule localGrad();

@@ -132,6 +132,8 @@ LogicalResult Partitioner::partition(Operation &op) {
   }
   case mtf::PartitionKind::Rename:
     return partitionRename(op, rule);
+  case mtf::PartitionKind::Reshape:
+    return partitionReshape(op);
   case mtf::PartitionKind::Output: {
     Value value = op.getOperand(0);
     materialize(value);
@@ -503,6 +505,76 @@ LogicalResult Partitioner::partitionRename(Operation &op,
       reshard(clone->getResult(0), type, renamed, outLayout, op.getLoc(),
               "'" + rule.to + "' is laid out unlike '" + rule.from + "'");
   define(op.getResult(0), result, outLayout);
+  return success();
+}
+
+/// split_dim and merge_dims keep the data where it is. A split's outer
+/// dimension takes the split dimension's axes where every block is whole
+/// outer rows (equal blocks, each a multiple of the inner size); otherwise
+/// the dimension is gathered first. A merge gathers a split inner dimension
+/// first, and the merged dimension takes the outer one's axes. The result
+/// then moves to the layout the rules give it.
+LogicalResult Partitioner::partitionReshape(Operation &op) {
+  Value operand = op.getOperand(0);
+  auto inputType = llvm::cast<mtf::TensorType>(operand.getType());
+  auto type = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
+  materialize(operand);
+  Layout current = layouts[locals.lookup(operand).second];
+  AxisMap axes = axesByName(inputType, current);
+  if (auto split = llvm::dyn_cast<mtf::SplitDimOp>(op)) {
+    std::string dim = split.getDim().str();
+    unsigned index = split.getDimIndex();
+    std::vector<size_t> dimAxes = axes[dim];
+    if (!dimAxes.empty()) {
+      std::vector<int64_t> blocks = current.blockSizes(
+          index, inputType.getDims()[index].size, mesh, weights);
+      if (!llvm::all_equal(blocks) ||
+          blocks.front() % split.getInner().size != 0) {
+        axes[dim].clear();
+        dimAxes.clear();
+      }
+    }
+    AxisMap viewed = axes;
+    viewed.erase(dim);
+    viewed[split.getOuter().name.getValue().str()] = dimAxes;
+    viewed[split.getInner().name.getValue().str()] = {};
+    Value input = operandAs(operand, layoutFor(inputType, axes), &op);
+    IRMapping mapping;
+    mapping.map(operand, input);
+    Operation *clone = cloneLocal(builder, op, mapping);
+    Layout local = layoutFor(type, viewed);
+    setLocalType(clone->getResult(0), type, local);
+    Layout outLayout = resultLayout(&op);
+    define(
+        op.getResult(0),
+        reshard(clone->getResult(0), type, local, outLayout, op.getLoc(),
+                "the split of '" + dim + "' is laid out unlike '" + dim + "'"),
+        outLayout);
+    return success();
+  }
+  auto merge = llvm::cast<mtf::MergeDimsOp>(op);
+  unsigned index = merge.getOuterIndex();
+  std::string outer = merge.getOuter().str();
+  std::string inner = inputType.getDims()[index + 1].name.getValue().str();
+  std::string merged = type.getDims()[index].name.getValue().str();
+  axes[inner].clear();
+  AxisMap viewed = axes;
+  std::vector<size_t> outerAxes = viewed[outer];
+  viewed.erase(outer);
+  viewed.erase(inner);
+  viewed[merged] = outerAxes;
+  Value input = operandAs(operand, layoutFor(inputType, axes), &op);
+  IRMapping mapping;
+  mapping.map(operand, input);
+  Operation *clone = cloneLocal(builder, op, mapping);
+  Layout local = layoutFor(type, viewed);
+  setLocalType(clone->getResult(0), type, local);
+  Layout outLayout = resultLayout(&op);
+  define(op.getResult(0),
+         reshard(clone->getResult(0), type, local, outLayout, op.getLoc(),
+                 "the merge of '" + outer + "' and '" + inner +
+                     "' is laid out unlike '" + merged + "'"),
+         outLayout);
   return success();
 }
 

@@ -56,6 +56,8 @@ private:
                        const mlir::mtf::PartitionRule &rule);
   mlir::LogicalResult partitionRename(mlir::Operation &op,
                                       const mlir::mtf::PartitionRule &rule);
+  /// split_dim and merge_dims (docs/spmd.md#split-and-merged-dimensions).
+  mlir::LogicalResult partitionReshape(mlir::Operation &op);
   mlir::LogicalResult partitionAssign(mlir::Operation &op,
                                       const mlir::mtf::PartitionRule &rule);
   mlir::LogicalResult partitionLocalGrad(mlir::Operation &op);

@@ -565,7 +565,11 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
                     "--microbatches cuts; give --microbatches too\n";
     return failure();
   }
-  if (options.microbatches > 1) {
+  // (Where the layout makes a pipeline, the microbatches are the
+  // pipeline's, cut inside the program: checked once the model is read.)
+  auto checkAccumulated = [&]() -> LogicalResult {
+    if (options.microbatches == 1)
+      return success();
     if (StringRef(options.input).ends_with(".mlir")) {
       llvm::errs() << "meshc: error: --microbatches cuts a .mtf model's batch "
                       "dim as it is read; IR input carries its own "
@@ -579,7 +583,8 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
                       "reference (the result is the same step)\n";
       return failure();
     }
-  }
+    return success();
+  };
 
   std::vector<frontend::RepeatSite> repeats;
   frontend::ImportOptions importOptions;
@@ -604,6 +609,17 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   if (!module || failed(checkInput(options, *module)))
     return failure();
   if (!checkRules(options, rules.checkAgainstDims(collectModelDims(*module))))
+    return failure();
+  // A layout that splits a repeat's layer dim makes a pipeline, whose
+  // microbatches are cut inside the program: the model is read whole.
+  bool pipelined = !search && pipelines(*module, rules);
+  if (pipelined && importOptions.microbatches > 1) {
+    importOptions.microbatches = 1;
+    module = importInput(options, sourceMgr, context, importOptions);
+    if (!module)
+      return failure();
+  }
+  if (!pipelined && failed(checkAccumulated()))
     return failure();
 
   EmitKind emit = options.emit;
@@ -642,8 +658,12 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   if (dumper)
     pm.addInstrumentation(std::move(dumper));
 
-  // Mixed precision on the forward program, so the backward pass follows;
-  // then attention is fused in its final types, before autodiff.
+  // The pipeline first, so that everything after sees its stages; mixed
+  // precision on the forward program, so the backward pass follows; then
+  // attention is fused in its final types, before autodiff.
+  if (pipelined)
+    addPipelineStages(pm, mesh, rules, options.microbatches,
+                      options.microbatchDim);
   if (options.precision == PrecisionKind::BF16)
     pm.nest<mtf::ProgramOp>().addPass(createMtfPrecision());
   if (!options.noFuseAttention)
@@ -656,7 +676,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   // Training: the backward pass and the optimizer update become ordinary
   // ops of the global program, before any layout is applied.
   bool trains = needsAutodiff(options, *module);
-  if (options.microbatches > 1 && !trains) {
+  if (options.microbatches > 1 && !trains && !pipelined) {
     llvm::errs() << "meshc: error: --microbatches " << options.microbatches
                  << " accumulates gradients over microbatches, but the model "
                     "has no train statement\n";

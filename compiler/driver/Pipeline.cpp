@@ -86,6 +86,27 @@ LogicalResult differentiate(ModuleOp module, bool outputGrads, Remat remat,
   return pm.run(module);
 }
 
+bool pipelines(ModuleOp module, const layout::LayoutRules &rules) {
+  for (auto program : module.getOps<mtf::ProgramOp>())
+    for (auto loop : program.getBody().getOps<mtf::LoopOp>())
+      if (const std::vector<std::string> *axes =
+              rules.axesFor(loop.getDim().str());
+          axes && !axes->empty())
+        return true;
+  return false;
+}
+
+void addPipelineStages(OpPassManager &pm, const layout::Mesh &mesh,
+                       const layout::LayoutRules &rules, int64_t microbatches,
+                       llvm::StringRef batchDim) {
+  MtfPipelineStagesOptions options;
+  options.mesh = mesh.str();
+  options.layout = rules.str();
+  options.microbatches = microbatches;
+  options.batchDim = batchDim.str();
+  pm.nest<mtf::ProgramOp>().addPass(createMtfPipelineStages(options));
+}
+
 llvm::json::Value
 outputsToJson(const std::map<std::string, interp::Tensor> &outputs) {
   llvm::json::Object all;

@@ -86,6 +86,17 @@ mlir::LogicalResult differentiate(mlir::ModuleOp module,
                                   Remat remat = Remat::Marked,
                                   bool bf16 = false, bool fuseAttention = true);
 
+/// Whether `rules` split the layer dim of an outermost repeat (a loop) of a
+/// program of `module`: the layout makes a pipeline (docs/pipeline.md).
+bool pipelines(mlir::ModuleOp module, const layout::LayoutRules &rules);
+
+/// Adds mtf-pipeline-stages to `pm` (on every program): the pipelines
+/// `rules` make on `mesh`, with `microbatches` microbatches of `batchDim`.
+/// It runs on the forward program, before differentiate's passes.
+void addPipelineStages(mlir::OpPassManager &pm, const layout::Mesh &mesh,
+                       const layout::LayoutRules &rules, int64_t microbatches,
+                       llvm::StringRef batchDim);
+
 /// Outputs in the format of `meshrun --dump-outputs`:
 /// {"outputs": {name: {"dims": [...], "shape": [...], "data": [...]}}}.
 llvm::json::Value

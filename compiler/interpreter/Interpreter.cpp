@@ -236,6 +236,8 @@ private:
   FailureOr<Tensor> dropoutMask(mtf::DropoutMaskOp op);
   FailureOr<Tensor> einsum(mtf::EinsumOp op);
   FailureOr<Tensor> rename(mtf::RenameOp op);
+  /// split_dim, merge_dims: the same data under the result's dims.
+  FailureOr<Tensor> reshaped(Operation *op);
   FailureOr<Tensor> cast(mtf::CastOp op);
   template <typename Fn> FailureOr<Tensor> unary(Operation *op, Fn fn);
   template <typename Fn> FailureOr<Tensor> binary(Operation *op, Fn fn);
@@ -346,6 +348,8 @@ LogicalResult ProgramRun::evaluate(Operation *op) {
       .Case([&](mtf::DropoutMaskOp op) { return define(op, dropoutMask(op)); })
       .Case([&](mtf::EinsumOp op) { return define(op, einsum(op)); })
       .Case([&](mtf::RenameOp op) { return define(op, rename(op)); })
+      .Case<mtf::SplitDimOp, mtf::MergeDimsOp>(
+          [&](auto op) { return define(op, reshaped(op)); })
       .Case([&](mtf::ConstrainOp op) {
         return define(op, valueOf(op.getInput()));
       })
@@ -637,6 +641,18 @@ FailureOr<Tensor> ProgramRun::rename(mtf::RenameOp op) {
   for (std::string &dim : result.dims)
     if (dim == op.getFrom())
       dim = op.getTo().str();
+  return result;
+}
+
+FailureOr<Tensor> ProgramRun::reshaped(Operation *op) {
+  Tensor result = valueOf(op->getOperand(0));
+  auto type = llvm::cast<mtf::TensorType>(op->getResult(0).getType());
+  result.dims.clear();
+  result.shape.clear();
+  for (const mtf::NamedDim &dim : type.getDims()) {
+    result.dims.push_back(dim.name.getValue().str());
+    result.shape.push_back(dim.size);
+  }
   return result;
 }
 

@@ -40,6 +40,8 @@ struct MtfApplyLayoutPass
                              withFlag(rules.error(), "layout", layout));
       return signalPassFailure();
     }
+    // A dim a pipeline made takes the rule of the model dim it stands for.
+    *rules = meshc::withLayoutAliases(program, *rules);
     if (failed(checkRules(program, *rules, *mesh)))
       return signalPassFailure();
     meshc::layout::AxisWeights weights =
@@ -61,16 +63,19 @@ struct MtfApplyLayoutPass
       weights.allowIndivisible();
 
     MLIRContext *context = &getContext();
-    // A loop's layer dim stays whole (pipeline parallelism will split it).
+    // A loop's layer dim stays whole: mtf-pipeline-stages, before
+    // autodiff, makes a pipeline of a repeat whose layer dim the layout
+    // splits (meshc does where --layout names it).
     WalkResult loops = program.walk([&](mtf::LoopOp loop) {
       const std::vector<std::string> *axes =
           rules->axesFor(loop.getDim().str());
       if (!axes || axes->empty())
         return WalkResult::advance();
       loop.emitError() << "the layout splits the layer dim '" << loop.getDim()
-                       << "' of this repeat; a layer dim is whole for now "
-                          "(pipeline parallelism will give splitting it a "
-                          "meaning)";
+                       << "' of this repeat: a pipeline, which "
+                          "mtf-pipeline-stages builds before autodiff (meshc "
+                          "does for a given --layout; --layout auto does not "
+                          "search pipelines yet)";
       return WalkResult::interrupt();
     });
     if (loops.wasInterrupted())

@@ -116,29 +116,31 @@ bool recomputedInBackward(Operation *op, Remat remat,
          op->hasAttr(mtf::MtfDialect::kCheckpointAttrName);
 }
 
-/// The gradient of a loop with one carried value `x` (the frontend's):
-/// - a backward loop, last layer first, carries the gradient of x and one
-///   sum per invariant operand the loss depends on, and reads each stacked
-///   operand's slice. Its body is first the layer again (a clone of the
-///   forward body) and then the layer's gradient;
+/// The gradient of a loop, given the gradients `diff` holds for its
+/// results (carried values x_k and stacked results):
+/// - a backward loop, last iteration first, carries the gradient of each
+///   x_k (a final's gradient, or zeros) and one sum per invariant operand
+///   the loss depends on, and reads each stacked operand's slice and each
+///   stacked result's gradient slice. Its body is first the layer again (a
+///   clone of the forward body) and then the layer's gradient, seeded from
+///   the carried gradients and the stacked results' slices;
 /// - then each value of that clone the gradient reads is either kept
 ///   (recomputed: recomputedInBackward) or replaced by a slice of a new
 ///   stacked result of the forward loop (the activation, saved), and what
-///   is left of the clone unread is erased; x_i, each iteration's input, is
-///   stacked when the backward body still reads it;
-/// - x, the stacked operands and the invariant ones get the loop's
+///   is left of the clone unread is erased; x_k's value at the start of
+///   each iteration is stacked when the backward body still reads it;
+/// - each x_k, the stacked operands and the invariant ones get the loop's
 ///   gradients.
-LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
+LogicalResult differentiateLoop(mtf::LoopOp loop, Differentiator &diff,
                                 OpEmitter &emit, Remat remat) {
-  if (!g || loop.getCarried().size() != 1 || !loop.getStackedResults().empty())
-    return loop.emitOpError() << "is differentiated only with one carried "
-                                 "value and nothing stacked (as a repeat)";
+  if (loop.getReverse())
+    return loop.emitOpError() << "runs its iterations in reverse; only a "
+                                 "forward loop is differentiated";
   StringRef dim = loop.getDim();
   int64_t count = loop.getCount();
   Block &forwardBody = loop.getBodyBlock();
   Operation *yield = forwardBody.getTerminator();
-  Value carriedArg = loop.getCarriedArgs().front();
-  auto carriedType = tensorType(carriedArg);
+  size_t carriedCount = loop.getCarried().size();
   Location loc = loop.getLoc();
 
   // Which operands the loss depends on, and so need a gradient.
@@ -149,11 +151,22 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
   for (Value operand : loop.getInvariant())
     if (diff.wants(operand))
       invariantWanted.push_back(operand);
+  // The stacked results the loss depends on, with their gradients.
+  SmallVector<std::pair<size_t, Value>> stackedGrads;
+  for (auto [index, result] : llvm::enumerate(loop.getStackedResults()))
+    if (Value grad = diff.grads.lookup(result))
+      stackedGrads.emplace_back(index, grad);
 
-  // The backward body's arguments: carried (the gradient, the sums of the
-  // invariants' gradients), stacked (x_i, the forward's stacked operands,
-  // then the saved activations, added below), invariant (the forward's).
-  SmallVector<Value> carried{g};
+  // The backward body's arguments: carried (the gradients of the x_k, the
+  // sums of the invariants' gradients), stacked (the x_k at each
+  // iteration's start, the forward's stacked operands, the stacked results'
+  // gradients, then the saved activations, added below), invariant (the
+  // forward's).
+  SmallVector<Value> carried;
+  for (Value final : loop.getFinals()) {
+    Value grad = diff.grads.lookup(final);
+    carried.push_back(grad ? grad : emit.constant(0.0, tensorType(final)));
+  }
   for (Value operand : invariantWanted)
     carried.push_back(emit.constant(0.0, tensorType(operand)));
   // (Built in a region of its own, the loop's, until the backward loop,
@@ -165,14 +178,19 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
     body->addArgument(value.getType(), loc);
   size_t inputAt = carried.size();
   IRMapping mapping;
-  mapping.map(carriedArg, body->addArgument(carriedType, loc));
+  for (BlockArgument arg : loop.getCarriedArgs())
+    mapping.map(arg, body->addArgument(arg.getType(), loc));
   for (Value arg : loop.getStackedArgs())
     mapping.map(arg, body->addArgument(arg.getType(), loc));
+  SmallVector<Value> stackedGradArgs;
+  for (auto [index, grad] : stackedGrads)
+    stackedGradArgs.push_back(body->addArgument(
+        yield->getOperand(carriedCount + index).getType(), loc));
   size_t invariantAt = body->getNumArguments();
   for (Value arg : loop.getInvariantArgs())
     mapping.map(arg, body->addArgument(arg.getType(), loc));
 
-  // The layer again, from x_i.
+  // The layer again, from the x_k.
   OpEmitter inner(*body, "backward");
   llvm::DenseMap<Operation *, Operation *> forwardOf;
   SmallVector<Operation *> recomputed;
@@ -185,12 +203,11 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
     forwardOf[clone] = &op;
     recomputed.push_back(clone);
   }
-  Value layerOut = mapping.lookupOrDefault(yield->getOperand(0));
 
-  // Its gradient.
+  // Its gradient, seeded where the layer's yields reach the loss.
   Differentiator layer(inner);
-  Value x = mapping.lookup(carriedArg);
-  layer.active.insert(x);
+  for (BlockArgument arg : loop.getCarriedArgs())
+    layer.active.insert(mapping.lookup(arg));
   for (auto [operand, arg] :
        llvm::zip(loop.getStacked(), loop.getStackedArgs()))
     if (diff.wants(operand))
@@ -200,8 +217,16 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
     if (diff.wants(operand))
       layer.active.insert(mapping.lookup(arg));
   markActive(*body, layer.active);
-  if (layer.active.contains(layerOut))
-    layer.grads[layerOut] = body->getArgument(0);
+  SmallVector<std::pair<Value, Value>> seeds;
+  for (size_t k = 0; k < carriedCount; ++k)
+    seeds.emplace_back(mapping.lookupOrDefault(yield->getOperand(k)),
+                       body->getArgument(k));
+  for (auto [seed, arg] : llvm::zip(stackedGrads, stackedGradArgs))
+    seeds.emplace_back(
+        mapping.lookupOrDefault(yield->getOperand(carriedCount + seed.first)),
+        arg);
+  for (auto [value, grad] : seeds)
+    layer.send(value, grad);
   if (failed(backpropagate(recomputed, layer, inner, remat)))
     return failure();
   auto gradOf = [&](Value value) {
@@ -209,8 +234,10 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
     return it != layer.grads.end() ? it->second
                                    : inner.constant(0.0, tensorType(value));
   };
-  SmallVector<Value> yielded{gradOf(x)};
-  size_t sum = 1;
+  SmallVector<Value> yielded;
+  for (BlockArgument arg : loop.getCarriedArgs())
+    yielded.push_back(gradOf(mapping.lookup(arg)));
+  size_t sum = carriedCount;
   for (auto [operand, arg] :
        llvm::zip(loop.getInvariant(), loop.getInvariantArgs()))
     if (diff.wants(operand)) {
@@ -226,7 +253,8 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
 
   // Recompute or read each activation, last op first, so that an op's
   // readers are settled before it: what nothing reads is erased.
-  SmallVector<Value> moving{carriedArg};
+  SmallVector<Value> moving(loop.getCarriedArgs().begin(),
+                            loop.getCarriedArgs().end());
   llvm::append_range(moving, loop.getStackedArgs());
   llvm::DenseSet<Value> varying = varyingValues(forwardBody, moving);
   SmallVector<Value> saved;
@@ -254,16 +282,21 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
     }
     op.erase();
   }
-  bool inputRead = !body->getArgument(inputAt).use_empty();
-  if (!inputRead)
-    body->eraseArgument(inputAt);
+  // The x_k the backward body reads, stacked by the forward loop.
+  SmallVector<Value> inputsRead;
+  for (size_t k = carriedCount; k-- > 0;) {
+    if (body->getArgument(inputAt + k).use_empty())
+      body->eraseArgument(inputAt + k);
+    else
+      inputsRead.push_back(loop.getCarriedArgs()[k]);
+  }
+  std::reverse(inputsRead.begin(), inputsRead.end());
 
-  // The forward loop, also stacking x_i (where read) and the activations.
-  SmallVector<Value> stackedYields;
-  if (inputRead)
-    stackedYields.push_back(carriedArg);
+  // The forward loop, also stacking the x_k read and the activations after
+  // its own stacked results.
+  SmallVector<Value> stackedYields(inputsRead);
   llvm::append_range(stackedYields, saved);
-  SmallVector<Type> stackedTypes;
+  SmallVector<Type> stackedTypes(loop.getStackedResults().getTypes());
   for (Value value : stackedYields)
     stackedTypes.push_back(
         mtf::LoopOp::stackedType(tensorType(value), dim, count));
@@ -275,15 +308,19 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
   forward->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
   forward.getBody().takeBody(loop.getBody());
   yield->insertOperands(yield->getNumOperands(), stackedYields);
-  loop.getFinals().front().replaceAllUsesWith(forward.getFinals().front());
+  for (auto [old, now] : llvm::zip(loop.getResults(), forward.getResults()))
+    old.replaceAllUsesWith(now);
+  size_t ownStacked = loop.getStackedResults().size();
 
   // The backward loop.
   SmallVector<Value> stacked;
-  ValueRange stackedResults = forward.getStackedResults();
-  if (inputRead)
-    stacked.push_back(stackedResults.front());
+  ValueRange stackedResults =
+      forward.getStackedResults().drop_front(ownStacked);
+  llvm::append_range(stacked, stackedResults.take_front(inputsRead.size()));
   llvm::append_range(stacked, forward.getStacked());
-  llvm::append_range(stacked, stackedResults.drop_front(inputRead ? 1 : 0));
+  for (auto [index, grad] : stackedGrads)
+    stacked.push_back(grad);
+  llvm::append_range(stacked, stackedResults.drop_front(inputsRead.size()));
   SmallVector<Type> stackedResultTypes;
   for (Value operand : stackedWanted)
     stackedResultTypes.push_back(operand.getType());
@@ -296,9 +333,11 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Value g, Differentiator &diff,
   emit.tag(backward);
   backward.getBody().takeBody(scratch);
 
-  diff.send(forward.getCarried().front(), backward.getFinals().front());
   for (auto [operand, total] :
-       llvm::zip(invariantWanted, backward.getFinals().drop_front()))
+       llvm::zip(forward.getCarried(), backward.getFinals()))
+    diff.send(operand, total);
+  for (auto [operand, total] : llvm::zip(
+           invariantWanted, backward.getFinals().drop_front(carriedCount)))
     diff.send(operand, total);
   for (auto [operand, grads] :
        llvm::zip(stackedWanted, backward.getStackedResults()))
@@ -317,8 +356,7 @@ LogicalResult backpropagate(ArrayRef<Operation *> ops, Differentiator &diff,
                         [&](Value r) { return diff.grads.count(r); }))
         continue;
       emit.setLoc(op->getLoc());
-      if (failed(differentiateLoop(loop, diff.grads.lookup(loop.getResult(0)),
-                                   diff, emit, remat)))
+      if (failed(differentiateLoop(loop, diff, emit, remat)))
         return failure();
       continue;
     }

@@ -303,4 +303,20 @@ InFlightDiagnostic emitLayoutError(Location loc, const layout::Error &error) {
   return diag;
 }
 
+layout::LayoutRules withLayoutAliases(mtf::ProgramOp program,
+                                      layout::LayoutRules rules) {
+  auto aliases = program->getAttrOfType<DictionaryAttr>(
+      mtf::MtfDialect::kLayoutAliasesAttrName);
+  if (!aliases)
+    return rules;
+  for (NamedAttribute alias : aliases) {
+    std::string of = llvm::cast<StringAttr>(alias.getValue()).str();
+    std::string dim = alias.getName().str();
+    if (const std::vector<std::string> *axes = rules.axesFor(of);
+        axes && !rules.axesFor(dim))
+      (void)rules.add(dim, *axes);
+  }
+  return rules;
+}
+
 } // namespace meshc

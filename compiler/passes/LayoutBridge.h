@@ -90,6 +90,11 @@ std::string resultTensorName(mlir::OpResult result);
 /// mtf.layout, or its entry of mtf.layouts (an op with several results,
 /// fused attention); null when it has none or `value` is an argument.
 mlir::mtf::LayoutAttr resultLayoutAttr(mlir::Value value);
+/// `rules` with a rule for each dim a pipeline made in `program`
+/// (mtf.layout_aliases): the rule of the model dim it stands for, where
+/// that dim has one and it has none (mtf-pipeline-stages, docs/pipeline.md).
+layout::LayoutRules withLayoutAliases(mlir::mtf::ProgramOp program,
+                                      layout::LayoutRules rules);
 /// Every dimension name of the tensors under `root`, with its size.
 std::map<std::string, int64_t> collectModelDims(mlir::Operation *root);
 /// The dim names of each tensor type under `root`, each list once: which

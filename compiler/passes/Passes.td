@@ -66,6 +66,50 @@ def MtfApplyLayout : Pass<"mtf-apply-layout", "::mlir::mtf::ProgramOp"> {
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }
 
+def MtfPipelineStages : Pass<"mtf-pipeline-stages", "::mlir::mtf::ProgramOp"> {
+  let summary = "a repeat whose layer dim the layout splits becomes a pipeline";
+  let description = [{
+    Runs on the forward program, before mtf-precision and mtf-autodiff (so
+    the backward pass is the pipeline's own, GPipe's schedule). Each
+    outermost `mtf.loop` whose dim the `layout` splits over mesh axes of
+    total size P becomes a pipeline of P stages of L / P consecutive layers
+    with `microbatches` microbatches of `batch-dim` (docs/pipeline.md):
+
+    - each stacked weight `[layers=L, ...]` is cut (`split_dim`) into
+      `[layers_stage=P, layers_layer=L/P, ...]`, and each of a stage's
+      layers taken out, `[layers_stage=P, ...]`;
+    - each carried value is cut into microbatches (`split_dim` of the batch
+      into `batch_mb` and `batch_micro`) and laid along a new tick dim,
+      `M + P - 1` long (zeros after the last microbatch);
+    - one `mtf.loop` over the ticks carries each value's state on every
+      stage, `[layers_stage=P, ...]`: stage 0 takes the tick's microbatch,
+      every stage runs its layers (the body cloned once per layer of a
+      stage, every value that depends on the state with the stage dim
+      first), the last stage's result is stacked, and the state moves one
+      stage on (a `window` shift along the stage dim);
+    - microbatch m is the last stage's result of tick m + P - 1; the
+      microbatches are merged back into the batch.
+
+    The program records `mtf.layout_aliases` (`layers_stage` takes the rule
+    of `layers`, `batch_mb` that of the batch), which mtf-apply-layout
+    reads. Refused with the reason: layers that do not cut into P equal
+    stages, a body that stacks per-layer values, draws dropout masks, holds
+    a loop, or mixes the examples of the batch (with microbatches), a
+    carried value without the batch dim, an invariant with it.
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
+           "the device mesh, e.g. \"p:2;b:2\"">,
+    Option<"layout", "layout", "std::string", /*default=*/"\"\"",
+           "the layout rules, e.g. \"layers:p;batch:b\"">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "microbatches per step (meshc --microbatches)">,
+    Option<"batchDim", "batch-dim", "std::string", /*default=*/"\"batch\"",
+           "the dim cut into microbatches (meshc --microbatch-dim)">,
+  ];
+  let dependentDialects = ["::mlir::mtf::MtfDialect"];
+}
+
 def MtfAutodiff : Pass<"mtf-autodiff", "::mlir::mtf::ProgramOp"> {
   let summary = "turns mtf.train into the backward pass and the optimizer update";
   let description = [{

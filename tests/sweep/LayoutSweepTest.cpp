@@ -20,6 +20,10 @@
 // cut into unequal blocks; the layouts whose collectives move unequal blocks
 // (variable-count all-gather, reduce-scatter, all-to-all, slice) are counted
 // and each case must have some.
+// charlm as a loop on 2, 2x2 and 2x2x2 (every 7th) also runs the layouts
+// that split its layer dim: each a pipeline (mtf-pipeline-stages, 2
+// microbatches) compiled from the forward program again and held to the
+// reference of the unpipelined program, every named tensor included.
 // The models that repeat a block (the block, charlm, llama) also run each
 // layout on 2x2 with every instance recomputed in the backward pass
 // (--remat=repeat): every tensor must be bit-identical to the run without.
@@ -117,6 +121,11 @@ struct SweepCase {
   /// Import each outermost repeat as one loop (meshc --repeat=loop): the
   /// body is partitioned once and runs as a .mprog loop step.
   bool loops = false;
+  /// With loops: also run the layouts that split a loop's layer dim, each a
+  /// pipeline (mtf-pipeline-stages) with this many microbatches of the
+  /// batch, against the reference of the unpipelined program; 0: those
+  /// layouts are not valid (mtf-apply-layout refuses them).
+  int microbatches = 0;
 };
 
 /// `source` with each `dim NAME = N` of `sizes` ("NAME=N NAME=N") given the
@@ -150,6 +159,7 @@ std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
       (info.param.remat ? "_remat" : "") +
       (info.param.shardOptimizer ? "_zero" : "") +
       (info.param.bf16 ? "_bf16" : "") + (info.param.loops ? "_loop" : "") +
+      (info.param.microbatches ? "_pipeline" : "") +
       (*info.param.axisWeights ? "_weights_" : "") + info.param.axisWeights +
       (info.param.uneven ? "_uneven" : "");
   for (char &c : name)
@@ -161,12 +171,14 @@ std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
 /// Whether every tensor of `program` can take `rules` on `mesh` under
 /// `weights`.
 bool validFor(mtf::ProgramOp program, const layout::LayoutRules &rules,
-              const layout::Mesh &mesh, const layout::AxisWeights &weights) {
+              const layout::Mesh &mesh, const layout::AxisWeights &weights,
+              bool pipelines = false) {
   bool valid = true;
-  // A loop's layer dim is never split (mtf-apply-layout refuses it).
+  // A loop's layer dim is split only by a pipeline (mtf-apply-layout
+  // refuses it otherwise).
   program.walk([&](mtf::LoopOp loop) {
     const std::vector<std::string> *axes = rules.axesFor(loop.getDim().str());
-    valid &= !axes || axes->empty();
+    valid &= pipelines || !axes || axes->empty();
   });
   program.walk([&](Operation *op) {
     for (Type type : op->getResultTypes())
@@ -374,7 +386,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
   }
 
   int valid = 0, total = 0, run = 0, unfused = 0, recomputedRuns = 0,
-      shardedRuns = 0, unequalRuns = 0, unequalMoves = 0;
+      pipelinedRuns = 0, shardedRuns = 0, unequalRuns = 0, unequalMoves = 0;
   std::map<std::string, int> movesByKind;
   double worst = 0;
   std::string worstTensor = "-";
@@ -383,11 +395,34 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
     layout::Result<layout::LayoutRules> rules =
         layout::LayoutRules::parse(text);
     ASSERT_TRUE(rules.ok()) << text;
-    if (!validFor(program, *rules, mesh, weights))
+    if (!validFor(program, *rules, mesh, weights, param.microbatches > 0))
       continue;
+    // A layout that splits a loop's layer dim is a pipeline: the forward
+    // program again, pipelined, then differentiated; valid where its own
+    // tensors (microbatches, stages) take the layout.
+    OwningOpRef<ModuleOp> pipelined;
+    if (meshc::pipelines(*module, *rules)) {
+      pipelined = meshc::frontend::importMtf(sourceMgr, context, import);
+      ASSERT_TRUE(pipelined) << diagnostics;
+      auto forward = *pipelined->getOps<mtf::ProgramOp>().begin();
+      exposeNamedTensors(forward);
+      for (auto train : forward.getBodyBlock().getOps<mtf::TrainOp>())
+        wellConditioned(train);
+      PassManager pm(&context, ModuleOp::getOperationName());
+      meshc::addPipelineStages(pm, mesh, *rules, param.microbatches, "batch");
+      ASSERT_TRUE(succeeded(pm.run(*pipelined))) << text << diagnostics;
+      ASSERT_TRUE(succeeded(meshc::differentiate(
+          *pipelined, trains, meshc::Remat::None, param.bf16)))
+          << diagnostics;
+      auto stages = *pipelined->getOps<mtf::ProgramOp>().begin();
+      if (!validFor(stages, meshc::withLayoutAliases(stages, *rules), mesh,
+                    weights))
+        continue;
+    }
     if (valid++ % param.every != 0)
       continue;
     ++run;
+    pipelinedRuns += pipelined ? 1 : 0;
     SCOPED_TRACE("layout \"" + text + "\" on mesh \"" + param.mesh + "\"");
 
     // Fused (as meshc compiles) always; every kUnfusedEvery-th run also
@@ -415,8 +450,8 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       if (fuse && param.shardOptimizer && shardsASlot(program, *rules, mesh))
         ++shardedRuns;
       LayoutRun outcome;
-      runLayout(*module, mesh, *rules, options, referenceOptions.steps, got,
-                isParam, diagnostics, outcome);
+      runLayout(pipelined ? *pipelined : *module, mesh, *rules, options,
+                referenceOptions.steps, got, isParam, diagnostics, outcome);
       if (HasFatalFailure())
         return;
       unequalRuns += fuse && outcome.unequal ? 1 : 0;
@@ -494,6 +529,12 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
   if (param.remat)
     std::printf("[ sweep    ] %d runs with --remat=repeat bit-identical\n",
                 recomputedRuns);
+  if (param.microbatches) {
+    std::printf("[ sweep    ] %d pipelined layouts (%d microbatches) equal "
+                "the unpipelined reference\n",
+                pipelinedRuns, param.microbatches);
+    EXPECT_GT(pipelinedRuns, 0);
+  }
   if (*param.axisWeights || param.uneven) {
     std::printf("[ sweep    ] %s%s%s: %d layouts with unequal blocks equal "
                 "the reference, %d of them moving unequal blocks through a "
@@ -521,6 +562,10 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
 /// The language models at sweep size, on meshes up to 2x2x2.
 constexpr const char *kCharLmSizes =
     "batch=2 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4";
+/// charlm at the sweep's size with a batch that cuts into microbatches (and
+/// then over a data-parallel axis).
+constexpr const char *kPipelineSizes =
+    "batch=4 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4";
 constexpr const char *kLlamaSizes =
     "batch=2 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4";
 constexpr const char *kMoeSizes = "batch=2 seq=4 memory=4 vocab=4 d_model=4 "
@@ -605,6 +650,14 @@ const SweepCase kCases[] = {
      false, true, false, "", false, true},
     {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
      false, false, true, "", false, true},
+    // Pipelines: every layout that splits the layer dim, with microbatches
+    // (docs/pipeline.md), beside the others on the same mesh.
+    {"examples/transformer/charlm.mtf", "a:2", kPipelineSizes, 1, false, false,
+     false, false, "", false, true, 2},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kPipelineSizes, 1, false,
+     false, false, false, "", false, true, 2},
+    {"examples/transformer/charlm.mtf", "a:2;b:2;c:2", kPipelineSizes, 7, false,
+     false, false, false, "", false, true, 2},
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),

@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -34,8 +35,10 @@ struct Compiled {
   }
 };
 
-inline std::unique_ptr<Compiled> compile(const std::string &source,
-                                         bool outputGrads = true) {
+/// `source` is .mtf text, or with `ir` mtf IR (for ops the language does
+/// not write, such as split_dim).
+inline std::unique_ptr<Compiled>
+compile(const std::string &source, bool outputGrads = true, bool ir = false) {
   auto result = std::make_unique<Compiled>();
   mlir::DialectRegistry registry;
   meshc::registerAll(registry);
@@ -50,7 +53,9 @@ inline std::unique_ptr<Compiled> compile(const std::string &source,
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(source, "test.mtf"), llvm::SMLoc());
-  result->module = meshc::frontend::importMtf(sourceMgr, *result->context);
+  result->module = ir ? mlir::parseSourceString<mlir::ModuleOp>(
+                            source, result->context.get())
+                      : meshc::frontend::importMtf(sourceMgr, *result->context);
   if (!result->module ||
       failed(meshc::differentiate(*result->module, outputGrads)))
     result->module = nullptr;

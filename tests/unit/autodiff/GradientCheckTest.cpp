@@ -30,8 +30,9 @@ double lossAt(mlir::mtf::ProgramOp program,
 }
 
 /// Checks every gradient output of `source` against finite differences.
-void checkGradients(const std::string &source, double tolerance = 1e-6) {
-  auto compiled = compile(source);
+void checkGradients(const std::string &source, double tolerance = 1e-6,
+                    bool ir = false) {
+  auto compiled = compile(source, /*outputGrads=*/true, ir);
   ASSERT_TRUE(compiled->module) << compiled->diagnostics;
   mlir::mtf::ProgramOp program = compiled->program();
 
@@ -112,6 +113,77 @@ TEST(GradientCheck, EinsumOfTheSameTensorTwice) {
 }
 TEST(GradientCheck, Rename) {
   checkGradients(model("rename(x, b, c2)", "a, c2").insert(0, "dim c2 = 4\n"));
+}
+TEST(GradientCheck, SplitDimAndMergeDims) {
+  // Not written in the language (a pipeline makes them): the weight's rows
+  // cut into [s, i], scaled elementwise, joined back under another name.
+  checkGradients(R"mlir(
+mtf.program @split_merge {
+  %w = mtf.param "w" normal(0.0, 1.0) : !mtf.tensor<[a=4, b=3], f32>
+  %u = mtf.input "u" : !mtf.tensor<[s=2, i=2, b=3], f32>
+  %v = mtf.input "v" : !mtf.tensor<[k=4, b=3], f32>
+  %s = mtf.split_dim %w "a" : !mtf.tensor<[a=4, b=3], f32> -> !mtf.tensor<[s=2, i=2, b=3], f32>
+  %t = mtf.mul %s, %u : !mtf.tensor<[s=2, i=2, b=3], f32>, !mtf.tensor<[s=2, i=2, b=3], f32> -> !mtf.tensor<[s=2, i=2, b=3], f32>
+  %h = mtf.tanh %t : !mtf.tensor<[s=2, i=2, b=3], f32>
+  %m = mtf.merge_dims %h "s" : !mtf.tensor<[s=2, i=2, b=3], f32> -> !mtf.tensor<[k=4, b=3], f32>
+  %p = mtf.mul %m, %v : !mtf.tensor<[k=4, b=3], f32>, !mtf.tensor<[k=4, b=3], f32> -> !mtf.tensor<[k=4, b=3], f32>
+  %l = mtf.reduce_sum %p : !mtf.tensor<[k=4, b=3], f32> -> !mtf.tensor<[], f32>
+  mtf.output "loss" %l : !mtf.tensor<[], f32>
+  mtf.train %l with "sgd" {lr = 0.1 : f64} : !mtf.tensor<[], f32>
+}
+)mlir",
+                 1e-6, /*ir=*/true);
+}
+TEST(GradientCheck, LoopWithTwoCarriedValues) {
+  // Each layer mixes both carried values; the loss reads both finals.
+  checkGradients(R"mlir(
+mtf.program @two_carried {
+  %w = mtf.param "w" normal(0.0, 0.7) : !mtf.tensor<[layers=3, a=2], f32>
+  %x = mtf.input "x" : !mtf.tensor<[a=2], f32>
+  %v = mtf.input "v" : !mtf.tensor<[a=2], f32>
+  %y:2 = mtf.loop "layers" 3 carry(%x, %v : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32>) stacked(%w : !mtf.tensor<[layers=3, a=2], f32>) -> (!mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32>) {
+  ^bb0(%h: !mtf.tensor<[a=2], f32>, %g: !mtf.tensor<[a=2], f32>, %wi: !mtf.tensor<[a=2], f32>):
+    %m = mtf.mul %h, %wi : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32> -> !mtf.tensor<[a=2], f32>
+    %n = mtf.add %m, %g : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32> -> !mtf.tensor<[a=2], f32>
+    %p = mtf.mul %g, %wi : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32> -> !mtf.tensor<[a=2], f32>
+    %t = mtf.tanh %p : !mtf.tensor<[a=2], f32>
+    mtf.yield %n, %t : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32>
+  }
+  %q = mtf.mul %y#0, %v : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32> -> !mtf.tensor<[a=2], f32>
+  %r = mtf.add %q, %y#1 : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32> -> !mtf.tensor<[a=2], f32>
+  %l = mtf.reduce_sum %r : !mtf.tensor<[a=2], f32> -> !mtf.tensor<[], f32>
+  mtf.output "loss" %l : !mtf.tensor<[], f32>
+  mtf.train %l with "sgd" {lr = 0.1 : f64} : !mtf.tensor<[], f32>
+}
+)mlir",
+                 1e-6, /*ir=*/true);
+}
+TEST(GradientCheck, LoopWithStackedResultsAndAnUnreadFinal) {
+  // The loss reads each layer's stacked value and an invariant's gradient
+  // sums over the layers; the second carried value's final is unread.
+  checkGradients(R"mlir(
+mtf.program @stacked {
+  %w = mtf.param "w" normal(0.0, 0.7) : !mtf.tensor<[layers=3, a=2], f32>
+  %c = mtf.param "c" normal(0.0, 0.7) : !mtf.tensor<[a=2], f32>
+  %x = mtf.input "x" : !mtf.tensor<[a=2], f32>
+  %u = mtf.input "u" : !mtf.tensor<[layers=3, a=2], f32>
+  %y:3 = mtf.loop "layers" 3 carry(%x, %x : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32>) stacked(%w : !mtf.tensor<[layers=3, a=2], f32>) invariant(%c : !mtf.tensor<[a=2], f32>) -> (!mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32>) stacked(!mtf.tensor<[layers=3, a=2], f32>) {
+  ^bb0(%h: !mtf.tensor<[a=2], f32>, %g: !mtf.tensor<[a=2], f32>, %wi: !mtf.tensor<[a=2], f32>, %ci: !mtf.tensor<[a=2], f32>):
+    %m = mtf.mul %h, %wi : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32> -> !mtf.tensor<[a=2], f32>
+    %n = mtf.add %m, %ci : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32> -> !mtf.tensor<[a=2], f32>
+    %t = mtf.tanh %n : !mtf.tensor<[a=2], f32>
+    %s = mtf.mul %t, %g : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32> -> !mtf.tensor<[a=2], f32>
+    mtf.yield %t, %g, %s : !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32>, !mtf.tensor<[a=2], f32>
+  }
+  %q = mtf.mul %y#2, %u : !mtf.tensor<[layers=3, a=2], f32>, !mtf.tensor<[layers=3, a=2], f32> -> !mtf.tensor<[layers=3, a=2], f32>
+  %r = mtf.reduce_sum %q : !mtf.tensor<[layers=3, a=2], f32> -> !mtf.tensor<[], f32>
+  %e = mtf.reduce_sum %y#0 : !mtf.tensor<[a=2], f32> -> !mtf.tensor<[], f32>
+  %l = mtf.add %r, %e : !mtf.tensor<[], f32>, !mtf.tensor<[], f32> -> !mtf.tensor<[], f32>
+  mtf.output "loss" %l : !mtf.tensor<[], f32>
+  mtf.train %l with "sgd" {lr = 0.1 : f64} : !mtf.tensor<[], f32>
+}
+)mlir",
+                 1e-6, /*ir=*/true);
 }
 TEST(GradientCheck, Constrain) {
   checkGradients(model("constrain(x, a: m) * 2", "a, b"));

@@ -1,0 +1,462 @@
+//===- PipelineStages.cpp - mtf-pipeline-stages ---------------------------===//
+//
+// A repeat whose layer dim the layout splits over mesh axes (`layers:p`)
+// becomes a pipeline of P stages of consecutive layers (GPipe's schedule,
+// built as MaxText builds its pipeline: one SPMD program over a stage dim).
+// The loop over L layers is rewritten, in the global program, into a loop
+// over M + P - 1 ticks (M microbatches of the batch). Every tick each stage
+// runs its L / P layers on the microbatch it holds, stage 0 takes the next
+// microbatch, the last stage's result is kept, and the activations move one
+// stage on (a shift along the stage dim, which mtf-partition makes one
+// collective_permute between neighbours). The stage dim takes the layer
+// dim's layout rule, so each device holds its stages' weights and works on
+// them only. The result equals the unpipelined loop's: the same layers in
+// the same order on every example (docs/pipeline.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/passes/LayoutBridge.h"
+#include "compiler/passes/Passes.h"
+#include "dialect/OpEmitter.h"
+#include "runtime/core/layout/LayoutRules.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
+
+using namespace mlir;
+
+namespace meshc {
+#define GEN_PASS_DEF_MTFPIPELINESTAGES
+#include "compiler/passes/Passes.h.inc"
+} // namespace meshc
+
+namespace {
+
+using mtf::NamedDim;
+using mtf::OpEmitter;
+using mtf::TensorType;
+
+TensorType tensorType(Value value) {
+  return llvm::cast<TensorType>(value.getType());
+}
+
+/// A type as the diagnostics print it.
+std::string describe(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+/// `type` with dims `dims`.
+TensorType withDims(TensorType type, ArrayRef<NamedDim> dims) {
+  return TensorType::get(type.getContext(), dims, type.getElementType());
+}
+
+/// One pipelined loop's sizes and the names of the dims it makes.
+struct Stages {
+  int64_t stages = 1, perStage = 1, microbatches = 1, ticks = 1;
+  StringAttr stage, layer, ticksDim, last, micro, batch, examples;
+  int64_t batchSize = 0;
+};
+
+class Pipeliner {
+public:
+  Pipeliner(mtf::LoopOp loop, Stages names) : loop(loop), s(names) {}
+
+  LogicalResult check();
+  void rewrite();
+
+private:
+  /// `type` inside the pipeline: the batch dim cut to one microbatch (under
+  /// its own name) and, where `staged`, the stage dim first.
+  TensorType inner(TensorType type, bool staged) const;
+  /// `value` with the size-1 dim `dim` added first.
+  Value addUnit(OpEmitter &emit, Value value, StringAttr dim);
+
+  mtf::LoopOp loop;
+  Stages s;
+};
+
+LogicalResult Pipeliner::check() {
+  auto refuse = [&](const Twine &why) {
+    return loop.emitError()
+           << "the layout pipelines this repeat ('" << loop.getDim()
+           << "' over " << s.stages << " stages), but " << why;
+  };
+  if (loop.getCount() % s.stages != 0)
+    return refuse(Twine(loop.getCount()) + " layers do not cut into " +
+                  Twine(s.stages) +
+                  " stages of equal size (uneven stages are not supported "
+                  "yet)");
+  if (!loop.getStackedResults().empty())
+    return refuse("its body stacks per-layer values, which a pipeline does "
+                  "not keep");
+  for (auto [index, value] : llvm::enumerate(loop.getCarried())) {
+    TensorType type = tensorType(value);
+    if (s.microbatches > 1 && !type.hasDim(s.batch.getValue()))
+      return refuse("the value it passes from layer to layer (#" +
+                    Twine(index) + ", " + describe(type) + ") has no dim '" +
+                    s.batch.getValue() + "' to cut into " +
+                    Twine(s.microbatches) + " microbatches");
+  }
+  for (Value value : loop.getCarried()) {
+    std::optional<unsigned> index =
+        tensorType(value).getDimIndex(s.batch.getValue());
+    if (s.microbatches > 1 &&
+        tensorType(value).getDims()[*index].size % s.microbatches != 0)
+      return refuse("its '" + s.batch.getValue() + "' (" +
+                    Twine(tensorType(value).getDims()[*index].size) +
+                    ") does not cut into " + Twine(s.microbatches) +
+                    " microbatches of equal size");
+  }
+  for (Value value : loop.getInvariant())
+    if (tensorType(value).hasDim(s.batch.getValue()))
+      return refuse("a value every layer reads (" +
+                    describe(tensorType(value)) + ") has the dim '" +
+                    s.batch.getValue() +
+                    "': per-example values other than the one passed from "
+                    "layer to layer do not travel with the microbatches "
+                    "yet");
+  WalkResult walk = loop.getBodyBlock().walk([&](Operation *op) {
+    if (llvm::isa<mtf::DropoutMaskOp>(op)) {
+      op->emitError() << "dropout inside a pipelined repeat is not supported "
+                         "yet (a mask is drawn per layer and example, which "
+                         "the stages would draw differently)";
+      return WalkResult::interrupt();
+    }
+    if (llvm::isa<mtf::LoopOp>(op)) {
+      op->emitError() << "a loop inside a pipelined repeat is not supported";
+      return WalkResult::interrupt();
+    }
+    if (s.microbatches == 1)
+      return WalkResult::advance();
+    // Each microbatch runs through the layers on its own: no op may mix
+    // the examples of the batch.
+    for (NamedAttribute attr : op->getAttrs())
+      if (auto name = llvm::dyn_cast<StringAttr>(attr.getValue());
+          name && name == s.batch &&
+          !attr.getName().getValue().starts_with("mtf.")) {
+        op->emitError() << "works along '" << s.batch.getValue()
+                        << "', which mixes the examples that a pipeline cuts "
+                           "into microbatches";
+        return WalkResult::interrupt();
+      }
+    bool reads = llvm::any_of(op->getOperandTypes(), [&](Type type) {
+      auto tensor = llvm::dyn_cast<TensorType>(type);
+      return tensor && tensor.hasDim(s.batch.getValue());
+    });
+    bool keeps = llvm::all_of(op->getResultTypes(), [&](Type type) {
+      auto tensor = llvm::dyn_cast<TensorType>(type);
+      return !tensor || tensor.hasDim(s.batch.getValue());
+    });
+    if (reads && !keeps && !llvm::isa<mtf::YieldOp>(op)) {
+      op->emitError() << "reduces over '" << s.batch.getValue()
+                      << "', which mixes the examples that a pipeline cuts "
+                         "into microbatches";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+TensorType Pipeliner::inner(TensorType type, bool staged) const {
+  SmallVector<NamedDim> dims;
+  if (staged)
+    dims.push_back({s.stage, s.stages});
+  for (NamedDim dim : type.getDims()) {
+    if (s.microbatches > 1 && dim.name == s.batch)
+      dim = {s.examples, dim.size / s.microbatches};
+    dims.push_back(dim);
+  }
+  return withDims(type, dims);
+}
+
+Value Pipeliner::addUnit(OpEmitter &emit, Value value, StringAttr dim) {
+  TensorType type = tensorType(value);
+  SmallVector<NamedDim> dims{{dim, 1}};
+  llvm::append_range(dims, type.getDims());
+  return emit.broadcastTo(value, withDims(type, dims));
+}
+
+void Pipeliner::rewrite() {
+  OpEmitter emit(loop);
+  OpBuilder &b = emit.builder();
+  Location loc = loop.getLoc();
+  StringAttr layerDim = loop.getDimAttr();
+
+  // Each stacked weight [layers=L, ...] as [stage=P, layer=K, ...], and the
+  // k-th layer of every stage, [stage=P, ...], an invariant of the ticks.
+  SmallVector<SmallVector<Value>> weights;
+  for (Value stacked : loop.getStacked()) {
+    TensorType type = tensorType(stacked);
+    ArrayRef<NamedDim> rest = type.getDims().drop_front();
+    SmallVector<NamedDim> cut{{s.stage, s.stages}, {s.layer, s.perStage}};
+    cut.append(rest.begin(), rest.end());
+    Value split =
+        mtf::SplitDimOp::create(b, loc, withDims(type, cut), stacked, layerDim)
+            .getResult();
+    SmallVector<NamedDim> one{{s.stage, s.stages}};
+    one.append(rest.begin(), rest.end());
+    TensorType layerType = withDims(type, one);
+    SmallVector<Value> layers;
+    for (int64_t k = 0; k < s.perStage; ++k) {
+      Value slice = split;
+      if (s.perStage > 1) {
+        SmallVector<NamedDim> unit(cut);
+        unit[1] = {s.last, 1};
+        slice = emit.tag(mtf::WindowOp::create(b, loc, withDims(type, unit),
+                                               split, s.layer.getValue(),
+                                               s.last.getValue(),
+                                               static_cast<int64_t>(k)))
+                    ->getResult(0);
+      }
+      layers.push_back(emit.sumTo(slice, layerType));
+    }
+    weights.push_back(layers);
+  }
+
+  // Each carried value as one microbatch per tick, [ticks=T, ...] (zeros
+  // after the last microbatch), and its state on the stages, zeros first.
+  SmallVector<Value> ticksIn, states;
+  for (Value value : loop.getCarried()) {
+    TensorType type = tensorType(value);
+    Value cut;
+    if (s.microbatches > 1) {
+      SmallVector<NamedDim> dims;
+      for (NamedDim dim : type.getDims()) {
+        if (dim.name != s.batch) {
+          dims.push_back(dim);
+          continue;
+        }
+        dims.push_back({s.examples, dim.size / s.microbatches});
+        dims.push_back({s.micro, s.microbatches});
+      }
+      cut =
+          mtf::SplitDimOp::create(b, loc, withDims(type, dims), value, s.batch)
+              .getResult();
+    } else {
+      cut = addUnit(emit, value, s.micro);
+    }
+    TensorType cutType = tensorType(cut);
+    SmallVector<NamedDim> padded(cutType.getDims());
+    for (NamedDim &dim : padded)
+      if (dim.name == s.micro)
+        dim = {s.ticksDim, s.ticks};
+    Value ticks = emit.tag(mtf::WindowOp::create(b, loc, withDims(type, padded),
+                                                 cut, s.micro.getValue(),
+                                                 s.ticksDim.getValue(),
+                                                 static_cast<int64_t>(0)))
+                      ->getResult(0);
+    TensorType slice = inner(type, /*staged=*/false);
+    SmallVector<NamedDim> first{{s.ticksDim, s.ticks}};
+    llvm::append_range(first, slice.getDims());
+    ticksIn.push_back(emit.sumTo(ticks, withDims(type, first)));
+    states.push_back(emit.constant(0.0, inner(type, /*staged=*/true)));
+  }
+
+  SmallVector<Value> invariants;
+  for (const SmallVector<Value> &layers : weights)
+    llvm::append_range(invariants, layers);
+  size_t originalInvariants = invariants.size();
+  llvm::append_range(invariants, loop.getInvariant());
+
+  SmallVector<Type> stateTypes, keptTypes;
+  for (Value state : states) {
+    stateTypes.push_back(state.getType());
+    TensorType type = tensorType(state);
+    SmallVector<NamedDim> dims{{s.last, 1}};
+    llvm::append_range(dims, type.getDims().drop_front());
+    keptTypes.push_back(mtf::LoopOp::stackedType(
+        withDims(type, dims), s.ticksDim.getValue(), s.ticks));
+  }
+  auto ticks = mtf::LoopOp::create(b, loc, stateTypes, keptTypes,
+                                   s.ticksDim.getValue(), s.ticks, states,
+                                   ticksIn, invariants, /*reverse=*/false);
+  emit.tag(ticks);
+  Block *body = new Block();
+  ticks.getBody().push_back(body);
+  for (Value state : states)
+    body->addArgument(state.getType(), loc);
+  for (Value in : ticksIn)
+    body->addArgument(
+        mtf::LoopOp::sliceType(in.getType(), s.ticksDim.getValue(), s.ticks),
+        loc);
+  for (Value invariant : invariants)
+    body->addArgument(invariant.getType(), loc);
+  ValueRange args = body->getArguments();
+  ValueRange stateArgs = args.take_front(states.size());
+  ValueRange inArgs = args.slice(states.size(), ticksIn.size());
+  ValueRange invariantArgs = args.drop_front(states.size() + ticksIn.size());
+
+  OpEmitter tick(*body, "");
+  tick.setLoc(loc);
+  OpBuilder &tb = tick.builder();
+  // Stage 0 takes this tick's microbatch (the shift left its slot zero).
+  SmallVector<Value> current;
+  for (auto [state, in] : llvm::zip(stateArgs, inArgs)) {
+    Value unit = addUnit(tick, in, s.last);
+    Value placed =
+        mtf::WindowOp::create(tb, loc, state.getType(), unit, s.last.getValue(),
+                              s.stage.getValue(), static_cast<int64_t>(0))
+            .getResult();
+    current.push_back(tick.add(state, placed));
+  }
+  // Each stage's layers, one after the other, on every stage at once.
+  Block &layerBody = loop.getBodyBlock();
+  for (int64_t k = 0; k < s.perStage; ++k) {
+    IRMapping mapping;
+    for (auto [arg, value] : llvm::zip(loop.getCarriedArgs(), current))
+      mapping.map(arg, value);
+    for (auto [j, arg] : llvm::enumerate(loop.getStackedArgs()))
+      mapping.map(arg, invariantArgs[j * s.perStage + k]);
+    for (auto [arg, value] :
+         llvm::zip(loop.getInvariantArgs(),
+                   invariantArgs.drop_front(originalInvariants)))
+      mapping.map(arg, value);
+    for (Operation &op : layerBody.without_terminator()) {
+      Operation *clone = tb.clone(op, mapping);
+      bool staged = llvm::any_of(clone->getOperandTypes(), [&](Type type) {
+        auto tensor = llvm::dyn_cast<TensorType>(type);
+        return tensor && tensor.hasDim(s.stage.getValue());
+      });
+      for (Value result : clone->getResults())
+        if (auto type = llvm::dyn_cast<TensorType>(result.getType()))
+          result.setType(inner(type, staged));
+    }
+    Operation *yield = layerBody.getTerminator();
+    for (size_t index = 0; index < current.size(); ++index)
+      current[index] = mapping.lookupOrDefault(yield->getOperand(index));
+  }
+  // The last stage's result is kept; the others move one stage on.
+  SmallVector<Value> yielded, kept;
+  for (auto [value, keptType] : llvm::zip(current, keptTypes)) {
+    TensorType type = tensorType(value);
+    kept.push_back(
+        mtf::WindowOp::create(
+            tb, loc,
+            mtf::LoopOp::sliceType(keptType, s.ticksDim.getValue(), s.ticks),
+            value, s.stage.getValue(), s.last.getValue(),
+            static_cast<int64_t>(s.stages - 1))
+            .getResult());
+    yielded.push_back(
+        mtf::WindowOp::create(tb, loc, type, value, s.stage.getValue(),
+                              s.stage.getValue(), static_cast<int64_t>(-1))
+            .getResult());
+  }
+  llvm::append_range(yielded, kept);
+  mtf::YieldOp::create(tb, loc, yielded);
+
+  // Microbatch m left the last stage at tick m + P - 1: back to the batch.
+  b.setInsertionPointAfter(ticks);
+  for (auto [index, result] : llvm::enumerate(loop.getFinals())) {
+    TensorType type = tensorType(result);
+    Value all = ticks.getStackedResults()[index];
+    TensorType allType = tensorType(all);
+    SmallVector<NamedDim> dims(allType.getDims());
+    dims[0] = {s.micro, s.microbatches};
+    Value window =
+        emit.tag(mtf::WindowOp::create(b, loc, withDims(type, dims), all,
+                                       s.ticksDim, s.micro, s.stages - 1))
+            ->getResult(0);
+    Value joined;
+    if (s.microbatches > 1) {
+      SmallVector<NamedDim> order;
+      for (NamedDim dim : type.getDims()) {
+        if (dim.name != s.batch) {
+          order.push_back(dim);
+          continue;
+        }
+        order.push_back({s.examples, dim.size / s.microbatches});
+        order.push_back({s.micro, s.microbatches});
+      }
+      Value ordered = emit.sumTo(window, withDims(type, order));
+      joined = mtf::MergeDimsOp::create(b, loc, type, ordered, s.examples)
+                   .getResult();
+    } else {
+      joined = emit.sumTo(window, type);
+    }
+    result.replaceAllUsesWith(joined);
+  }
+  loop.erase();
+}
+
+/// The product of the sizes of `axes` in `mesh`.
+int64_t sizeOf(const meshc::layout::Mesh &mesh,
+               const std::vector<std::string> &axes) {
+  int64_t size = 1;
+  for (const std::string &axis : axes)
+    if (std::optional<size_t> index = mesh.axisIndex(axis))
+      size *= mesh.axisSize(*index);
+  return size;
+}
+
+/// A name no dim of the program has, from `base`.
+StringAttr freshName(MLIRContext *context, std::set<std::string> &taken,
+                     std::string base) {
+  while (taken.count(base))
+    base += "_";
+  taken.insert(base);
+  return StringAttr::get(context, base);
+}
+
+struct MtfPipelineStagesPass
+    : public meshc::impl::MtfPipelineStagesBase<MtfPipelineStagesPass> {
+  using MtfPipelineStagesBase::MtfPipelineStagesBase;
+
+  void runOnOperation() override {
+    mtf::ProgramOp program = getOperation();
+    meshc::layout::Result<meshc::layout::Mesh> parsedMesh =
+        meshc::layout::Mesh::parse(mesh);
+    meshc::layout::Result<meshc::layout::LayoutRules> rules =
+        meshc::layout::LayoutRules::parse(layout);
+    if (!parsedMesh.ok() || !rules.ok()) {
+      program.emitError() << "mtf-pipeline-stages: cannot read the mesh '"
+                          << mesh << "' or the layout '" << layout << "'";
+      return signalPassFailure();
+    }
+    MLIRContext *context = &getContext();
+    std::set<std::string> taken;
+    for (const auto &[name, size] : meshc::collectModelDims(program))
+      taken.insert(name);
+    SmallVector<NamedAttribute> aliases;
+    if (auto existing = program->getAttrOfType<DictionaryAttr>(
+            mtf::MtfDialect::kLayoutAliasesAttrName))
+      llvm::append_range(aliases, existing.getValue());
+    SmallVector<mtf::LoopOp> loops(program.getBody().getOps<mtf::LoopOp>());
+    for (mtf::LoopOp loop : loops) {
+      const std::vector<std::string> *axes =
+          rules->axesFor(loop.getDim().str());
+      if (!axes || axes->empty())
+        continue;
+      Stages s;
+      s.stages = sizeOf(*parsedMesh, *axes);
+      s.perStage = loop.getCount() / s.stages;
+      s.microbatches = microbatches;
+      s.ticks = s.microbatches + s.stages - 1;
+      s.batch = StringAttr::get(context, batchDim);
+      std::string dim = loop.getDim().str();
+      s.stage = freshName(context, taken, dim + "_stage");
+      s.layer = freshName(context, taken, dim + "_layer");
+      s.ticksDim = freshName(context, taken, dim + "_tick");
+      s.last = freshName(context, taken, dim + "_one");
+      s.micro = freshName(context, taken, batchDim + "_micro");
+      s.examples = freshName(context, taken, batchDim + "_mb");
+      Pipeliner pipeliner(loop, s);
+      if (failed(pipeliner.check()))
+        return signalPassFailure();
+      pipeliner.rewrite();
+      aliases.push_back(NamedAttribute(s.stage, StringAttr::get(context, dim)));
+      if (s.microbatches > 1)
+        aliases.push_back(NamedAttribute(s.examples, s.batch));
+    }
+    if (!aliases.empty())
+      program->setAttr(mtf::MtfDialect::kLayoutAliasesAttrName,
+                       DictionaryAttr::get(context, aliases));
+    if (failed(verify(program)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
