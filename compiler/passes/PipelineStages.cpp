@@ -73,6 +73,9 @@ private:
   TensorType inner(TensorType type, bool staged) const;
   /// `value` with the size-1 dim `dim` added first.
   Value addUnit(OpEmitter &emit, Value value, StringAttr dim);
+  /// [stage=P] of `like`'s element type: 1 at stage `index`, 0 elsewhere
+  /// (exact: a window of a 1 padded with zeros).
+  Value stageVector(OpEmitter &emit, Value like, int64_t index);
 
   mtf::LoopOp loop;
   Stages s;
@@ -180,6 +183,19 @@ Value Pipeliner::addUnit(OpEmitter &emit, Value value, StringAttr dim) {
   return emit.broadcastTo(value, withDims(type, dims));
 }
 
+Value Pipeliner::stageVector(OpEmitter &emit, Value like, int64_t index) {
+  Type element = tensorType(like).getElementType();
+  MLIRContext *context = like.getContext();
+  Value one = emit.constant(
+      1.0, TensorType::get(context, {NamedDim{s.last, 1}}, element));
+  return emit
+      .tag(mtf::WindowOp::create(
+          emit.builder(), emit.getLoc(),
+          TensorType::get(context, {NamedDim{s.stage, s.stages}}, element), one,
+          s.last.getValue(), s.stage.getValue(), -index))
+      ->getResult(0);
+}
+
 void Pipeliner::rewrite() {
   OpEmitter emit(loop);
   OpBuilder &b = emit.builder();
@@ -266,10 +282,9 @@ void Pipeliner::rewrite() {
   for (Value state : states) {
     stateTypes.push_back(state.getType());
     TensorType type = tensorType(state);
-    SmallVector<NamedDim> dims{{s.last, 1}};
-    llvm::append_range(dims, type.getDims().drop_front());
-    keptTypes.push_back(mtf::LoopOp::stackedType(
-        withDims(type, dims), s.ticksDim.getValue(), s.ticks));
+    keptTypes.push_back(
+        mtf::LoopOp::stackedType(withDims(type, type.getDims().drop_front()),
+                                 s.ticksDim.getValue(), s.ticks));
   }
   auto ticks = mtf::LoopOp::create(b, loc, stateTypes, keptTypes,
                                    s.ticksDim.getValue(), s.ticks, states,
@@ -293,14 +308,16 @@ void Pipeliner::rewrite() {
   OpEmitter tick(*body, "");
   tick.setLoc(loc);
   OpBuilder &tb = tick.builder();
-  // Stage 0 takes this tick's microbatch (the shift left its slot zero).
+  // Stage 0 takes this tick's microbatch (the shift left its slot zero):
+  // the microbatch times a 0/1 vector along the stages, computed on each
+  // device for its own stages (its gradient, a sum over the stages, is one
+  // all-reduce of a microbatch where a slice would gather every stage).
   SmallVector<Value> current;
   for (auto [state, in] : llvm::zip(stateArgs, inArgs)) {
-    Value unit = addUnit(tick, in, s.last);
-    Value placed =
-        mtf::WindowOp::create(tb, loc, state.getType(), unit, s.last.getValue(),
-                              s.stage.getValue(), static_cast<int64_t>(0))
-            .getResult();
+    Value placed = tick.tag(mtf::EinsumOp::create(
+                                tb, loc, state.getType(),
+                                ValueRange{in, stageVector(tick, in, 0)}))
+                       ->getResult(0);
     current.push_back(tick.add(state, placed));
   }
   // Each stage's layers, one after the other, on every stage at once.
@@ -329,17 +346,19 @@ void Pipeliner::rewrite() {
     for (size_t index = 0; index < current.size(); ++index)
       current[index] = mapping.lookupOrDefault(yield->getOperand(index));
   }
-  // The last stage's result is kept; the others move one stage on.
+  // The last stage's result is kept (a sum over the stages of the result
+  // times the last stage's 0/1 vector: one all-reduce of a microbatch); the
+  // others move one stage on.
   SmallVector<Value> yielded, kept;
   for (auto [value, keptType] : llvm::zip(current, keptTypes)) {
     TensorType type = tensorType(value);
     kept.push_back(
-        mtf::WindowOp::create(
-            tb, loc,
-            mtf::LoopOp::sliceType(keptType, s.ticksDim.getValue(), s.ticks),
-            value, s.stage.getValue(), s.last.getValue(),
-            static_cast<int64_t>(s.stages - 1))
-            .getResult());
+        tick.tag(mtf::EinsumOp::create(
+                     tb, loc,
+                     mtf::LoopOp::sliceType(keptType, s.ticksDim.getValue(),
+                                            s.ticks),
+                     ValueRange{value, stageVector(tick, value, s.stages - 1)}))
+            ->getResult(0));
     yielded.push_back(
         mtf::WindowOp::create(tb, loc, type, value, s.stage.getValue(),
                               s.stage.getValue(), static_cast<int64_t>(-1))
