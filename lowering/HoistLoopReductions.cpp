@@ -4,7 +4,10 @@
 // norms' parameter gradients, 16 KiB per layer) pays the collective's
 // latency once per iteration. The all-reduce and the casts after it act on
 // each element alone, so they can as well act on the stacked tensor once,
-// after the loop: the body yields the partial sum. See Passes.td.
+// after the loop: the body yields the partial sum. Likewise a sum carried
+// from zero that adds one all-reduced value per iteration (a weight's
+// gradient summed over a pipeline's ticks) adds the partial sums and is
+// all-reduced once, after the loop. See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,6 +143,62 @@ void hoist(mtf::LoopOp loop, int64_t bucketBytes) {
   }
 }
 
+/// Whether `value` is a zero constant.
+bool isZero(Value value) {
+  auto constant = value.getDefiningOp<mtf::ConstantOp>();
+  return constant && constant.getValue().isZero();
+}
+
+/// A carried sum: carried value i starts at zero, the body adds one sum
+/// all-reduce's result to it and the sum is all it is read by. The body
+/// then adds the partial sums, and the final is all-reduced after the loop
+/// (the sum of the totals is the total of the sums; the order of the
+/// additions changes, as in any all-reduce).
+void hoistCarriedSums(mtf::LoopOp loop) {
+  Operation *yield = loop.getBodyBlock().getTerminator();
+  for (size_t i = 0; i < loop.getFinals().size(); ++i) {
+    BlockArgument arg = loop.getCarriedArgs()[i];
+    auto add = yield->getOperand(i).getDefiningOp<mtf::AddOp>();
+    if (!add || !isZero(loop.getCarried()[i]) || !arg.hasOneUse() ||
+        !add->hasOneUse() || add.getType() != arg.getType())
+      continue;
+    Value other = add.getLhs() == arg ? add.getRhs() : add.getLhs();
+    if (other == arg || (add.getLhs() != arg && add.getRhs() != arg))
+      continue;
+    std::optional<StackedReduction> found = stackedReduction(other);
+    if (!found || !found->casts.empty())
+      continue;
+    Value final = loop.getFinals()[i];
+    auto type = llvm::cast<mtf::TensorType>(final.getType());
+    OpBuilder builder(loop->getContext());
+    builder.setInsertionPointAfter(loop);
+    SmallVector<int64_t> shape;
+    for (const mtf::NamedDim &named : type.getDims())
+      shape.push_back(named.size);
+    auto ranked = RankedTensorType::get(shape, type.getElementType());
+    Operation *to = cloneAfter(builder, found->toTensor, ranked, loop);
+    to->setOperand(0, final);
+    Operation *reduce = cloneAfter(builder, found->reduce, ranked, loop);
+    reduce->setOperand(0, to->getResult(0));
+    std::string reason = "once after the loop over '" +
+                         loop.getDim().str() +
+                         "', summed (mtf-hoist-loop-reductions)";
+    if (auto why = found->reduce->getAttrOfType<StringAttr>(
+            mtf::MtfDialect::kReasonAttrName))
+      reason = why.getValue().str() + ", " + reason;
+    reduce->setAttr(mtf::MtfDialect::kReasonAttrName,
+                    builder.getStringAttr(reason));
+    Operation *from = cloneAfter(builder, found->fromTensor, type, loop);
+    from->setOperand(0, reduce->getResult(0));
+    final.replaceAllUsesExcept(from->getResult(0), to);
+
+    add->replaceUsesOfWith(other, found->toTensor->getOperand(0));
+    found->fromTensor->erase();
+    found->reduce->erase();
+    found->toTensor->erase();
+  }
+}
+
 struct MtfHoistLoopReductionsPass
     : public meshc::impl::MtfHoistLoopReductionsBase<
           MtfHoistLoopReductionsPass> {
@@ -149,7 +208,10 @@ struct MtfHoistLoopReductionsPass
       return;
     for (auto program : getOperation().getOps<mtf::ProgramOp>())
       if (program.getLocal())
-        program.walk([&](mtf::LoopOp loop) { hoist(loop, bucketBytes); });
+        program.walk([&](mtf::LoopOp loop) {
+          hoist(loop, bucketBytes);
+          hoistCarriedSums(loop);
+        });
   }
 };
 

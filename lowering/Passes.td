@@ -123,7 +123,14 @@ def MtfHoistLoopReductions
 
     Only stacked tensors of at most `bucket-bytes` bytes move (a large
     gradient keeps one all-reduce per iteration, where it is bandwidth-bound
-    already and could overlap the next iteration's compute). `meshc
+    already and could overlap the next iteration's compute).
+
+    Likewise a carried value that starts at zero and to which the body adds
+    one sum all-reduce's result per iteration (and that nothing else in the
+    body reads) adds the partial sums instead, and its final is all-reduced
+    once after the loop, whatever its size: the gradient of a weight that a
+    pipeline's loop over ticks reads in every tick (docs/pipeline.md), its
+    data-parallel all-reduce once per step instead of once per tick. `meshc
     --bucket-size` sets it (0: the pass is skipped, as combining is). Runs
     after `mtf-partition`, before `mtf-fuse`.
   }];

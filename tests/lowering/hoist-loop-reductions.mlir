@@ -76,3 +76,45 @@ mtf.program @kept local {
   mtf.output "a" %s#0 : !mtf.tensor<[layers=2, d=4], f32>
   mtf.output "b" %s#1 : !mtf.tensor<[layers=2, d=4], f32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2)
+
+// A sum carried from zero that adds one all-reduced value per iteration (a
+// weight's gradient over a pipeline's ticks) adds the partial sums, and its
+// final is all-reduced once after the loop, whatever its size. A sum that
+// starts elsewhere keeps its all-reduce per iteration (all-reducing the
+// final would count its start once per device).
+// CHECK-LABEL: mtf.program @carried local
+// CHECK: %[[F:.*]]:2 = mtf.loop "ticks" 3 carry(%{{.*}}, %{{.*}} :
+// CHECK: %[[A:.*]] = mtf.add %{{.*}}, %{{.*}} {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32>, !mtf.tensor<[d=4], f32> -> !mtf.tensor<[d=4], f32>
+// CHECK: shard.all_reduce
+// CHECK: mtf.yield %[[A]], %{{.*}}
+// CHECK: %[[T:.*]] = mtf.to_tensor %[[F]]#0 {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32> -> tensor<4xf32>
+// CHECK-NEXT: %[[R:.*]] = shard.all_reduce %[[T]] on @mesh grid_axes = [0] {mtf.phase = "backward", mtf.reason = "sum over 'batch', once after the loop over 'ticks', summed (mtf-hoist-loop-reductions)"} : tensor<4xf32> -> tensor<4xf32>
+// CHECK-NEXT: %[[V:.*]] = mtf.from_tensor %[[R]] {mtf.phase = "backward"} : tensor<4xf32> -> !mtf.tensor<[d=4], f32>
+// CHECK: mtf.output "sum" %[[V]]
+// CHECK: mtf.output "started" %[[F]]#1
+// SMALL-LABEL: mtf.program @carried local
+// SMALL: mtf.yield
+// SMALL: shard.all_reduce {{.*}} once after the loop over 'ticks', summed
+mtf.program @carried local {
+  %x = mtf.input "x" : !mtf.tensor<[d=4], f32>
+  %zero = mtf.constant 0.0 : !mtf.tensor<[d=4], f32>
+  %f:2 = mtf.loop "ticks" 3 carry(%zero, %x : !mtf.tensor<[d=4], f32>, !mtf.tensor<[d=4], f32>) invariant(%x : !mtf.tensor<[d=4], f32>) -> (!mtf.tensor<[d=4], f32>, !mtf.tensor<[d=4], f32>) attributes {mtf.phase = "backward"} {
+  ^bb0(%acc: !mtf.tensor<[d=4], f32>, %other: !mtf.tensor<[d=4], f32>, %v: !mtf.tensor<[d=4], f32>):
+    %g = mtf.exp %v {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32>
+    %gt = mtf.to_tensor %g {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32> -> tensor<4xf32>
+    %gr = shard.all_reduce %gt on @mesh grid_axes = [0] {mtf.phase = "backward", mtf.reason = "sum over 'batch'"} : tensor<4xf32> -> tensor<4xf32>
+    %go = mtf.from_tensor %gr {mtf.phase = "backward"} : tensor<4xf32> -> !mtf.tensor<[d=4], f32>
+    %n = mtf.add %acc, %go {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32>, !mtf.tensor<[d=4], f32> -> !mtf.tensor<[d=4], f32>
+    %ot = mtf.to_tensor %g {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32> -> tensor<4xf32>
+    %or = shard.all_reduce %ot on @mesh grid_axes = [0] {mtf.phase = "backward"} : tensor<4xf32> -> tensor<4xf32>
+    %oo = mtf.from_tensor %or {mtf.phase = "backward"} : tensor<4xf32> -> !mtf.tensor<[d=4], f32>
+    %m = mtf.add %other, %oo {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32>, !mtf.tensor<[d=4], f32> -> !mtf.tensor<[d=4], f32>
+    mtf.yield %n, %m : !mtf.tensor<[d=4], f32>, !mtf.tensor<[d=4], f32>
+  }
+  mtf.output "sum" %f#0 : !mtf.tensor<[d=4], f32>
+  mtf.output "started" %f#1 : !mtf.tensor<[d=4], f32>
+}
