@@ -62,9 +62,10 @@ def Mtf_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kMicrobatchesAttrName =
         "mtf.microbatches";
     /// On a program a pipeline was built in (mtf-pipeline-stages): for each
-    /// dim the pipeline made, the model dim whose layout rule it takes,
-    /// {layers_stage = "layers", batch_mb = "batch"} (mtf-apply-layout reads
-    /// it; docs/pipeline.md).
+    /// dim the pipeline made, the model dim whose layout rule it takes, or a
+    /// list whose first dim's axes it takes less the others' axes,
+    /// {layers_stage = "layers", batch_mb = ["batch", "layers"]}
+    /// (mtf-apply-layout reads it through withLayoutAliases; docs/pipeline.md).
     static constexpr ::llvm::StringLiteral kLayoutAliasesAttrName =
         "mtf.layout_aliases";
     /// On a program laid out on a mesh with device weights: their text

@@ -113,11 +113,18 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
     auto dict = llvm::dyn_cast<DictionaryAttr>(attr.getValue());
     if (!llvm::isa<ProgramOp>(op) || !dict ||
         !llvm::all_of(dict, [](NamedAttribute entry) {
-          return llvm::isa<StringAttr>(entry.getValue());
+          if (llvm::isa<StringAttr>(entry.getValue()))
+            return true;
+          auto names = llvm::dyn_cast<ArrayAttr>(entry.getValue());
+          return names && !names.empty() &&
+                 llvm::all_of(names, [](Attribute name) {
+                   return llvm::isa<StringAttr>(name);
+                 });
         }))
       return op->emitError()
              << "'" << kLayoutAliasesAttrName
-             << "' must be a dictionary of dim names on an mtf.program, got "
+             << "' must map dim names to a dim name or a list of them on an "
+                "mtf.program, got "
              << attr.getValue();
     return success();
   }

@@ -511,7 +511,8 @@ LogicalResult Partitioner::partitionRename(Operation &op,
 /// split_dim and merge_dims keep the data where it is. A split's outer
 /// dimension takes the split dimension's axes where every block is whole
 /// outer rows (equal blocks, each a multiple of the inner size); otherwise
-/// the dimension is gathered first. A merge gathers a split inner dimension
+/// the dimension is gathered over its last axes first, as few as leave
+/// whole rows. A merge gathers a split inner dimension
 /// first, and the merged dimension takes the outer one's axes. The result
 /// then moves to the layout the rules give it.
 LogicalResult Partitioner::partitionReshape(Operation &op) {
@@ -524,15 +525,17 @@ LogicalResult Partitioner::partitionReshape(Operation &op) {
   if (auto split = llvm::dyn_cast<mtf::SplitDimOp>(op)) {
     std::string dim = split.getDim().str();
     unsigned index = split.getDimIndex();
-    std::vector<size_t> dimAxes = axes[dim];
-    if (!dimAxes.empty()) {
-      std::vector<int64_t> blocks = current.blockSizes(
-          index, inputType.getDims()[index].size, mesh, weights);
-      if (!llvm::all_equal(blocks) ||
-          blocks.front() % split.getInner().size != 0) {
-        axes[dim].clear();
-        dimAxes.clear();
-      }
+    // The fewest axes gathered (the last first) that leave whole rows.
+    std::vector<size_t> &dimAxes = axes[dim];
+    while (!dimAxes.empty()) {
+      std::vector<int64_t> blocks =
+          layoutFor(inputType, axes)
+              .blockSizes(index, inputType.getDims()[index].size, mesh,
+                          weights);
+      if (llvm::all_equal(blocks) &&
+          blocks.front() % split.getInner().size == 0)
+        break;
+      dimAxes.pop_back();
     }
     AxisMap viewed = axes;
     viewed.erase(dim);

@@ -309,13 +309,31 @@ layout::LayoutRules withLayoutAliases(mtf::ProgramOp program,
       mtf::MtfDialect::kLayoutAliasesAttrName);
   if (!aliases)
     return rules;
+  // Read all before adding any: each alias takes the rule the user gave.
+  std::vector<std::pair<std::string, std::vector<std::string>>> added;
   for (NamedAttribute alias : aliases) {
-    std::string of = llvm::cast<StringAttr>(alias.getValue()).str();
-    std::string dim = alias.getName().str();
-    if (const std::vector<std::string> *axes = rules.axesFor(of);
-        axes && !rules.axesFor(dim))
-      (void)rules.add(dim, *axes);
+    SmallVector<std::string> names;
+    if (auto one = llvm::dyn_cast<StringAttr>(alias.getValue()))
+      names.push_back(one.str());
+    else
+      for (Attribute name : llvm::cast<ArrayAttr>(alias.getValue()))
+        names.push_back(llvm::cast<StringAttr>(name).str());
+    const std::vector<std::string> *axes = rules.axesFor(names.front());
+    if (!axes || rules.axesFor(alias.getName().str()))
+      continue;
+    std::vector<std::string> kept;
+    for (const std::string &axis : *axes)
+      if (llvm::none_of(
+              ArrayRef(names).drop_front(), [&](const std::string &other) {
+                const std::vector<std::string> *taken = rules.axesFor(other);
+                return taken && llvm::is_contained(*taken, axis);
+              }))
+        kept.push_back(axis);
+    if (!kept.empty())
+      added.emplace_back(alias.getName().str(), kept);
   }
+  for (auto &[dim, axes] : added)
+    (void)rules.add(dim, axes);
   return rules;
 }
 

@@ -91,8 +91,10 @@ std::string resultTensorName(mlir::OpResult result);
 /// fused attention); null when it has none or `value` is an argument.
 mlir::mtf::LayoutAttr resultLayoutAttr(mlir::Value value);
 /// `rules` with a rule for each dim a pipeline made in `program`
-/// (mtf.layout_aliases): the rule of the model dim it stands for, where
-/// that dim has one and it has none (mtf-pipeline-stages, docs/pipeline.md).
+/// (mtf.layout_aliases): the axes of the model dim it stands for ("batch"),
+/// less those of the dims listed after it (["batch", "layers"]: a
+/// microbatch is not split over the stages' axes), where that dim has a rule
+/// and it has none (mtf-pipeline-stages, docs/pipeline.md).
 layout::LayoutRules withLayoutAliases(mlir::mtf::ProgramOp program,
                                       layout::LayoutRules rules);
 /// Every dimension name of the tensors under `root`, with its size.

@@ -468,7 +468,9 @@ struct MtfPipelineStagesPass
       pipeliner.rewrite();
       aliases.push_back(NamedAttribute(s.stage, StringAttr::get(context, dim)));
       if (s.microbatches > 1)
-        aliases.push_back(NamedAttribute(s.examples, s.batch));
+        aliases.push_back(NamedAttribute(
+            s.examples,
+            ArrayAttr::get(context, {s.batch, StringAttr::get(context, dim)})));
     }
     if (!aliases.empty())
       program->setAttr(mtf::MtfDialect::kLayoutAliasesAttrName,
