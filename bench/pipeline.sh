@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Pipelines measured (docs/performance.md#pipelines): the six-layer language
+# model of the pipeline tests at a size where a step takes tens of ms (batch
+# BATCH, default 32; seq 64, d_model 128, d_ff 512), on CPU threads, ROUNDS
+# rounds of STEPS steps, the programs alternating within each round:
+#   1 device           the whole model on one device (one core)
+#   b:2                data parallel on 2 devices (the peer)
+#   p:2 M=1,2,4,8      a pipeline of 2 stages of 3 layers, M microbatches
+# Prints each run's median step, and for each pipeline the share of its step
+# beyond the data-parallel peer's, 1 - t(b:2) / t(p:2), beside GPipe's
+# bubble (P - 1) / (M + P - 1): both run the same layers on the same two
+# cores, a pipeline also its bubble ticks (and the layers before and after
+# the repeat on both stages).
+#
+# usage: bench/pipeline.sh [BUILD]   (BUILD: the build with bin/meshc and
+#        bin/meshrun, default build)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$(cd "${1:-$root/build}" && pwd)"
+rounds="${ROUNDS:-3}" steps="${STEPS:-20}" batch="${BATCH:-32}"
+counts="${COUNTS:-1 2 4 8}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+sed -e "s/^dim batch   = 12/dim batch   = $batch/" \
+    -e "s/^dim seq     = 8/dim seq     = 64/" \
+    -e "s/^dim memory  = 8/dim memory  = 64/" \
+    -e "s/^dim vocab   = 16/dim vocab   = 64/" \
+    -e "s/^dim d_model = 16/dim d_model = 128/" \
+    -e "s/^dim heads   = 2/dim heads   = 4/" \
+    -e "s/^dim d_k     = 8/dim d_k     = 32/" \
+    -e "s/^dim d_ff    = 32/dim d_ff    = 512/" \
+    "$root/tests/training/Inputs/pipeline-lm.mtf" > "$work/lm.mtf"
+meshc="$build/bin/meshc"
+"$meshc" "$work/lm.mtf" -o "$work/one.mprog"
+"$meshc" "$work/lm.mtf" --mesh "b:2" --layout "batch:b" -o "$work/dp.mprog"
+for m in $counts; do
+  "$meshc" "$work/lm.mtf" --mesh "p:2" --layout "layers:p" \
+    --microbatches "$m" -o "$work/p$m.mprog"
+done
+run() { # run NAME -> median ms
+  "$build/bin/meshrun" "$work/$1.mprog" --steps "$steps" --quiet 2>&1 |
+    sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' | head -1
+}
+echo "pipeline-lm, 6 layers, batch $batch, $steps steps a run ($(nproc) cores)"
+for round in $(seq "$rounds"); do
+  dp="$(run dp)"
+  line="round $round: 1 device $(run one) ms, b:2 ${dp} ms"
+  for m in $counts; do
+    t="$(run "p$m")"
+    share=$(awk -v t="$t" -v d="$dp" -v m="$m" \
+      'BEGIN { printf "beyond b:2 %.0f%%, bubble %.0f%%", 100 * (1 - d / t), 100 / (m + 1) }')
+    line+=", p:2 M=$m ${t} ms (${share})"
+  done
+  echo "$line"
+done
