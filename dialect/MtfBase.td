@@ -68,6 +68,11 @@ def Mtf_Dialect : Dialect {
     /// (mtf-apply-layout reads it through withLayoutAliases; docs/pipeline.md).
     static constexpr ::llvm::StringLiteral kLayoutAliasesAttrName =
         "mtf.layout_aliases";
+    /// On a program a pipeline was built in: per layer dim, the pipeline's
+    /// shape, {layers = {stages = 2, per_stage = 3, microbatches = 4,
+    /// ticks = 5}} (`meshc --explain` prints it).
+    static constexpr ::llvm::StringLiteral kPipelinesAttrName =
+        "mtf.pipelines";
     /// On a program laid out on a mesh with device weights: their text
     /// ("b=1,1,2", layout::AxisWeights); a dimension split over a weighted
     /// axis is cut in proportion (docs/layouts.md#device-weights).

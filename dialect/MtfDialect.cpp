@@ -128,6 +128,24 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kPipelinesAttrName) {
+    auto dict = llvm::dyn_cast<DictionaryAttr>(attr.getValue());
+    bool valid = llvm::isa<ProgramOp>(op) && dict;
+    for (NamedAttribute entry :
+         valid ? dict.getValue() : ArrayRef<NamedAttribute>()) {
+      auto shape = llvm::dyn_cast<DictionaryAttr>(entry.getValue());
+      for (StringRef key : {"stages", "per_stage", "microbatches", "ticks"})
+        valid = valid && shape && shape.getAs<IntegerAttr>(key) &&
+                shape.getAs<IntegerAttr>(key).getInt() >= 1;
+    }
+    if (!valid)
+      return op->emitError()
+             << "'" << kPipelinesAttrName
+             << "' must map layer dims to {stages, per_stage, microbatches, "
+                "ticks} (each at least 1) on an mtf.program, got "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kMicrobatchesAttrName) {
     auto dict = llvm::dyn_cast<DictionaryAttr>(attr.getValue());
     auto count = dict ? dict.getAs<IntegerAttr>("count") : IntegerAttr();

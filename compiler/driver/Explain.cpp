@@ -360,6 +360,24 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
   if (weights.allowsIndivisible())
     os << "uneven: mesh axes cut sizes they do not divide into the most "
           "even blocks\n";
+  if (auto pipelines = program->getAttrOfType<DictionaryAttr>(
+          mtf::MtfDialect::kPipelinesAttrName))
+    for (NamedAttribute entry : pipelines) {
+      auto shape = llvm::cast<DictionaryAttr>(entry.getValue());
+      auto get = [&](StringRef key) {
+        return shape.getAs<IntegerAttr>(key).getInt();
+      };
+      int64_t stages = get("stages"), perStage = get("per_stage"),
+              microbatches = get("microbatches"), ticks = get("ticks");
+      os << "pipeline over '" << entry.getName().getValue() << "': " << stages
+         << " stage" << (stages == 1 ? "" : "s") << " of " << perStage
+         << " layer" << (perStage == 1 ? "" : "s") << ", " << microbatches
+         << " microbatch" << (microbatches == 1 ? "" : "es") << " in " << ticks
+         << " ticks (GPipe); each stage computes on zeros in " << stages - 1
+         << " of them, a bubble of "
+         << llvm::format("%.0f", 100.0 * double(stages - 1) / double(ticks))
+         << "% (docs/pipeline.md)\n";
+    }
   if (unequal)
     os << "unequal blocks: a split dimension lists its blocks by shard, "
           "separated by '|'; bytes are the largest block's, and the memory "

@@ -439,7 +439,7 @@ struct MtfPipelineStagesPass
     std::set<std::string> taken;
     for (const auto &[name, size] : meshc::collectModelDims(program))
       taken.insert(name);
-    SmallVector<NamedAttribute> aliases;
+    SmallVector<NamedAttribute> aliases, shapes;
     if (auto existing = program->getAttrOfType<DictionaryAttr>(
             mtf::MtfDialect::kLayoutAliasesAttrName))
       llvm::append_range(aliases, existing.getValue());
@@ -467,14 +467,26 @@ struct MtfPipelineStagesPass
         return signalPassFailure();
       pipeliner.rewrite();
       aliases.push_back(NamedAttribute(s.stage, StringAttr::get(context, dim)));
+      Builder b(context);
+      shapes.push_back(NamedAttribute(
+          loop.getDimAttr(),
+          b.getDictionaryAttr(
+              {b.getNamedAttr("stages", b.getI64IntegerAttr(s.stages)),
+               b.getNamedAttr("per_stage", b.getI64IntegerAttr(s.perStage)),
+               b.getNamedAttr("microbatches",
+                              b.getI64IntegerAttr(s.microbatches)),
+               b.getNamedAttr("ticks", b.getI64IntegerAttr(s.ticks))})));
       if (s.microbatches > 1)
         aliases.push_back(NamedAttribute(
             s.examples,
             ArrayAttr::get(context, {s.batch, StringAttr::get(context, dim)})));
     }
-    if (!aliases.empty())
+    if (!aliases.empty()) {
       program->setAttr(mtf::MtfDialect::kLayoutAliasesAttrName,
                        DictionaryAttr::get(context, aliases));
+      program->setAttr(mtf::MtfDialect::kPipelinesAttrName,
+                       DictionaryAttr::get(context, shapes));
+    }
     if (failed(verify(program)))
       return signalPassFailure();
   }
