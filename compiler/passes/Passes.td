@@ -92,10 +92,12 @@ def MtfPipelineStages : Pass<"mtf-pipeline-stages", "::mlir::mtf::ProgramOp"> {
 
     The program records `mtf.layout_aliases` (`layers_stage` takes the rule
     of `layers`, `batch_mb` that of the batch), which mtf-apply-layout
-    reads. Refused with the reason: layers that do not cut into P equal
+    reads. With microbatches, a per-example value every layer reads (an
+    invariant with the batch dim) travels with its microbatch as a second
+    state. Refused with the reason: layers that do not cut into P equal
     stages, a body that stacks per-layer values, draws dropout masks, holds
     a loop, or mixes the examples of the batch (with microbatches), a
-    carried value without the batch dim, an invariant with it.
+    carried value without the batch dim.
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",

@@ -103,7 +103,11 @@ LogicalResult Pipeliner::check() {
                     s.batch.getValue() + "' to cut into " +
                     Twine(s.microbatches) + " microbatches");
   }
-  for (Value value : loop.getCarried()) {
+  SmallVector<Value> cut(loop.getCarried());
+  for (Value value : loop.getInvariant())
+    if (tensorType(value).hasDim(s.batch.getValue()))
+      cut.push_back(value);
+  for (Value value : cut) {
     std::optional<unsigned> index =
         tensorType(value).getDimIndex(s.batch.getValue());
     if (s.microbatches > 1 &&
@@ -113,14 +117,6 @@ LogicalResult Pipeliner::check() {
                     ") does not cut into " + Twine(s.microbatches) +
                     " microbatches of equal size");
   }
-  for (Value value : loop.getInvariant())
-    if (tensorType(value).hasDim(s.batch.getValue()))
-      return refuse("a value every layer reads (" +
-                    describe(tensorType(value)) + ") has the dim '" +
-                    s.batch.getValue() +
-                    "': per-example values other than the one passed from "
-                    "layer to layer do not travel with the microbatches "
-                    "yet");
   WalkResult walk = loop.getBodyBlock().walk([&](Operation *op) {
     if (llvm::isa<mtf::DropoutMaskOp>(op)) {
       op->emitError() << "dropout inside a pipelined repeat is not supported "
@@ -233,10 +229,24 @@ void Pipeliner::rewrite() {
     weights.push_back(layers);
   }
 
-  // Each carried value as one microbatch per tick, [ticks=T, ...] (zeros
-  // after the last microbatch), and its state on the stages, zeros first.
+  // What moves through the stages: the carried values and, with
+  // microbatches, the per-example values every layer reads (they travel
+  // with their microbatch, unchanged).
+  size_t carried = loop.getCarried().size();
+  SmallVector<Value> moving(loop.getCarried());
+  SmallVector<int64_t> travelsAt; // per invariant: its index in `moving`
+  for (Value value : loop.getInvariant()) {
+    bool travels =
+        s.microbatches > 1 && tensorType(value).hasDim(s.batch.getValue());
+    travelsAt.push_back(travels ? static_cast<int64_t>(moving.size()) : -1);
+    if (travels)
+      moving.push_back(value);
+  }
+
+  // Each of them as one microbatch per tick, [ticks=T, ...] (zeros after
+  // the last microbatch), and its state on the stages, zeros first.
   SmallVector<Value> ticksIn, states;
-  for (Value value : loop.getCarried()) {
+  for (Value value : moving) {
     TensorType type = tensorType(value);
     Value cut;
     if (s.microbatches > 1) {
@@ -276,11 +286,14 @@ void Pipeliner::rewrite() {
   for (const SmallVector<Value> &layers : weights)
     llvm::append_range(invariants, layers);
   size_t originalInvariants = invariants.size();
-  llvm::append_range(invariants, loop.getInvariant());
+  for (auto [value, at] : llvm::zip(loop.getInvariant(), travelsAt))
+    if (at < 0)
+      invariants.push_back(value);
 
   SmallVector<Type> stateTypes, keptTypes;
-  for (Value state : states) {
+  for (Value state : states)
     stateTypes.push_back(state.getType());
+  for (Value state : ArrayRef(states).take_front(carried)) {
     TensorType type = tensorType(state);
     keptTypes.push_back(
         mtf::LoopOp::stackedType(withDims(type, type.getDims().drop_front()),
@@ -328,10 +341,9 @@ void Pipeliner::rewrite() {
       mapping.map(arg, value);
     for (auto [j, arg] : llvm::enumerate(loop.getStackedArgs()))
       mapping.map(arg, invariantArgs[j * s.perStage + k]);
-    for (auto [arg, value] :
-         llvm::zip(loop.getInvariantArgs(),
-                   invariantArgs.drop_front(originalInvariants)))
-      mapping.map(arg, value);
+    size_t staying = originalInvariants;
+    for (auto [arg, at] : llvm::zip(loop.getInvariantArgs(), travelsAt))
+      mapping.map(arg, at >= 0 ? current[at] : invariantArgs[staying++]);
     for (Operation &op : layerBody.without_terminator()) {
       Operation *clone = tb.clone(op, mapping);
       bool staged = llvm::any_of(clone->getOperandTypes(), [&](Type type) {
@@ -343,15 +355,14 @@ void Pipeliner::rewrite() {
           result.setType(inner(type, staged));
     }
     Operation *yield = layerBody.getTerminator();
-    for (size_t index = 0; index < current.size(); ++index)
+    for (size_t index = 0; index < carried; ++index)
       current[index] = mapping.lookupOrDefault(yield->getOperand(index));
   }
   // The last stage's result is kept (a sum over the stages of the result
   // times the last stage's 0/1 vector: one all-reduce of a microbatch); the
   // others move one stage on.
   SmallVector<Value> yielded, kept;
-  for (auto [value, keptType] : llvm::zip(current, keptTypes)) {
-    TensorType type = tensorType(value);
+  for (auto [value, keptType] : llvm::zip(current, keptTypes))
     kept.push_back(
         tick.tag(mtf::EinsumOp::create(
                      tb, loc,
@@ -359,11 +370,11 @@ void Pipeliner::rewrite() {
                                             s.ticks),
                      ValueRange{value, stageVector(tick, value, s.stages - 1)}))
             ->getResult(0));
-    yielded.push_back(
-        mtf::WindowOp::create(tb, loc, type, value, s.stage.getValue(),
-                              s.stage.getValue(), static_cast<int64_t>(-1))
-            .getResult());
-  }
+  for (Value value : current)
+    yielded.push_back(mtf::WindowOp::create(
+                          tb, loc, value.getType(), value, s.stage.getValue(),
+                          s.stage.getValue(), static_cast<int64_t>(-1))
+                          .getResult());
   llvm::append_range(yielded, kept);
   mtf::YieldOp::create(tb, loc, yielded);
 
