@@ -14,6 +14,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ThreadPool.h"
 
 #include <algorithm>
@@ -281,9 +282,10 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
   ModuleOp full = model.full;
   MLIRContext *context = full.getContext();
   std::map<std::string, int64_t> dims = collectModelDims(full);
-  // A loop's layer dim is never split (no pipeline yet): no candidate
-  // splits it.
-  full.walk([&](mtf::LoopOp loop) { dims.erase(loop.getDim().str()); });
+  // A loop's layer dim is split only by a pipeline, where the model can be
+  // pipelined.
+  if (!model.pipelined)
+    full.walk([&](mtf::LoopOp loop) { dims.erase(loop.getDim().str()); });
   // Under device weights the candidates may cut indivisible sizes where the
   // weights let them (the driver checked the weights against the mesh).
   layout::AxisWeights weights = layout::AxisWeights::even(mesh);
@@ -307,6 +309,40 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
   if (failed(variants))
     return failure();
 
+  // The pipelined models, one per way of splitting the layer dims (each
+  // candidate that splits one is measured on it, as written).
+  std::map<std::string, OwningOpRef<ModuleOp>> pipelinedModels;
+  std::map<std::string, std::string> pipelineErrors;
+  auto pipelineKey = [&](const layout::LayoutRules &rules) {
+    std::string key;
+    full.walk([&](mtf::LoopOp loop) {
+      if (const std::vector<std::string> *axes =
+              rules.axesFor(loop.getDim().str()))
+        key += loop.getDim().str() + ":" + llvm::join(*axes, "+") + ";";
+    });
+    return key;
+  };
+  if (model.pipelined) {
+    ScopedDiagnosticHandler capture(context, captureError);
+    for (const std::string &text : texts) {
+      layout::Result<layout::LayoutRules> rules =
+          layout::LayoutRules::parse(text);
+      if (!rules.ok() || !pipelines(full, *rules))
+        continue;
+      std::string key = pipelineKey(*rules);
+      if (pipelinedModels.count(key) || pipelineErrors.count(key))
+        continue;
+      std::string error;
+      diagnosticSink = &error;
+      OwningOpRef<ModuleOp> built = model.pipelined(*rules);
+      diagnosticSink = nullptr;
+      if (built)
+        pipelinedModels[key] = std::move(built);
+      else
+        pipelineErrors[key] = error.empty() ? "the pipeline failed" : error;
+    }
+  }
+
   // Every layout on every variant, in parallel; each compile's diagnostics
   // go to its own candidate.
   std::vector<Candidate> candidates(texts.size());
@@ -323,7 +359,19 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
       }
       candidate.rules = *rules;
       std::vector<std::pair<double, Figures>> parts;
-      for (const Variant &variant : *variants) {
+      std::vector<Variant> pipelinedVariant;
+      const std::vector<Variant> *measured = &*variants;
+      if (model.pipelined && pipelines(full, candidate.rules)) {
+        std::string key = pipelineKey(candidate.rules);
+        if (auto error = pipelineErrors.find(key);
+            error != pipelineErrors.end()) {
+          candidate.error = error->second;
+          return;
+        }
+        pipelinedVariant.push_back({nullptr, *pipelinedModels.at(key), 1});
+        measured = &pipelinedVariant;
+      }
+      for (const Variant &variant : *measured) {
         std::optional<Figures> figures =
             measure(variant.module, mesh, candidate.rules, machine,
                     options.partition, candidate.error);
@@ -336,7 +384,7 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
       }
       candidate.valid = true;
       candidate.figures = combine(parts);
-      candidate.memory = variants->size() > 1 ? candidate.figures.peakLive
+      candidate.memory = measured->size() > 1 ? candidate.figures.peakLive
                                               : candidate.figures.arena;
     });
   }

@@ -58,6 +58,12 @@ struct SearchModel {
   std::function<mlir::OwningOpRef<mlir::ModuleOp>(
       const frontend::ImportOptions &)>
       reimport;
+  /// The model pipelined as `rules` say (they split the layer dim of a
+  /// repeat), differentiated; null after an error, reported through the
+  /// context. Unset: no layout that splits a layer dim is a candidate
+  /// (meshc sets it for a model of loops with --microbatches above 1).
+  std::function<mlir::OwningOpRef<mlir::ModuleOp>(const layout::LayoutRules &)>
+      pipelined;
 };
 
 /// Chooses the layout of `model` on `mesh` for `machine`, printing the

@@ -710,6 +710,32 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
 
   // --layout auto: the search picks the rules (its report goes to stderr
   // when the emitted program goes to stdout).
+  // With microbatches, a model of loops is also searched pipelined: each
+  // layout that splits a layer dim on the model read whole, the pipeline
+  // cutting the microbatches inside it.
+  std::function<OwningOpRef<ModuleOp>(const layout::LayoutRules &)>
+      buildPipelined;
+  if (search && !StringRef(options.input).ends_with(".mlir") &&
+      importOptions.loops && options.microbatches > 1)
+    buildPipelined = [&](const layout::LayoutRules &candidate) {
+      frontend::ImportOptions whole = importOptions;
+      whole.microbatches = 1;
+      whole.repeats = nullptr;
+      OwningOpRef<ModuleOp> copy =
+          frontend::importMtf(sourceMgr, context, whole);
+      if (!copy)
+        return OwningOpRef<ModuleOp>();
+      PassManager stages(&context, ModuleOp::getOperationName());
+      stages.enableVerifier(false);
+      addPipelineStages(stages, mesh, candidate, options.microbatches,
+                        options.microbatchDim);
+      if (failed(stages.run(*copy)) ||
+          failed(differentiate(*copy, options.outputGrads, options.remat,
+                               options.precision == PrecisionKind::BF16,
+                               !options.noFuseAttention)))
+        return OwningOpRef<ModuleOp>();
+      return copy;
+    };
   if (search) {
     bool toStdout = options.output == "-" && emit != EmitKind::Default;
     SearchModel model;
@@ -738,6 +764,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
           return OwningOpRef<ModuleOp>();
         return copy;
       };
+    model.pipelined = buildPipelined;
     searchOptions.partition = partitionOptions;
     searchOptions.partition.shardOptimizer = options.shardOptimizer;
     searchOptions.partition.axisWeights = weights.str(mesh);
@@ -748,6 +775,13 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
     if (failed(chosen))
       return failure();
     rules = *chosen;
+    // A pipeline chosen: the model is compiled pipelined from here on.
+    if (buildPipelined && pipelines(*module, rules)) {
+      OwningOpRef<ModuleOp> pipelinedModule = buildPipelined(rules);
+      if (!pipelinedModule)
+        return failure();
+      module = std::move(pipelinedModule);
+    }
   }
 
   // IR that already carries layouts keeps them unless a flag asks otherwise.

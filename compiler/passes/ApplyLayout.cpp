@@ -74,8 +74,8 @@ struct MtfApplyLayoutPass
       loop.emitError() << "the layout splits the layer dim '" << loop.getDim()
                        << "' of this repeat: a pipeline, which "
                           "mtf-pipeline-stages builds before autodiff (meshc "
-                          "does for a given --layout; --layout auto does not "
-                          "search pipelines yet)";
+                          "does for --layout, and --layout auto with "
+                          "--microbatches above 1)";
       return WalkResult::interrupt();
     });
     if (loops.wasInterrupted())
