@@ -57,7 +57,6 @@ TensorType withDims(TensorType type, ArrayRef<NamedDim> dims) {
 struct Stages {
   int64_t stages = 1, perStage = 1, microbatches = 1, ticks = 1;
   StringAttr stage, layer, ticksDim, last, micro, batch, examples;
-  int64_t batchSize = 0;
 };
 
 class Pipeliner {
@@ -76,6 +75,17 @@ private:
   /// [stage=P] of `like`'s element type: 1 at stage `index`, 0 elsewhere
   /// (exact: a window of a 1 padded with zeros).
   Value stageVector(OpEmitter &emit, Value like, int64_t index);
+  /// `type` with the batch dim cut in place into [examples, micro].
+  TensorType microbatched(TensorType type) const;
+  /// Per stacked weight, the k-th layer of every stage, [stage=P, ...], for
+  /// each k of a stage's layers.
+  SmallVector<SmallVector<Value>> layersOfStages(OpEmitter &emit);
+  /// `value` as one microbatch per tick, [ticks=T, ...] (zeros after the
+  /// last microbatch).
+  Value alongTicks(OpEmitter &emit, Value value);
+  /// The last stage's results of every tick, [ticks=T, ...], as the batch
+  /// of type `type` (microbatch m left the last stage at tick m + P - 1).
+  Value backToBatch(OpEmitter &emit, Value kept, TensorType type);
 
   mtf::LoopOp loop;
   Stages s;
@@ -192,23 +202,33 @@ Value Pipeliner::stageVector(OpEmitter &emit, Value like, int64_t index) {
       ->getResult(0);
 }
 
-void Pipeliner::rewrite() {
-  OpEmitter emit(loop);
+TensorType Pipeliner::microbatched(TensorType type) const {
+  SmallVector<NamedDim> dims;
+  for (NamedDim dim : type.getDims()) {
+    if (dim.name != s.batch) {
+      dims.push_back(dim);
+      continue;
+    }
+    dims.push_back({s.examples, dim.size / s.microbatches});
+    dims.push_back({s.micro, s.microbatches});
+  }
+  return withDims(type, dims);
+}
+
+SmallVector<SmallVector<Value>> Pipeliner::layersOfStages(OpEmitter &emit) {
   OpBuilder &b = emit.builder();
   Location loc = loop.getLoc();
-  StringAttr layerDim = loop.getDimAttr();
-
   // Each stacked weight [layers=L, ...] as [stage=P, layer=K, ...], and the
-  // k-th layer of every stage, [stage=P, ...], an invariant of the ticks.
+  // k-th layer of every stage, [stage=P, ...].
   SmallVector<SmallVector<Value>> weights;
   for (Value stacked : loop.getStacked()) {
     TensorType type = tensorType(stacked);
     ArrayRef<NamedDim> rest = type.getDims().drop_front();
     SmallVector<NamedDim> cut{{s.stage, s.stages}, {s.layer, s.perStage}};
     cut.append(rest.begin(), rest.end());
-    Value split =
-        mtf::SplitDimOp::create(b, loc, withDims(type, cut), stacked, layerDim)
-            .getResult();
+    Value split = mtf::SplitDimOp::create(b, loc, withDims(type, cut), stacked,
+                                          loop.getDimAttr())
+                      .getResult();
     SmallVector<NamedDim> one{{s.stage, s.stages}};
     one.append(rest.begin(), rest.end());
     TensorType layerType = withDims(type, one);
@@ -228,6 +248,56 @@ void Pipeliner::rewrite() {
     }
     weights.push_back(layers);
   }
+  return weights;
+}
+
+Value Pipeliner::alongTicks(OpEmitter &emit, Value value) {
+  OpBuilder &b = emit.builder();
+  Location loc = loop.getLoc();
+  TensorType type = tensorType(value);
+  Value cut =
+      s.microbatches > 1
+          ? mtf::SplitDimOp::create(b, loc, microbatched(type), value, s.batch)
+                .getResult()
+          : addUnit(emit, value, s.micro);
+  SmallVector<NamedDim> padded(tensorType(cut).getDims());
+  for (NamedDim &dim : padded)
+    if (dim.name == s.micro)
+      dim = {s.ticksDim, s.ticks};
+  Value ticks =
+      emit.tag(mtf::WindowOp::create(b, loc, withDims(type, padded), cut,
+                                     s.micro.getValue(), s.ticksDim.getValue(),
+                                     static_cast<int64_t>(0)))
+          ->getResult(0);
+  SmallVector<NamedDim> first{{s.ticksDim, s.ticks}};
+  llvm::append_range(first, inner(type, /*staged=*/false).getDims());
+  return emit.sumTo(ticks, withDims(type, first));
+}
+
+Value Pipeliner::backToBatch(OpEmitter &emit, Value kept, TensorType type) {
+  OpBuilder &b = emit.builder();
+  SmallVector<NamedDim> dims(tensorType(kept).getDims());
+  dims[0] = {s.micro, s.microbatches};
+  Value window = emit.tag(mtf::WindowOp::create(
+                              b, loop.getLoc(), withDims(type, dims), kept,
+                              s.ticksDim.getValue(), s.micro.getValue(),
+                              static_cast<int64_t>(s.stages - 1)))
+                     ->getResult(0);
+  if (s.microbatches == 1)
+    return emit.sumTo(window, type);
+  Value ordered = emit.sumTo(window, microbatched(type));
+  return mtf::MergeDimsOp::create(b, loop.getLoc(), type, ordered, s.examples)
+      .getResult();
+}
+
+void Pipeliner::rewrite() {
+  OpEmitter emit(loop);
+  OpBuilder &b = emit.builder();
+  Location loc = loop.getLoc();
+
+  // Each stacked weight's layers, an invariant of the ticks per layer of
+  // a stage.
+  SmallVector<SmallVector<Value>> weights = layersOfStages(emit);
 
   // What moves through the stages: the carried values and, with
   // microbatches, the per-example values every layer reads (they travel
@@ -247,39 +317,9 @@ void Pipeliner::rewrite() {
   // the last microbatch), and its state on the stages, zeros first.
   SmallVector<Value> ticksIn, states;
   for (Value value : moving) {
-    TensorType type = tensorType(value);
-    Value cut;
-    if (s.microbatches > 1) {
-      SmallVector<NamedDim> dims;
-      for (NamedDim dim : type.getDims()) {
-        if (dim.name != s.batch) {
-          dims.push_back(dim);
-          continue;
-        }
-        dims.push_back({s.examples, dim.size / s.microbatches});
-        dims.push_back({s.micro, s.microbatches});
-      }
-      cut =
-          mtf::SplitDimOp::create(b, loc, withDims(type, dims), value, s.batch)
-              .getResult();
-    } else {
-      cut = addUnit(emit, value, s.micro);
-    }
-    TensorType cutType = tensorType(cut);
-    SmallVector<NamedDim> padded(cutType.getDims());
-    for (NamedDim &dim : padded)
-      if (dim.name == s.micro)
-        dim = {s.ticksDim, s.ticks};
-    Value ticks = emit.tag(mtf::WindowOp::create(b, loc, withDims(type, padded),
-                                                 cut, s.micro.getValue(),
-                                                 s.ticksDim.getValue(),
-                                                 static_cast<int64_t>(0)))
-                      ->getResult(0);
-    TensorType slice = inner(type, /*staged=*/false);
-    SmallVector<NamedDim> first{{s.ticksDim, s.ticks}};
-    llvm::append_range(first, slice.getDims());
-    ticksIn.push_back(emit.sumTo(ticks, withDims(type, first)));
-    states.push_back(emit.constant(0.0, inner(type, /*staged=*/true)));
+    ticksIn.push_back(alongTicks(emit, value));
+    states.push_back(
+        emit.constant(0.0, inner(tensorType(value), /*staged=*/true)));
   }
 
   SmallVector<Value> invariants;
@@ -378,37 +418,11 @@ void Pipeliner::rewrite() {
   llvm::append_range(yielded, kept);
   mtf::YieldOp::create(tb, loc, yielded);
 
-  // Microbatch m left the last stage at tick m + P - 1: back to the batch.
+  // Back to the batch.
   b.setInsertionPointAfter(ticks);
-  for (auto [index, result] : llvm::enumerate(loop.getFinals())) {
-    TensorType type = tensorType(result);
-    Value all = ticks.getStackedResults()[index];
-    TensorType allType = tensorType(all);
-    SmallVector<NamedDim> dims(allType.getDims());
-    dims[0] = {s.micro, s.microbatches};
-    Value window =
-        emit.tag(mtf::WindowOp::create(b, loc, withDims(type, dims), all,
-                                       s.ticksDim, s.micro, s.stages - 1))
-            ->getResult(0);
-    Value joined;
-    if (s.microbatches > 1) {
-      SmallVector<NamedDim> order;
-      for (NamedDim dim : type.getDims()) {
-        if (dim.name != s.batch) {
-          order.push_back(dim);
-          continue;
-        }
-        order.push_back({s.examples, dim.size / s.microbatches});
-        order.push_back({s.micro, s.microbatches});
-      }
-      Value ordered = emit.sumTo(window, withDims(type, order));
-      joined = mtf::MergeDimsOp::create(b, loc, type, ordered, s.examples)
-                   .getResult();
-    } else {
-      joined = emit.sumTo(window, type);
-    }
-    result.replaceAllUsesWith(joined);
-  }
+  for (auto [result, kept] :
+       llvm::zip(loop.getFinals(), ticks.getStackedResults()))
+    result.replaceAllUsesWith(backToBatch(emit, kept, tensorType(result)));
   loop.erase();
 }
 
