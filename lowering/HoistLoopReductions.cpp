@@ -89,6 +89,35 @@ Operation *cloneAfter(OpBuilder &builder, Operation *op, Type type,
   return copy;
 }
 
+/// `found`'s all-reduce cloned after `loop` onto `value` (of type `type`):
+/// to_tensor, the sum all_reduce with its reason and `how` it moved, and
+/// from_tensor; returns the from_tensor, and the to_tensor (the one new
+/// reader of `value`) in `to`.
+Operation *reduceAfter(const StackedReduction &found, mtf::LoopOp loop,
+                       Value value, mtf::TensorType type, StringRef how,
+                       Operation *&to) {
+  OpBuilder builder(loop->getContext());
+  builder.setInsertionPointAfter(loop);
+  SmallVector<int64_t> shape;
+  for (const mtf::NamedDim &named : type.getDims())
+    shape.push_back(named.size);
+  auto ranked = RankedTensorType::get(shape, type.getElementType());
+  to = cloneAfter(builder, found.toTensor, ranked, loop);
+  to->setOperand(0, value);
+  Operation *reduce = cloneAfter(builder, found.reduce, ranked, loop);
+  reduce->setOperand(0, to->getResult(0));
+  std::string reason = "once after the loop over '" + loop.getDim().str() +
+                       "', " + how.str() + " (mtf-hoist-loop-reductions)";
+  if (auto why = found.reduce->getAttrOfType<StringAttr>(
+          mtf::MtfDialect::kReasonAttrName))
+    reason = why.getValue().str() + ", " + reason;
+  reduce->setAttr(mtf::MtfDialect::kReasonAttrName,
+                  builder.getStringAttr(reason));
+  Operation *from = cloneAfter(builder, found.fromTensor, type, loop);
+  from->setOperand(0, reduce->getResult(0));
+  return from;
+}
+
 void hoist(mtf::LoopOp loop, int64_t bucketBytes) {
   Operation *yield = loop.getBodyBlock().getTerminator();
   size_t carried = loop.getFinals().size();
@@ -105,27 +134,13 @@ void hoist(mtf::LoopOp loop, int64_t bucketBytes) {
       continue;
     yield->setOperand(carried + i, found->toTensor->getOperand(0));
 
-    OpBuilder builder(loop->getContext());
-    builder.setInsertionPointAfter(loop);
-    SmallVector<int64_t> shape;
-    for (const mtf::NamedDim &named : stackedType.getDims())
-      shape.push_back(named.size);
-    auto ranked = RankedTensorType::get(shape, stackedType.getElementType());
-    Operation *to = cloneAfter(builder, found->toTensor, ranked, loop);
-    to->setOperand(0, stacked);
-    Operation *reduce = cloneAfter(builder, found->reduce, ranked, loop);
-    reduce->setOperand(0, to->getResult(0));
-    std::string reason = "once after the loop over '" + dim.str() +
-                         "', stacked (mtf-hoist-loop-reductions)";
-    if (auto why = found->reduce->getAttrOfType<StringAttr>(
-            mtf::MtfDialect::kReasonAttrName))
-      reason = why.getValue().str() + ", " + reason;
-    reduce->setAttr(mtf::MtfDialect::kReasonAttrName,
-                    builder.getStringAttr(reason));
     auto reducedType = mtf::LoopOp::stackedType(
         llvm::cast<mtf::TensorType>(found->fromTensor.getType()), dim, count);
-    Operation *from = cloneAfter(builder, found->fromTensor, reducedType, loop);
-    from->setOperand(0, reduce->getResult(0));
+    Operation *to = nullptr;
+    Operation *from =
+        reduceAfter(*found, loop, stacked, reducedType, "stacked", to);
+    OpBuilder builder(loop->getContext());
+    builder.setInsertionPointAfter(from);
     Value last = from->getResult(0);
     for (mtf::CastOp cast : found->casts) {
       auto type = mtf::LoopOp::stackedType(
@@ -169,27 +184,10 @@ void hoistCarriedSums(mtf::LoopOp loop) {
     if (!found || !found->casts.empty())
       continue;
     Value final = loop.getFinals()[i];
-    auto type = llvm::cast<mtf::TensorType>(final.getType());
-    OpBuilder builder(loop->getContext());
-    builder.setInsertionPointAfter(loop);
-    SmallVector<int64_t> shape;
-    for (const mtf::NamedDim &named : type.getDims())
-      shape.push_back(named.size);
-    auto ranked = RankedTensorType::get(shape, type.getElementType());
-    Operation *to = cloneAfter(builder, found->toTensor, ranked, loop);
-    to->setOperand(0, final);
-    Operation *reduce = cloneAfter(builder, found->reduce, ranked, loop);
-    reduce->setOperand(0, to->getResult(0));
-    std::string reason = "once after the loop over '" +
-                         loop.getDim().str() +
-                         "', summed (mtf-hoist-loop-reductions)";
-    if (auto why = found->reduce->getAttrOfType<StringAttr>(
-            mtf::MtfDialect::kReasonAttrName))
-      reason = why.getValue().str() + ", " + reason;
-    reduce->setAttr(mtf::MtfDialect::kReasonAttrName,
-                    builder.getStringAttr(reason));
-    Operation *from = cloneAfter(builder, found->fromTensor, type, loop);
-    from->setOperand(0, reduce->getResult(0));
+    Operation *to = nullptr;
+    Operation *from =
+        reduceAfter(*found, loop, final,
+                    llvm::cast<mtf::TensorType>(final.getType()), "summed", to);
     final.replaceAllUsesExcept(from->getResult(0), to);
 
     add->replaceUsesOfWith(other, found->toTensor->getOperand(0));

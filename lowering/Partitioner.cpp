@@ -541,19 +541,11 @@ LogicalResult Partitioner::partitionReshape(Operation &op) {
     viewed.erase(dim);
     viewed[split.getOuter().name.getValue().str()] = dimAxes;
     viewed[split.getInner().name.getValue().str()] = {};
-    Value input = operandAs(operand, layoutFor(inputType, axes), &op);
-    IRMapping mapping;
-    mapping.map(operand, input);
-    Operation *clone = cloneLocal(builder, op, mapping);
-    Layout local = layoutFor(type, viewed);
-    setLocalType(clone->getResult(0), type, local);
-    Layout outLayout = resultLayout(&op);
-    define(
-        op.getResult(0),
-        reshard(clone->getResult(0), type, local, outLayout, op.getLoc(),
-                "the split of '" + dim + "' is laid out unlike '" + dim + "'"),
-        outLayout);
-    return success();
+    return defineView(op, axes, viewed,
+                      "the split of '" + dim + "' into '" +
+                          split.getOuter().name.getValue().str() + "' and '" +
+                          split.getInner().name.getValue().str() +
+                          "' is laid out unlike the rules for them");
   }
   auto merge = llvm::cast<mtf::MergeDimsOp>(op);
   unsigned index = merge.getOuterIndex();
@@ -566,17 +558,29 @@ LogicalResult Partitioner::partitionReshape(Operation &op) {
   viewed.erase(outer);
   viewed.erase(inner);
   viewed[merged] = outerAxes;
-  Value input = operandAs(operand, layoutFor(inputType, axes), &op);
+  return defineView(op, axes, viewed,
+                    "the merge of '" + outer + "' and '" + inner +
+                        "' is laid out unlike '" + merged + "'");
+}
+
+/// `op` (a view) on its operand laid out as `operandAxes`, its result then
+/// laid out as `viewedAxes` on every device, then moved to the layout the
+/// rules give it (`why` a reshard is needed).
+LogicalResult Partitioner::defineView(Operation &op, const AxisMap &operandAxes,
+                                      const AxisMap &viewedAxes,
+                                      const std::string &why) {
+  Value operand = op.getOperand(0);
+  auto inputType = llvm::cast<mtf::TensorType>(operand.getType());
+  auto type = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
   IRMapping mapping;
-  mapping.map(operand, input);
+  mapping.map(operand,
+              operandAs(operand, layoutFor(inputType, operandAxes), &op));
   Operation *clone = cloneLocal(builder, op, mapping);
-  Layout local = layoutFor(type, viewed);
+  Layout local = layoutFor(type, viewedAxes);
   setLocalType(clone->getResult(0), type, local);
   Layout outLayout = resultLayout(&op);
   define(op.getResult(0),
-         reshard(clone->getResult(0), type, local, outLayout, op.getLoc(),
-                 "the merge of '" + outer + "' and '" + inner +
-                     "' is laid out unlike '" + merged + "'"),
+         reshard(clone->getResult(0), type, local, outLayout, op.getLoc(), why),
          outLayout);
   return success();
 }

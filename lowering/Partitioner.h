@@ -58,6 +58,10 @@ private:
                                       const mlir::mtf::PartitionRule &rule);
   /// split_dim and merge_dims (docs/spmd.md#split-and-merged-dimensions).
   mlir::LogicalResult partitionReshape(mlir::Operation &op);
+  mlir::LogicalResult defineView(mlir::Operation &op,
+                                 const AxisMap &operandAxes,
+                                 const AxisMap &viewedAxes,
+                                 const std::string &why);
   mlir::LogicalResult partitionAssign(mlir::Operation &op,
                                       const mlir::mtf::PartitionRule &rule);
   mlir::LogicalResult partitionLocalGrad(mlir::Operation &op);

@@ -156,3 +156,21 @@ mtf.program @p mesh <b=3> local {
   // expected-error @+1 {{'mtf.blocks' must be a dictionary on an op with results}}
   %x = mtf.input "x" {mtf.blocks = [1, 2]} : !mtf.tensor<[batch=4], f32>
 }
+
+// -----
+
+// expected-error @+1 {{'mtf.layout_aliases' must map dim names to a dim name or a list of them on an mtf.program, got {layers_stage = 3 : i64}}}
+mtf.program @p attributes {mtf.layout_aliases = {layers_stage = 3}} {
+}
+
+// -----
+
+// expected-error @+1 {{'mtf.layout_aliases' must map dim names to a dim name or a list of them on an mtf.program, got {batch_mb = []}}}
+mtf.program @p attributes {mtf.layout_aliases = {batch_mb = []}} {
+}
+
+// -----
+
+// expected-error @+1 {{'mtf.pipelines' must map layer dims to {stages, per_stage, microbatches, ticks} (each at least 1) on an mtf.program, got {layers = {microbatches = 2 : i64, per_stage = 3 : i64, stages = 0 : i64, ticks = 1 : i64}}}}
+mtf.program @p attributes {mtf.pipelines = {layers = {stages = 0, per_stage = 3, microbatches = 2, ticks = 1}}} {
+}
