@@ -355,9 +355,15 @@ void CudaDevice::runKernels(const Step &step, Communicator *comm,
   case OpKind::Window: {
     const NamedShape &in = step.in[0].shape;
     const WindowAttrs &window = step.as<WindowAttrs>();
-    windowKernel(exec(), f32(at(step.in[0])), f32(at(out)),
-                 windowRows(in, out.shape, window.dim, window.toDim),
-                 in.sizes[in.position(window.dim)], window.offset);
+    RowWalk rows = windowRows(in, out.shape, window.dim, window.toDim);
+    int64_t length = in.sizes[in.position(window.dim)];
+    if (kernelType(out) == DType::F32)
+      windowKernel(exec(), f32(at(step.in[0])), f32(at(out)), rows, length,
+                   window.offset);
+    else // one 16-bit type on both sides (the loader stages any other pair)
+      windowKernel(exec(), reinterpret_cast<const uint16_t *>(at(step.in[0])),
+                   reinterpret_cast<uint16_t *>(at(out)), rows, length,
+                   window.offset);
     return;
   }
   case OpKind::Cumsum: {

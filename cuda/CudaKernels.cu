@@ -372,20 +372,25 @@ void softmaxKernel(const Exec &exec, const float *in, float *out,
   });
 }
 
-void windowKernel(const Exec &exec, const float *in, float *out,
-                  const RowWalk &walk, int64_t inLength, int64_t offset) {
+template <typename T>
+void windowKernel(const Exec &exec, const T *in, T *out, const RowWalk &walk,
+                  int64_t inLength, int64_t offset) {
   forEach(exec, walk.rows.count(), [=] __host__ __device__(int64_t i) {
     int64_t o[3];
     walk.rows.offsets(i, o);
-    const float *x = in + o[0];
-    float *y = out + o[1];
+    const T *x = in + o[0];
+    T *y = out + o[1];
     for (int64_t j = 0; j < walk.length; ++j) {
       int64_t source = j + offset;
       y[j * walk.step[1]] =
-          source >= 0 && source < inLength ? x[source * walk.step[0]] : 0.0f;
+          source >= 0 && source < inLength ? x[source * walk.step[0]] : T(0);
     }
   });
 }
+template void windowKernel<float>(const Exec &, const float *, float *,
+                                  const RowWalk &, int64_t, int64_t);
+template void windowKernel<uint16_t>(const Exec &, const uint16_t *, uint16_t *,
+                                     const RowWalk &, int64_t, int64_t);
 
 void crossEntropyKernel(const Exec &exec, const float *logits,
                         const int32_t *labels, float *out, const RowWalk &walk,

@@ -99,9 +99,11 @@ void cumsumKernel(const Exec &exec, const float *in, float *out,
 void topKKernel(const Exec &exec, const float *in, float *out,
                 const RowWalk &walk, int64_t k);
 /// out row[j] = in row[j + offset] where 0 <= j + offset < inLength, else
-/// 0, for j < walk.length (operands in, out; steps in, out).
-void windowKernel(const Exec &exec, const float *in, float *out,
-                  const RowWalk &walk, int64_t inLength, int64_t offset);
+/// 0, for j < walk.length (operands in, out; steps in, out). T is float, or
+/// uint16_t for the bits of bf16 or f16 elements (moved as they are).
+template <typename T>
+void windowKernel(const Exec &exec, const T *in, T *out, const RowWalk &walk,
+                  int64_t inLength, int64_t offset);
 /// logsumexp(logits row) - logits[label] (operands logits, labels, out);
 /// a label outside [0, length) records its row in `status`.
 void crossEntropyKernel(const Exec &exec, const float *logits,

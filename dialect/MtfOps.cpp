@@ -870,17 +870,20 @@ LogicalResult WindowOp::verify() {
   if (getTo() != getFrom() && input.hasDim(getTo()))
     return emitOpError() << "operand already has dimension '" << getTo()
                          << "' (type " << input << ")";
+  // The operand's dims with `from` renamed `to` (its size free), in any
+  // order: a window may also transpose.
   bool same = input.getRank() == result.getRank() &&
               input.getElementType() == result.getElementType();
-  for (auto [in, out] : llvm::zip(input.getDims(), result.getDims())) {
-    if (in.name.getValue() == getFrom())
-      same = same && out.name.getValue() == getTo();
-    else
-      same = same && in == out;
+  for (NamedDim in : input.getDims()) {
+    StringRef name = in.name.getValue() == getFrom() ? getTo() : in.name;
+    std::optional<unsigned> at = result.getDimIndex(name);
+    same = same && at &&
+           (name == getTo() || result.getDims()[*at].size == in.size);
   }
   if (!same)
     return emitOpError() << "result must be the operand with '" << getFrom()
-                         << "' replaced by '" << getTo() << "', got " << result
+                         << "' replaced by '" << getTo()
+                         << "' (its dims in any order), got " << result
                          << " from " << input;
   return success();
 }

@@ -821,12 +821,15 @@ def Mtf_WindowOp : Mtf_Op<"window", [Mtf_FollowsPrecision, DeclareOpInterfaceMet
     DeclareOpInterfaceMethods<Mtf_GradientOpInterface>, Pure]> {
   let summary = "a window of one dimension, moved by an offset, zeros outside";
   let description = [{
-    The result is the operand with dimension `from` replaced (in place) by
-    `to`, and `result[.., j, ..] = input[.., j + offset, ..]` where
+    The result is the operand with dimension `from` replaced by `to`, and
+    `result[.., j, ..] = input[.., j + offset, ..]` where
     `0 <= j + offset < size(from)`, else 0. With `to` shorter than `from` it
     is a slice (`offset` its start), longer a pad (`-offset` zeros before),
     the same dimension a shift (`offset = -k` moves elements k places up).
-    It is its own gradient: `window(g, to -> from, -offset)`.
+    The result may hold its dims in another order than the operand (a
+    window that also transposes: a pipeline's microbatches as ticks, the
+    ticks first). It is its own gradient: `window(g, to -> from, -offset)`
+    of the operand's type.
 
     ```mlir
     %s = mtf.window %x from "seq" to "half" offset 4 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[b=2, half=4], f32>

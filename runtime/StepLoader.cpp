@@ -606,12 +606,16 @@ template <typename Attrs> bool StepParser::parseParts(Attrs &attrs) {
 /// The kernels compute in f32: every bf16 or f16 operand of a computing step
 /// (each of `in` and each output, Step::outputs) gets an f32 copy in the
 /// scratch, after the step's own scratch (fill, copy, cast and fused convert
-/// themselves; collectives and slice move the 16-bit elements as they are).
-/// An einsum's plan reads and writes the copies.
+/// themselves; collectives and slice move the 16-bit elements as they are,
+/// and so does a window between buffers of one element type: it computes
+/// nothing). An einsum's plan reads and writes the copies.
 void StepParser::stageHalfOperands() {
   // A fused step reads and writes 16-bit operands itself.
   if (kind == OpKind::Fill || kind == OpKind::Copy || kind == OpKind::Cast ||
       kind == OpKind::Loop || kind == OpKind::Fused || usesGroup(kind))
+    return;
+  if (kind == OpKind::Window &&
+      bufferOf(step.in[0]).dtype == bufferOf(step.out).dtype)
     return;
   auto align = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
   int64_t end = align(step.scratchBytes);

@@ -344,6 +344,61 @@ ScratchPlan planScratch(const llvm::json::Value &mprog) {
   return plan;
 }
 
+/// The indices 0..count-1 to show, -1 standing for an elided run: all of
+/// them up to `most`, else the first `head`, -1 and the last `tail`.
+static std::vector<int64_t> shown(int64_t count, int64_t most, int64_t head,
+                                  int64_t tail) {
+  std::vector<int64_t> indices;
+  for (int64_t i = 0; i < count; ++i) {
+    if (count > most && i == head) {
+      indices.push_back(-1);
+      i = count - tail;
+    }
+    indices.push_back(i);
+  }
+  return indices;
+}
+
+/// A pipeline's GPipe schedule as a table: the microbatch each stage runs
+/// at each tick of the forward loop ('.' where it computes on zeros); the
+/// backward loop runs the same ticks in reverse. Long pipelines show their
+/// first and last ticks and stages.
+static void explainSchedule(int64_t stages, int64_t microbatches, int64_t ticks,
+                            llvm::raw_ostream &os) {
+  std::vector<int64_t> columns = shown(ticks, 16, 10, 4);
+  std::vector<int64_t> lines = shown(stages, 8, 4, 2);
+  int width = static_cast<int>(std::to_string(ticks - 1).size()) + 1;
+  std::string stageLabel = "stage " + std::to_string(stages - 1);
+  auto cell = [&](const std::string &text) {
+    os << std::string(size_t(std::max<int>(0, width - int(text.size()))), ' ')
+       << text;
+  };
+  os << "  schedule: the microbatch each stage runs at each tick ('.': "
+        "zeros); the backward runs the ticks in reverse, every stage holds "
+        "the memory below (one SPMD program)\n";
+  os << "    " << llvm::left_justify("tick", stageLabel.size());
+  for (int64_t tick : columns)
+    cell(tick < 0 ? "..." : std::to_string(tick));
+  os << "\n";
+  for (int64_t stage : lines) {
+    if (stage < 0) {
+      os << "    ...\n";
+      continue;
+    }
+    os << "    "
+       << llvm::left_justify("stage " + std::to_string(stage),
+                             stageLabel.size());
+    for (int64_t tick : columns) {
+      int64_t microbatch = tick - stage;
+      cell(tick < 0 ? "..."
+           : microbatch >= 0 && microbatch < microbatches
+               ? std::to_string(microbatch)
+               : ".");
+    }
+    os << "\n";
+  }
+}
+
 void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
                     const MemoryPlanStats *plan, const ScratchPlan *scratch,
                     const cost::MachineProfile &machine, bool grouped,
@@ -377,6 +432,7 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
          << " of them, a bubble of "
          << llvm::format("%.0f", 100.0 * double(stages - 1) / double(ticks))
          << "% (docs/pipeline.md)\n";
+      explainSchedule(stages, microbatches, ticks, os);
     }
   if (unequal)
     os << "unequal blocks: a split dimension lists its blocks by shard, "

@@ -260,33 +260,35 @@ Value Pipeliner::alongTicks(OpEmitter &emit, Value value) {
           ? mtf::SplitDimOp::create(b, loc, microbatched(type), value, s.batch)
                 .getResult()
           : addUnit(emit, value, s.micro);
-  SmallVector<NamedDim> padded(tensorType(cut).getDims());
-  for (NamedDim &dim : padded)
-    if (dim.name == s.micro)
-      dim = {s.ticksDim, s.ticks};
-  Value ticks =
-      emit.tag(mtf::WindowOp::create(b, loc, withDims(type, padded), cut,
-                                     s.micro.getValue(), s.ticksDim.getValue(),
-                                     static_cast<int64_t>(0)))
-          ->getResult(0);
+  // The microbatches padded with zeros to the ticks, the ticks first (one
+  // window that also transposes: no copy of the batch in between).
   SmallVector<NamedDim> first{{s.ticksDim, s.ticks}};
   llvm::append_range(first, inner(type, /*staged=*/false).getDims());
-  return emit.sumTo(ticks, withDims(type, first));
+  return emit
+      .tag(mtf::WindowOp::create(b, loc, withDims(type, first), cut,
+                                 s.micro.getValue(), s.ticksDim.getValue(),
+                                 static_cast<int64_t>(0)))
+      ->getResult(0);
 }
 
 Value Pipeliner::backToBatch(OpEmitter &emit, Value kept, TensorType type) {
   OpBuilder &b = emit.builder();
-  SmallVector<NamedDim> dims(tensorType(kept).getDims());
-  dims[0] = {s.micro, s.microbatches};
-  Value window = emit.tag(mtf::WindowOp::create(
-                              b, loop.getLoc(), withDims(type, dims), kept,
-                              s.ticksDim.getValue(), s.micro.getValue(),
-                              static_cast<int64_t>(s.stages - 1)))
-                     ->getResult(0);
+  // Microbatch m left the last stage at tick m + P - 1: one window takes
+  // those ticks, in the batch's order.
+  TensorType ordered =
+      s.microbatches > 1 ? microbatched(type) : withDims(type, [&] {
+        SmallVector<NamedDim> dims{{s.micro, 1}};
+        llvm::append_range(dims, type.getDims());
+        return dims;
+      }());
+  Value window =
+      emit.tag(mtf::WindowOp::create(b, loop.getLoc(), ordered, kept,
+                                     s.ticksDim.getValue(), s.micro.getValue(),
+                                     static_cast<int64_t>(s.stages - 1)))
+          ->getResult(0);
   if (s.microbatches == 1)
     return emit.sumTo(window, type);
-  Value ordered = emit.sumTo(window, microbatched(type));
-  return mtf::MergeDimsOp::create(b, loop.getLoc(), type, ordered, s.examples)
+  return mtf::MergeDimsOp::create(b, loop.getLoc(), type, window, s.examples)
       .getResult();
 }
 

@@ -300,8 +300,13 @@ void CpuDevice::runKernel(const Step &step, Communicator *comm,
   }
   case OpKind::Window: {
     const WindowAttrs &window = step.as<WindowAttrs>();
-    windowKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)), out.shape,
-                 window.dim, window.toDim, window.offset);
+    if (kernelType(out) == DType::F32)
+      windowKernel(f32(at(step.in[0])), step.in[0].shape, f32(at(out)),
+                   out.shape, window.dim, window.toDim, window.offset);
+    else // one 16-bit type on both sides (the loader stages any other pair)
+      windowKernel(reinterpret_cast<const uint16_t *>(at(step.in[0])),
+                   step.in[0].shape, reinterpret_cast<uint16_t *>(at(out)),
+                   out.shape, window.dim, window.toDim, window.offset);
     return;
   }
   case OpKind::Cumsum: {

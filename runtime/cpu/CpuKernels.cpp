@@ -402,7 +402,8 @@ void compareKernel(BinaryFn fn, const int32_t *lhs, const NamedShape &lhsShape,
                lhsShape, rhs, rhsShape, out, outShape);
 }
 
-void windowKernel(const float *in, const NamedShape &inShape, float *out,
+template <typename T>
+void windowKernel(const T *in, const NamedShape &inShape, T *out,
                   const NamedShape &outShape, const std::string &from,
                   const std::string &to, int64_t offset) {
   int64_t inStrides[kMaxRank], outStrides[kMaxRank];
@@ -419,14 +420,21 @@ void windowKernel(const float *in, const NamedShape &inShape, float *out,
   int64_t inStep = strideOf(inShape, inStrides, from);
   int64_t outStep = strideOf(outShape, outStrides, to);
   rows.run([&](const int64_t *o) {
-    const float *x = in + o[0];
-    float *y = out + o[1];
+    const T *x = in + o[0];
+    T *y = out + o[1];
     for (int64_t j = 0; j < m; ++j) {
       int64_t source = j + offset;
-      y[j * outStep] = source >= 0 && source < n ? x[source * inStep] : 0.0f;
+      y[j * outStep] = source >= 0 && source < n ? x[source * inStep] : T(0);
     }
   });
 }
+template void windowKernel<float>(const float *, const NamedShape &, float *,
+                                  const NamedShape &, const std::string &,
+                                  const std::string &, int64_t);
+template void windowKernel<uint16_t>(const uint16_t *, const NamedShape &,
+                                     uint16_t *, const NamedShape &,
+                                     const std::string &, const std::string &,
+                                     int64_t);
 
 void topKKernel(const float *in, const NamedShape &inShape, float *out,
                 const NamedShape &outShape, const std::string &dim, int64_t k) {

@@ -55,8 +55,11 @@ void compareKernel(BinaryFn fn, const int32_t *lhs, const NamedShape &lhsShape,
 
 /// out[.., j, ..] = in[.., j + offset, ..] where 0 <= j + offset < size of
 /// in's `from`, else 0; j runs over out's `to`. The other dims are the same
-/// in both, in any order; in and out do not overlap.
-void windowKernel(const float *in, const NamedShape &inShape, float *out,
+/// in both, in any order; in and out do not overlap. T is float, or
+/// uint16_t for the bits of bf16 or f16 elements (moved as they are; 0 is
+/// +0 in both).
+template <typename T>
+void windowKernel(const T *in, const NamedShape &inShape, T *out,
                   const NamedShape &outShape, const std::string &from,
                   const std::string &to, int64_t offset);
 

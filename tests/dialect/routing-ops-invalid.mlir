@@ -66,8 +66,16 @@ mtf.program @p {
 
 mtf.program @p {
   %x = mtf.input "x" : !mtf.tensor<[a=2, s=4], f32>
-  // expected-error @+1 {{'mtf.window' op result must be the operand with 's' replaced by 't', got '!mtf.tensor<[t=2, a=2], f32>' from '!mtf.tensor<[a=2, s=4], f32>'}}
-  %w = mtf.window %x from "s" to "t" offset 0 : !mtf.tensor<[a=2, s=4], f32> -> !mtf.tensor<[t=2, a=2], f32>
+  // expected-error @+1 {{'mtf.window' op result must be the operand with 's' replaced by 't' (its dims in any order), got '!mtf.tensor<[t=2, a=3], f32>' from '!mtf.tensor<[a=2, s=4], f32>'}}
+  %w = mtf.window %x from "s" to "t" offset 0 : !mtf.tensor<[a=2, s=4], f32> -> !mtf.tensor<[t=2, a=3], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=2, s=4], f32>
+  // expected-error @+1 {{'mtf.window' op result must be the operand with 's' replaced by 't' (its dims in any order), got '!mtf.tensor<[t=2, s=4], f32>' from '!mtf.tensor<[a=2, s=4], f32>'}}
+  %w = mtf.window %x from "s" to "t" offset 0 : !mtf.tensor<[a=2, s=4], f32> -> !mtf.tensor<[t=2, s=4], f32>
 }
 
 // -----

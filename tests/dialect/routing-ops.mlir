@@ -34,6 +34,9 @@ mtf.program @window {
   %s = mtf.window %x from "seq" to "half" offset 4 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[b=2, half=4], f32>
   // CHECK: mtf.window %{{.*}} from "seq" to "seq" offset -1 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[b=2, seq=8], f32>
   %t = mtf.window %x from "seq" to "seq" offset -1 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[b=2, seq=8], f32>
+  // A window may also put the dims in another order.
+  // CHECK: mtf.window %{{.*}} from "seq" to "tick" offset 0 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[tick=10, b=2], f32>
+  %u = mtf.window %x from "seq" to "tick" offset 0 : !mtf.tensor<[b=2, seq=8], f32> -> !mtf.tensor<[tick=10, b=2], f32>
 }
 
 // -----

@@ -394,6 +394,17 @@ TEST(CudaHostTest, WindowMatchesTheCpu) {
                        windowRows(in, out, "s", "t"), 6, offset);
     rt::windowKernel(x.data(), in, want.data(), out, "s", "t", offset);
     EXPECT_EQ(got, want) << offset;
+    // The 16-bit kernel moves bits as they are (any pattern, NaN's too)
+    // and pads with +0.
+    std::vector<uint16_t> bits(36), got16(24, 9), want16(24, 9);
+    for (size_t i = 0; i < bits.size(); ++i)
+      bits[i] = static_cast<uint16_t>(0x7fc1 + 977 * i);
+    cuda::windowKernel(kHost, bits.data(), got16.data(),
+                       windowRows(in, out, "s", "t"), 6, offset);
+    rt::windowKernel(bits.data(), in, want16.data(), out, "s", "t", offset);
+    EXPECT_EQ(got16, want16) << offset;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(want16[i] == 0, want[i] == 0.0f) << offset << " " << i;
   }
 }
 

@@ -1207,4 +1207,53 @@ TEST(LoaderTest, AttentionErrors) {
             "\"0.5\"");
 }
 
+/// validProgram() with two more buffers (4: [batch=2, io=4] of element
+/// type `in`, 5: [hidden=4, batch=2] of `out`) and one step, a window of 4
+/// into 5 (io becomes hidden and goes first).
+Program windowProgram(const std::string &in, const std::string &out) {
+  json program = validProgram();
+  auto bytes = [](const std::string &dtype) {
+    return dtype == "f32" ? 32 : 16;
+  };
+  program["buffers"].push_back({{"id", 4},
+                                {"dtype", in},
+                                {"shape", {2, 4}},
+                                {"offset", 112},
+                                {"bytes", bytes(in)}});
+  program["buffers"].push_back({{"id", 5},
+                                {"dtype", out},
+                                {"shape", {4, 2}},
+                                {"offset", 144},
+                                {"bytes", bytes(out)}});
+  program["arena_bytes"] = 176;
+  program["steps"] = json::parse(R"([
+    {"op": "window", "in": {"buf": 4, "dims": ["batch", "io"]},
+     "out": {"buf": 5, "dims": ["hidden", "batch"]}, "from": "io",
+     "to": "hidden", "offset": -1, "sizes": {"batch": 2, "io": 4,
+     "hidden": 4}}])");
+  return parseProgram(program.dump(), "p.mprog");
+}
+
+TEST(LoaderTest, WindowsOfOne16BitTypeMoveTheirElementsUnstaged) {
+  // A window computes nothing: between buffers of one 16-bit type its
+  // kernel moves the 16-bit elements, with no f32 copies in the scratch
+  // (a pipeline's microbatches as ticks, the batch of a GPT-3 per device).
+  for (const char *dtype : {"bf16", "f16"}) {
+    SCOPED_TRACE(dtype);
+    Program same = windowProgram(dtype, dtype);
+    EXPECT_EQ(same.steps[0].in[0].staging, -1);
+    EXPECT_EQ(same.steps[0].out.staging, -1);
+    EXPECT_EQ(same.scratchBytes, 0);
+  }
+  // Two element types: the 16-bit side widened or narrowed through f32.
+  Program mixed = windowProgram("bf16", "f32");
+  EXPECT_EQ(mixed.steps[0].in[0].staging, 0);
+  EXPECT_EQ(mixed.steps[0].out.staging, -1);
+  EXPECT_EQ(mixed.scratchBytes, 64); // 8 floats, staging areas 64-aligned
+  Program halves = windowProgram("bf16", "f16");
+  EXPECT_EQ(halves.steps[0].in[0].staging, 0);
+  EXPECT_EQ(halves.steps[0].out.staging, 64);
+  EXPECT_EQ(halves.scratchBytes, 128);
+}
+
 } // namespace
