@@ -182,9 +182,9 @@ LogicalResult RenameOp::buildGradients(OpEmitter &emit, Value g,
 LogicalResult SplitDimOp::buildGradients(OpEmitter &emit, Value g,
                                          GradientSink &sink) {
   sink.send(getInput(),
-            emit.tag(MergeDimsOp::create(emit.builder(), emit.getLoc(),
-                                         getInput().getType(), g,
-                                         getOuter().name.getValue()))
+            emit.tag(MergeDimsOp::create(
+                         emit.builder(), emit.getLoc(), getInput().getType(), g,
+                         getOuter().name.getValue(), getBlocksAttr()))
                 ->getResult(0));
   return success();
 }
@@ -195,7 +195,8 @@ LogicalResult MergeDimsOp::buildGradients(OpEmitter &emit, Value g,
   StringRef merged = type.getDims()[getOuterIndex()].name.getValue();
   sink.send(getInput(),
             emit.tag(SplitDimOp::create(emit.builder(), emit.getLoc(),
-                                        getInput().getType(), g, merged))
+                                        getInput().getType(), g, merged,
+                                        getBlocksAttr()))
                 ->getResult(0));
   return success();
 }

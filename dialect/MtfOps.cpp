@@ -232,6 +232,31 @@ bool replacesDims(TensorType input, TensorType result, unsigned at,
 }
 } // namespace
 
+/// The `blocks` of a split_dim or merge_dims between `whole` and `outer` x
+/// `inner`: one per outer index, each in [0, inner], adding up to `whole`.
+static LogicalResult verifyBlocks(Operation *op, ArrayRef<int64_t> blocks,
+                                  NamedDim outer, NamedDim inner,
+                                  NamedDim whole) {
+  if (static_cast<int64_t>(blocks.size()) != outer.size)
+    return op->emitOpError()
+           << "has " << blocks.size() << " blocks for the " << outer.size
+           << " indices of '" << outer.name.getValue() << "'";
+  int64_t sum = 0;
+  for (auto [index, block] : llvm::enumerate(blocks)) {
+    if (block < 0 || block > inner.size)
+      return op->emitOpError()
+             << "block " << index << " has size " << block << ", outside [0, "
+             << inner.size << "] (the size of '" << inner.name.getValue()
+             << "')";
+    sum += block;
+  }
+  if (sum != whole.size)
+    return op->emitOpError()
+           << "has blocks adding up to " << sum << ", not the size of '"
+           << whole.name.getValue() << "' (" << whole.size << ")";
+  return success();
+}
+
 unsigned SplitDimOp::getDimIndex() {
   return *tensorOf(getInput()).getDimIndex(getDim());
 }
@@ -259,7 +284,11 @@ LogicalResult SplitDimOp::verify() {
                          << input << "), got " << result;
   NamedDim outer = result.getDims()[*index];
   NamedDim inner = result.getDims()[*index + 1];
-  if (outer.size * inner.size != input.getDims()[*index].size)
+  if (std::optional<ArrayRef<int64_t>> blocks = getBlocks()) {
+    if (failed(verifyBlocks(getOperation(), *blocks, outer, inner,
+                            input.getDims()[*index])))
+      return failure();
+  } else if (outer.size * inner.size != input.getDims()[*index].size)
     return emitOpError() << "splits '" << getDim() << "' of size "
                          << input.getDims()[*index].size << " into '"
                          << outer.name.getValue() << "' (" << outer.size
@@ -300,7 +329,10 @@ LogicalResult MergeDimsOp::verify() {
   NamedDim outer = input.getDims()[*index];
   NamedDim inner = input.getDims()[*index + 1];
   NamedDim merged = result.getDims()[*index];
-  if (merged.size != outer.size * inner.size)
+  if (std::optional<ArrayRef<int64_t>> blocks = getBlocks()) {
+    if (failed(verifyBlocks(getOperation(), *blocks, outer, inner, merged)))
+      return failure();
+  } else if (merged.size != outer.size * inner.size)
     return emitOpError() << "merges '" << getOuter() << "' (" << outer.size
                          << ") and '" << inner.name.getValue() << "' ("
                          << inner.size << ") into '" << merged.name.getValue()

@@ -220,13 +220,23 @@ def Mtf_SplitDimOp : Mtf_Op<"split_dim", [Mtf_FollowsPrecision, Mtf_View, Declar
     dimension takes the split and every device keeps its block as it is;
     otherwise `dim` is gathered first.
 
+    With `blocks` (one size per outer index, each at most the inner size,
+    adding up to `dim`'s size) the outer index `a` takes the next
+    `blocks[a]` elements of `dim` and zeros after them: a pipeline's
+    uneven stages, `[a, b]` is element `blocks[0] + .. + blocks[a-1] + b`
+    where `b < blocks[a]`, else 0. It is partitioned only where the outer
+    dimension is split over mesh axes that cut `dim` into exactly those
+    blocks: each device pads its own block with one window.
+
     ```mlir
     %s = mtf.split_dim %w "layers" : !mtf.tensor<[layers=8, d=4], f32> -> !mtf.tensor<[stage=2, layer=4, d=4], f32>
+    %u = mtf.split_dim %w "layers" blocks [2, 1, 1] : !mtf.tensor<[layers=4, d=4], f32> -> !mtf.tensor<[stage=3, layer=2, d=4], f32>
     ```
   }];
-  let arguments = (ins Mtf_AnyTensor:$input, StrAttr:$dim);
+  let arguments = (ins Mtf_AnyTensor:$input, StrAttr:$dim,
+                       OptionalAttr<DenseI64ArrayAttr>:$blocks);
   let results = (outs Mtf_AnyTensor:$result);
-  let assemblyFormat = "$input $dim attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = "$input $dim (`blocks` $blocks^)? attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The position of `dim` in the operand (verified).
@@ -252,13 +262,18 @@ def Mtf_MergeDimsOp : Mtf_Op<"merge_dims", [Mtf_FollowsPrecision, Mtf_View, Decl
     is split over mesh axes it is gathered first; the merged dimension takes
     the outer one's split, so every device keeps its block as it is.
 
+    With `blocks` it is the inverse of `split_dim` with those blocks: outer
+    index `a` gives its first `blocks[a]` inner elements, the rest are
+    dropped.
+
     ```mlir
     %m = mtf.merge_dims %x "examples" : !mtf.tensor<[examples=4, micro=2, d=4], f32> -> !mtf.tensor<[batch=8, d=4], f32>
     ```
   }];
-  let arguments = (ins Mtf_AnyTensor:$input, StrAttr:$outer);
+  let arguments = (ins Mtf_AnyTensor:$input, StrAttr:$outer,
+                       OptionalAttr<DenseI64ArrayAttr>:$blocks);
   let results = (outs Mtf_AnyTensor:$result);
-  let assemblyFormat = "$input $outer attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = "$input $outer (`blocks` $blocks^)? attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The position of `outer` in the operand (verified).

@@ -516,6 +516,12 @@ LogicalResult Partitioner::partitionRename(Operation &op,
 /// first, and the merged dimension takes the outer one's axes. The result
 /// then moves to the layout the rules give it.
 LogicalResult Partitioner::partitionReshape(Operation &op) {
+  if (auto split = llvm::dyn_cast<mtf::SplitDimOp>(op))
+    if (std::optional<ArrayRef<int64_t>> blocks = split.getBlocks())
+      return partitionBlocks(op, *blocks);
+  if (auto merge = llvm::dyn_cast<mtf::MergeDimsOp>(op))
+    if (std::optional<ArrayRef<int64_t>> blocks = merge.getBlocks())
+      return partitionBlocks(op, *blocks);
   Value operand = op.getOperand(0);
   auto inputType = llvm::cast<mtf::TensorType>(operand.getType());
   auto type = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
@@ -561,6 +567,130 @@ LogicalResult Partitioner::partitionReshape(Operation &op) {
   return defineView(op, axes, viewed,
                     "the merge of '" + outer + "' and '" + inner +
                         "' is laid out unlike '" + merged + "'");
+}
+
+/// The whole dim (a split's operand's, a merge's result's) is cut over mesh
+/// axes into exactly `blocks`, one outer index per device along them: the
+/// axes the rules give the result's outer (split) or whole (merge) dim, else
+/// those the operand's whole (split) or outer (merge) dim has; the inner dim
+/// is whole. A split's local op is a window of the device's block padded
+/// with zeros to the inner size, then a view adding the outer dim (of 1); a
+/// merge's the view dropping it, then a window back to the device's block.
+/// The other dims keep their layouts, less those axes. Refused where
+/// neither side is laid out so.
+LogicalResult Partitioner::partitionBlocks(Operation &op,
+                                           ArrayRef<int64_t> blocks) {
+  Value operand = op.getOperand(0);
+  auto inputType = llvm::cast<mtf::TensorType>(operand.getType());
+  auto type = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
+  bool split = llvm::isa<mtf::SplitDimOp>(op);
+  mtf::TensorType cutType = split ? type : inputType;
+  mtf::TensorType wholeType = split ? inputType : type;
+  unsigned index = split ? llvm::cast<mtf::SplitDimOp>(op).getDimIndex()
+                         : llvm::cast<mtf::MergeDimsOp>(op).getOuterIndex();
+  mtf::NamedDim outer = cutType.getDims()[index];
+  mtf::NamedDim inner = cutType.getDims()[index + 1];
+  mtf::NamedDim whole = wholeType.getDims()[index];
+  std::string outerName = outer.name.getValue().str();
+  std::string innerName = inner.name.getValue().str();
+  std::string wholeName = whole.name.getValue().str();
+  Layout ruled = resultLayout(&op);
+  materialize(operand);
+  Layout current = layouts[locals.lookup(operand).second];
+
+  // The layouts of both sides with the whole dim, and the outer one, over
+  // `axes`, the other dims as the operand has them less those axes.
+  AxisMap wholeAxes, cutAxes;
+  Layout wholeLayout = current, cutLayout = current;
+  std::vector<int64_t> cut;
+  auto cutOver = [&](const std::vector<size_t> &axes) {
+    AxisMap operandAxes = axesByName(inputType, current);
+    for (auto &[name, dimAxes] : operandAxes)
+      llvm::erase_if(
+          dimAxes, [&](size_t axis) { return llvm::is_contained(axes, axis); });
+    wholeAxes = operandAxes;
+    wholeAxes.erase(outerName);
+    wholeAxes.erase(innerName);
+    wholeAxes[wholeName] = axes;
+    cutAxes = operandAxes;
+    cutAxes.erase(wholeName);
+    cutAxes[outerName] = axes;
+    cutAxes[innerName] = {};
+    wholeLayout = layoutFor(wholeType, wholeAxes);
+    cutLayout = layoutFor(cutType, cutAxes);
+    cut = wholeLayout.blockSizes(index, whole.size, mesh, weights);
+    int64_t devices = 1;
+    for (size_t axis : axes)
+      devices *= mesh.axisSize(axis);
+    return devices == outer.size &&
+           cut == std::vector<int64_t>(blocks.begin(), blocks.end());
+  };
+  // The axes the rules give the result's outer (split) or whole (merge)
+  // dim, else those the operand's whole (split) or outer (merge) dim has.
+  std::vector<size_t> ruledAxes = ruled.axesOf(index);
+  std::vector<size_t> currentAxes = current.axesOf(index);
+  if (!cutOver(ruledAxes) && !cutOver(currentAxes)) {
+    std::string want;
+    llvm::raw_string_ostream wantOs(want);
+    llvm::interleaveComma(blocks, wantOs);
+    return op.emitOpError()
+           << "cuts '" << wholeName << "' into the blocks [" << want << "] of '"
+           << outerName << "', which needs '" << wholeName << "' or '"
+           << outerName
+           << "' laid out over mesh axes with one device per block that cut '"
+           << wholeName << "' so; the result is laid out "
+           << describe(type, ruled) << " and the operand "
+           << describe(inputType, current);
+  }
+
+  // A name the local tensors do not have, for the padded block.
+  std::string padded = innerName + "_block";
+  while (inputType.hasDim(padded) || type.hasDim(padded))
+    padded += "_";
+  StringAttr paddedAttr = builder.getStringAttr(padded);
+  SmallVector<mtf::NamedDim> paddedDims(wholeType.getDims());
+  paddedDims[index] = {paddedAttr, inner.size};
+  auto paddedType =
+      mtf::TensorType::get(op.getContext(), paddedDims, type.getElementType());
+  AxisMap paddedAxes = wholeAxes;
+  paddedAxes.erase(wholeName);
+  paddedAxes[padded] = {};
+  Layout paddedLayout = layoutFor(paddedType, paddedAxes);
+  Location loc = op.getLoc();
+  Value result;
+  if (split) {
+    Value block = operandAs(operand, wholeLayout, &op);
+    Value window = setLocalType(
+        mtf::WindowOp::create(builder, loc, localType(paddedType, paddedLayout),
+                              block, wholeName, padded, 0),
+        paddedType, paddedLayout);
+    result = setLocalType(mtf::SplitDimOp::create(builder, loc,
+                                                  localType(type, cutLayout),
+                                                  window, paddedAttr, nullptr),
+                          type, cutLayout);
+  } else {
+    Value block = operandAs(operand, cutLayout, &op);
+    Value merged =
+        setLocalType(mtf::MergeDimsOp::create(
+                         builder, loc, localType(paddedType, paddedLayout),
+                         block, outer.name, nullptr),
+                     paddedType, paddedLayout);
+    result = setLocalType(mtf::WindowOp::create(builder, loc,
+                                                localType(type, wholeLayout),
+                                                merged, padded, wholeName, 0),
+                          type, wholeLayout);
+  }
+  Layout from = split ? cutLayout : wholeLayout;
+  define(op.getResult(0),
+         reshard(result, type, from, ruled, loc,
+                 split ? "the blocks of '" + wholeName + "' padded to '" +
+                             outerName + "' x '" + innerName +
+                             "' are laid out unlike the rules for them"
+                       : "the blocks of '" + wholeName +
+                             "' taken back are laid out unlike '" + wholeName +
+                             "'"),
+         ruled);
+  return success();
 }
 
 /// `op` (a view) on its operand laid out as `operandAxes`, its result then

@@ -58,6 +58,11 @@ private:
                                       const mlir::mtf::PartitionRule &rule);
   /// split_dim and merge_dims (docs/spmd.md#split-and-merged-dimensions).
   mlir::LogicalResult partitionReshape(mlir::Operation &op);
+  /// split_dim and merge_dims with blocks (a pipeline's uneven stages): the
+  /// whole dim cut into those blocks over the outer dim's axes, and each
+  /// device pads its block, or takes it back, with one window.
+  mlir::LogicalResult partitionBlocks(mlir::Operation &op,
+                                      llvm::ArrayRef<int64_t> blocks);
   mlir::LogicalResult defineView(mlir::Operation &op,
                                  const AxisMap &operandAxes,
                                  const AxisMap &viewedAxes,

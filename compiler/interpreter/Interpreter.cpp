@@ -645,13 +645,62 @@ FailureOr<Tensor> ProgramRun::rename(mtf::RenameOp op) {
 }
 
 FailureOr<Tensor> ProgramRun::reshaped(Operation *op) {
-  Tensor result = valueOf(op->getOperand(0));
+  const Tensor &input = valueOf(op->getOperand(0));
   auto type = llvm::cast<mtf::TensorType>(op->getResult(0).getType());
-  result.dims.clear();
-  result.shape.clear();
-  for (const mtf::NamedDim &dim : type.getDims()) {
-    result.dims.push_back(dim.name.getValue().str());
-    result.shape.push_back(dim.size);
+  std::optional<ArrayRef<int64_t>> blocks;
+  unsigned index = 0;
+  if (auto split = llvm::dyn_cast<mtf::SplitDimOp>(op)) {
+    blocks = split.getBlocks();
+    index = split.getDimIndex();
+  } else {
+    auto merge = llvm::cast<mtf::MergeDimsOp>(op);
+    blocks = merge.getBlocks();
+    index = merge.getOuterIndex();
+  }
+  if (!blocks) {
+    // The same elements in the same order.
+    Tensor result = input;
+    result.dims.clear();
+    result.shape.clear();
+    for (const mtf::NamedDim &dim : type.getDims()) {
+      result.dims.push_back(dim.name.getValue().str());
+      result.shape.push_back(dim.size);
+    }
+    return result;
+  }
+  // Blocks: outer index a holds the next blocks[a] elements of the whole
+  // dim, then zeros up to the inner size. Both sides as [before, ..,
+  // after], the whole dim against outer x inner.
+  FailureOr<Tensor> result = allocate(op, type);
+  if (failed(result))
+    return failure();
+  bool split = llvm::isa<mtf::SplitDimOp>(op);
+  const std::vector<int64_t> &cut = split ? result->shape : input.shape;
+  int64_t before = 1, after = 1;
+  for (unsigned d = 0; d < index; ++d)
+    before *= cut[d];
+  for (size_t d = index + 2; d < cut.size(); ++d)
+    after *= cut[d];
+  int64_t inner = cut[index + 1], whole = 0;
+  for (int64_t block : *blocks)
+    whole += block;
+  for (int64_t b = 0; b < before; ++b) {
+    int64_t first = 0;
+    for (auto [outer, block] : llvm::enumerate(*blocks)) {
+      for (int64_t i = 0; i < block; ++i) {
+        int64_t wholeAt = ((b * whole) + first + i) * after;
+        int64_t cutAt =
+            ((b * int64_t(blocks->size()) + int64_t(outer)) * inner + i) *
+            after;
+        for (int64_t e = 0; e < after; ++e) {
+          if (split)
+            result->data[cutAt + e] = input.data[wholeAt + e];
+          else
+            result->data[wholeAt + e] = input.data[cutAt + e];
+        }
+      }
+      first += block;
+    }
   }
   return result;
 }

@@ -227,7 +227,7 @@ SmallVector<SmallVector<Value>> Pipeliner::layersOfStages(OpEmitter &emit) {
     SmallVector<NamedDim> cut{{s.stage, s.stages}, {s.layer, s.perStage}};
     cut.append(rest.begin(), rest.end());
     Value split = mtf::SplitDimOp::create(b, loc, withDims(type, cut), stacked,
-                                          loop.getDimAttr())
+                                          loop.getDimAttr(), nullptr)
                       .getResult();
     SmallVector<NamedDim> one{{s.stage, s.stages}};
     one.append(rest.begin(), rest.end());
@@ -255,11 +255,11 @@ Value Pipeliner::alongTicks(OpEmitter &emit, Value value) {
   OpBuilder &b = emit.builder();
   Location loc = loop.getLoc();
   TensorType type = tensorType(value);
-  Value cut =
-      s.microbatches > 1
-          ? mtf::SplitDimOp::create(b, loc, microbatched(type), value, s.batch)
-                .getResult()
-          : addUnit(emit, value, s.micro);
+  Value cut = s.microbatches > 1
+                  ? mtf::SplitDimOp::create(b, loc, microbatched(type), value,
+                                            s.batch, nullptr)
+                        .getResult()
+                  : addUnit(emit, value, s.micro);
   // The microbatches padded with zeros to the ticks, the ticks first (one
   // window that also transposes: no copy of the batch in between).
   SmallVector<NamedDim> first{{s.ticksDim, s.ticks}};
@@ -288,7 +288,8 @@ Value Pipeliner::backToBatch(OpEmitter &emit, Value kept, TensorType type) {
           ->getResult(0);
   if (s.microbatches == 1)
     return emit.sumTo(window, type);
-  return mtf::MergeDimsOp::create(b, loop.getLoc(), type, window, s.examples)
+  return mtf::MergeDimsOp::create(b, loop.getLoc(), type, window, s.examples,
+                                  nullptr)
       .getResult();
 }
 

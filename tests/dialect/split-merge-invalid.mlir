@@ -86,3 +86,35 @@ mtf.program @p {
   // expected-error @+1 {{'mtf.merge_dims' op result must be the operand (type '!mtf.tensor<[a=3, b=2, c=1], f32>') with 'a' and the dimension after it replaced by one, got '!mtf.tensor<[d=6, e=1], f32>'}}
   %m = mtf.merge_dims %x "a" : !mtf.tensor<[a=3, b=2, c=1], f32> -> !mtf.tensor<[d=6, e=1], f32>
 }
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=4], f32>
+  // expected-error @+1 {{'mtf.split_dim' op has 2 blocks for the 3 indices of 'u'}}
+  %s = mtf.split_dim %x "a" blocks [2, 2] : !mtf.tensor<[a=4], f32> -> !mtf.tensor<[u=3, v=2], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=4], f32>
+  // expected-error @+1 {{'mtf.split_dim' op block 0 has size 3, outside [0, 2] (the size of 'v')}}
+  %s = mtf.split_dim %x "a" blocks [3, 1, 0] : !mtf.tensor<[a=4], f32> -> !mtf.tensor<[u=3, v=2], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[a=4], f32>
+  // expected-error @+1 {{'mtf.split_dim' op has blocks adding up to 3, not the size of 'a' (4)}}
+  %s = mtf.split_dim %x "a" blocks [1, 1, 1] : !mtf.tensor<[a=4], f32> -> !mtf.tensor<[u=3, v=2], f32>
+}
+
+// -----
+
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[u=3, v=2], f32>
+  // expected-error @+1 {{'mtf.merge_dims' op has blocks adding up to 5, not the size of 'a' (4)}}
+  %m = mtf.merge_dims %x "u" blocks [2, 2, 1] : !mtf.tensor<[u=3, v=2], f32> -> !mtf.tensor<[a=4], f32>
+}

@@ -134,6 +134,30 @@ mtf.program @split_merge {
 )mlir",
                  1e-6, /*ir=*/true);
 }
+TEST(GradientCheck, SplitDimAndMergeDimsWithBlocks) {
+  // A pipeline's uneven stages: 5 rows cut into 3 blocks [2, 0, 3] of up
+  // to 3, zeros after each block (tanh(0) * u adds nothing), joined back;
+  // the padding's gradient is dropped.
+  checkGradients(R"mlir(
+mtf.program @split_merge_blocks {
+  %w = mtf.param "w" normal(0.0, 1.0) : !mtf.tensor<[a=5, b=2], f32>
+  %u = mtf.input "u" : !mtf.tensor<[s=3, i=3, b=2], f32>
+  %v = mtf.input "v" : !mtf.tensor<[k=5, b=2], f32>
+  %s = mtf.split_dim %w "a" blocks [2, 0, 3] : !mtf.tensor<[a=5, b=2], f32> -> !mtf.tensor<[s=3, i=3, b=2], f32>
+  %t = mtf.mul %s, %u : !mtf.tensor<[s=3, i=3, b=2], f32>, !mtf.tensor<[s=3, i=3, b=2], f32> -> !mtf.tensor<[s=3, i=3, b=2], f32>
+  %h = mtf.tanh %t : !mtf.tensor<[s=3, i=3, b=2], f32>
+  %e = mtf.mul %h, %u : !mtf.tensor<[s=3, i=3, b=2], f32>, !mtf.tensor<[s=3, i=3, b=2], f32> -> !mtf.tensor<[s=3, i=3, b=2], f32>
+  %m = mtf.merge_dims %e "s" blocks [2, 0, 3] : !mtf.tensor<[s=3, i=3, b=2], f32> -> !mtf.tensor<[k=5, b=2], f32>
+  %p = mtf.mul %m, %v : !mtf.tensor<[k=5, b=2], f32>, !mtf.tensor<[k=5, b=2], f32> -> !mtf.tensor<[k=5, b=2], f32>
+  %l1 = mtf.reduce_sum %p : !mtf.tensor<[k=5, b=2], f32> -> !mtf.tensor<[], f32>
+  %l2 = mtf.reduce_sum %e : !mtf.tensor<[s=3, i=3, b=2], f32> -> !mtf.tensor<[], f32>
+  %l = mtf.add %l1, %l2 : !mtf.tensor<[], f32>, !mtf.tensor<[], f32> -> !mtf.tensor<[], f32>
+  mtf.output "loss" %l : !mtf.tensor<[], f32>
+  mtf.train %l with "sgd" {lr = 0.1 : f64} : !mtf.tensor<[], f32>
+}
+)mlir",
+                 1e-6, /*ir=*/true);
+}
 TEST(GradientCheck, LoopWithTwoCarriedValues) {
   // Each layer mixes both carried values; the loss reads both finals.
   checkGradients(R"mlir(

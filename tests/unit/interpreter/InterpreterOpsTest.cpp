@@ -512,6 +512,32 @@ mtf.program @p mesh #mtf.mesh<b=2> {
   expectTensor(outputs["s"], {"d"}, {3}, {5, 7, 9});
 }
 
+TEST_F(OpsTest, SplitAndMergeWithBlocksPadAndDrop) {
+  // 4 rows of x over 3 stages of up to 2: [2, 1, 1] and [1, 0, 3] at d
+  // inside, each block followed by zeros; merged back they drop them.
+  Options options;
+  options.inputs["x"] =
+      makeTensor({"r", "a", "d"}, {1, 4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  auto outputs = run(R"mlir(
+mtf.program @p {
+  %x = mtf.input "x" : !mtf.tensor<[r=1, a=4, d=2], f32>
+  %s = mtf.split_dim %x "a" blocks [2, 1, 1] : !mtf.tensor<[r=1, a=4, d=2], f32> -> !mtf.tensor<[r=1, s=3, i=2, d=2], f32>
+  %t = mtf.split_dim %x "a" blocks [1, 0, 3] : !mtf.tensor<[r=1, a=4, d=2], f32> -> !mtf.tensor<[r=1, t=3, j=3, d=2], f32>
+  %m = mtf.merge_dims %t "t" blocks [1, 0, 3] : !mtf.tensor<[r=1, t=3, j=3, d=2], f32> -> !mtf.tensor<[r=1, k=4, d=2], f32>
+  mtf.output "s" %s : !mtf.tensor<[r=1, s=3, i=2, d=2], f32>
+  mtf.output "t" %t : !mtf.tensor<[r=1, t=3, j=3, d=2], f32>
+  mtf.output "m" %m : !mtf.tensor<[r=1, k=4, d=2], f32>
+}
+)mlir",
+                     options);
+  expectTensor(outputs["s"], {"r", "s", "i", "d"}, {1, 3, 2, 2},
+               {1, 2, 3, 4, 5, 6, 0, 0, 7, 8, 0, 0}, 0);
+  expectTensor(outputs["t"], {"r", "t", "j", "d"}, {1, 3, 3, 2},
+               {1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8}, 0);
+  expectTensor(outputs["m"], {"r", "k", "d"}, {1, 4, 2},
+               {1, 2, 3, 4, 5, 6, 7, 8}, 0);
+}
+
 TEST_F(OpsTest, LayoutsAndTrainAreIgnored) {
   Options options;
   options.inputs["x"] = makeTensor({"batch", "d"}, {2, 2}, {1, 2, 3, 4});
