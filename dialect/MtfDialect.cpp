@@ -137,12 +137,22 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
       for (StringRef key : {"stages", "per_stage", "microbatches", "ticks"})
         valid = valid && shape && shape.getAs<IntegerAttr>(key) &&
                 shape.getAs<IntegerAttr>(key).getInt() >= 1;
+      // Uneven stages: each stage's layers, at most per_stage.
+      if (valid && shape.get("blocks")) {
+        auto blocks = shape.getAs<DenseI64ArrayAttr>("blocks");
+        valid = blocks && static_cast<int64_t>(blocks.size()) ==
+                              shape.getAs<IntegerAttr>("stages").getInt();
+        for (int64_t block : blocks ? blocks.asArrayRef() : ArrayRef<int64_t>())
+          valid = valid && block >= 0 &&
+                  block <= shape.getAs<IntegerAttr>("per_stage").getInt();
+      }
     }
     if (!valid)
       return op->emitError()
              << "'" << kPipelinesAttrName
              << "' must map layer dims to {stages, per_stage, microbatches, "
-                "ticks} (each at least 1) on an mtf.program, got "
+                "ticks} (each at least 1; with uneven stages, blocks: the "
+                "layers of each, at most per_stage) on an mtf.program, got "
              << attr.getValue();
     return success();
   }

@@ -738,10 +738,27 @@ LogicalResult Partitioner::partitionAssign(Operation &op,
 /// first one did. A value yielded for stacking keeps its layout, under the
 /// whole loop dim.
 LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
-  if (!weights.isPlain())
+  // Under device weights or --uneven, a loop whose values are all cut into
+  // equal blocks (a pipeline's ticks, where only the stacked weights
+  // outside it are uneven) is partitioned as any; unequal blocks inside are
+  // refused.
+  auto unequal = [&](Value value, const Layout &layout) {
+    auto type = llvm::cast<mtf::TensorType>(value.getType());
+    for (auto [d, dim] : llvm::enumerate(type.getDims()))
+      if (!llvm::all_equal(layout.blockSizes(d, dim.size, mesh, weights)))
+        return std::optional<std::string>(dim.name.getValue().str());
+    return std::optional<std::string>();
+  };
+  auto refuse = [&](Value value, const Layout &layout,
+                    const std::string &dimName) {
     return loop.emitOpError()
-           << "cannot be partitioned under device weights or --uneven yet "
-              "(its blocks would be unequal across the loop's boundary)";
+           << "cannot be partitioned with unequal blocks yet: device weights "
+              "or --uneven cut '"
+           << dimName << "' of " << nameOf(value) << " ("
+           << describe(llvm::cast<mtf::TensorType>(value.getType()), layout)
+           << ") unequally, and a loop's body runs one block size on every "
+              "device";
+  };
   StringRef dim = loop.getDim();
   int64_t count = loop.getCount();
   SmallVector<Value> operands;
@@ -751,6 +768,8 @@ LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
     materialize(operand);
     auto [local, layoutIndex] = locals.lookup(operand);
     Layout layout = layouts[layoutIndex];
+    if (std::optional<std::string> cut = unequal(operand, layout))
+      return refuse(operand, layout, *cut);
     auto type = llvm::cast<mtf::TensorType>(operand.getType());
     Value arg = loop.getBodyBlock().getArgument(index);
     auto argType = llvm::cast<mtf::TensorType>(arg.getType());
@@ -780,9 +799,16 @@ LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
     define(arg, local, layout);
   OpBuilder::InsertPoint after = builder.saveInsertionPoint();
   builder.setInsertionPointToEnd(block.get());
-  for (Operation &op : loop.getBodyBlock().without_terminator())
+  for (Operation &op : loop.getBodyBlock().without_terminator()) {
     if (failed(partition(op)))
       return failure();
+    for (Value result : op.getResults())
+      if (locals.count(result)) {
+        Layout layout = layouts[locals.lookup(result).second];
+        if (std::optional<std::string> cut = unequal(result, layout))
+          return refuse(result, layout, *cut);
+      }
+  }
   size_t carried = loop.getCarried().size();
   SmallVector<Value> yielded;
   SmallVector<Type> stackedTypes;

@@ -592,27 +592,34 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   importOptions.microbatchDim = options.microbatchDim;
   importOptions.repeats = &repeats;
   importOptions.loops = options.repeat == RepeatKind::Loop;
-  // Loops do not take unequal blocks yet: under device weights the default
-  // unrolls, and an explicit --repeat=loop is refused.
-  if (importOptions.loops && !weights.isPlain()) {
-    if (options.repeat.getNumOccurrences()) {
-      llvm::errs() << "meshc: error: --repeat=loop does not take device "
-                      "weights (--axis-weights, --uneven or the layout's "
-                      "weights) yet; use --repeat=unroll, which they "
-                      "default to\n";
-      return failure();
-    }
-    importOptions.loops = false;
-  }
   OwningOpRef<ModuleOp> module =
       importInput(options, sourceMgr, context, importOptions);
-  if (!module || failed(checkInput(options, *module)))
-    return failure();
-  if (!checkRules(options, rules.checkAgainstDims(collectModelDims(*module))))
+  if (!module)
     return failure();
   // A layout that splits a repeat's layer dim makes a pipeline, whose
   // microbatches are cut inside the program: the model is read whole.
   bool pipelined = !search && pipelines(*module, rules);
+  // Loops do not take unequal blocks yet: under device weights the default
+  // unrolls and an explicit --repeat=loop is refused, but for a pipeline,
+  // whose tick loop holds equal blocks (its stages may hold unequal numbers
+  // of layers: docs/pipeline.md#uneven-stages).
+  if (importOptions.loops && !weights.isPlain() && !pipelined) {
+    if (options.repeat.getNumOccurrences()) {
+      llvm::errs() << "meshc: error: --repeat=loop does not take device "
+                      "weights (--axis-weights, --uneven or the layout's "
+                      "weights) yet, but for a pipeline's repeat; use "
+                      "--repeat=unroll, which they default to\n";
+      return failure();
+    }
+    importOptions.loops = false;
+    module = importInput(options, sourceMgr, context, importOptions);
+    if (!module)
+      return failure();
+  }
+  if (failed(checkInput(options, *module)))
+    return failure();
+  if (!checkRules(options, rules.checkAgainstDims(collectModelDims(*module))))
+    return failure();
   if (pipelined && importOptions.microbatches > 1) {
     importOptions.microbatches = 1;
     module = importInput(options, sourceMgr, context, importOptions);
@@ -662,7 +669,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
   // precision on the forward program, so the backward pass follows; then
   // attention is fused in its final types, before autodiff.
   if (pipelined)
-    addPipelineStages(pm, mesh, rules, options.microbatches,
+    addPipelineStages(pm, mesh, rules, weights, options.microbatches,
                       options.microbatchDim);
   if (options.precision == PrecisionKind::BF16)
     pm.nest<mtf::ProgramOp>().addPass(createMtfPrecision());
@@ -727,7 +734,7 @@ LogicalResult compile(const Options &options, llvm::SourceMgr &sourceMgr,
         return OwningOpRef<ModuleOp>();
       PassManager stages(&context, ModuleOp::getOperationName());
       stages.enableVerifier(false);
-      addPipelineStages(stages, mesh, candidate, options.microbatches,
+      addPipelineStages(stages, mesh, candidate, weights, options.microbatches,
                         options.microbatchDim);
       if (failed(stages.run(*copy)) ||
           failed(differentiate(*copy, options.outputGrads, options.remat,

@@ -424,10 +424,17 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
       };
       int64_t stages = get("stages"), perStage = get("per_stage"),
               microbatches = get("microbatches"), ticks = get("ticks");
+      std::string layers = std::to_string(perStage);
+      if (auto blocks = shape.getAs<DenseI64ArrayAttr>("blocks")) {
+        // Uneven stages: each one's layers.
+        layers.clear();
+        for (int64_t block : blocks.asArrayRef())
+          layers += (layers.empty() ? "" : "|") + std::to_string(block);
+      }
       os << "pipeline over '" << entry.getName().getValue() << "': " << stages
-         << " stage" << (stages == 1 ? "" : "s") << " of " << perStage
-         << " layer" << (perStage == 1 ? "" : "s") << ", " << microbatches
-         << " microbatch" << (microbatches == 1 ? "" : "es") << " in " << ticks
+         << " stage" << (stages == 1 ? "" : "s") << " of " << layers << " layer"
+         << (layers == "1" ? "" : "s") << ", " << microbatches << " microbatch"
+         << (microbatches == 1 ? "" : "es") << " in " << ticks
          << " ticks (GPipe); each stage computes on zeros in " << stages - 1
          << " of them, a bubble of "
          << llvm::format("%.0f", 100.0 * double(stages - 1) / double(ticks))

@@ -97,11 +97,14 @@ bool pipelines(ModuleOp module, const layout::LayoutRules &rules) {
 }
 
 void addPipelineStages(OpPassManager &pm, const layout::Mesh &mesh,
-                       const layout::LayoutRules &rules, int64_t microbatches,
+                       const layout::LayoutRules &rules,
+                       const layout::AxisWeights &weights, int64_t microbatches,
                        llvm::StringRef batchDim) {
   MtfPipelineStagesOptions options;
   options.mesh = mesh.str();
   options.layout = rules.str();
+  options.axisWeights = weights.str(mesh);
+  options.uneven = weights.allowsIndivisible();
   options.microbatches = microbatches;
   options.batchDim = batchDim.str();
   pm.nest<mtf::ProgramOp>().addPass(createMtfPipelineStages(options));

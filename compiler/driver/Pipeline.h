@@ -13,6 +13,7 @@
 
 #include "compiler/interpreter/Interpreter.h"
 #include "compiler/passes/Remat.h"
+#include "runtime/core/layout/AxisWeights.h"
 #include "runtime/core/layout/LayoutRules.h"
 #include "runtime/core/layout/Mesh.h"
 
@@ -91,10 +92,12 @@ mlir::LogicalResult differentiate(mlir::ModuleOp module,
 bool pipelines(mlir::ModuleOp module, const layout::LayoutRules &rules);
 
 /// Adds mtf-pipeline-stages to `pm` (on every program): the pipelines
-/// `rules` make on `mesh`, with `microbatches` microbatches of `batchDim`.
-/// It runs on the forward program, before differentiate's passes.
+/// `rules` make on `mesh`, with `microbatches` microbatches of `batchDim`,
+/// stages cut as `weights` cut the layer dims (uneven under --uneven or
+/// weights). It runs on the forward program, before differentiate's passes.
 void addPipelineStages(mlir::OpPassManager &pm, const layout::Mesh &mesh,
-                       const layout::LayoutRules &rules, int64_t microbatches,
+                       const layout::LayoutRules &rules,
+                       const layout::AxisWeights &weights, int64_t microbatches,
                        llvm::StringRef batchDim);
 
 /// Outputs in the format of `meshrun --dump-outputs`:

@@ -94,10 +94,15 @@ def MtfPipelineStages : Pass<"mtf-pipeline-stages", "::mlir::mtf::ProgramOp"> {
     of `layers`, `batch_mb` that of the batch), which mtf-apply-layout
     reads. With microbatches, a per-example value every layer reads (an
     invariant with the batch dim) travels with its microbatch as a second
-    state. Refused with the reason: layers that do not cut into P equal
-    stages, a body that stacks per-layer values, draws dropout masks, holds
-    a loop, or mixes the examples of the batch (with microbatches), a
-    carried value without the batch dim.
+    state. Under `uneven` or `axis-weights` the stages may hold unequal
+    numbers of layers (the blocks the layout cuts the layer dim into): the
+    weights are padded per stage to the most a stage holds (`split_dim`
+    with blocks), and a stage past its own layers passes its activations
+    on unchanged (a 0/1 vector along the stages selects them). Refused with
+    the reason: layers that do not cut into P equal stages (without
+    `uneven` or weights), a body that stacks per-layer values, draws
+    dropout masks, holds a loop, or mixes the examples of the batch (with
+    microbatches), a carried value without the batch dim.
   }];
   let options = [
     Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
@@ -108,6 +113,12 @@ def MtfPipelineStages : Pass<"mtf-pipeline-stages", "::mlir::mtf::ProgramOp"> {
            "microbatches per step (meshc --microbatches)">,
     Option<"batchDim", "batch-dim", "std::string", /*default=*/"\"batch\"",
            "the dim cut into microbatches (meshc --microbatch-dim)">,
+    Option<"axisWeights", "axis-weights", "std::string", /*default=*/"\"\"",
+           "device weights per mesh axis (meshc --axis-weights): stages of "
+           "layers in proportion">,
+    Option<"uneven", "uneven", "bool", /*default=*/"false",
+           "let the stage axes cut a layer count they do not divide into the "
+           "most even stages (meshc --uneven)">,
   ];
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }

@@ -56,6 +56,9 @@ TensorType withDims(TensorType type, ArrayRef<NamedDim> dims) {
 /// One pipelined loop's sizes and the names of the dims it makes.
 struct Stages {
   int64_t stages = 1, perStage = 1, microbatches = 1, ticks = 1;
+  /// Each stage's layers where they differ (uneven stages; perStage is the
+  /// most), else empty.
+  SmallVector<int64_t> blocks;
   StringAttr stage, layer, ticksDim, last, micro, batch, examples;
 };
 
@@ -75,6 +78,10 @@ private:
   /// [stage=P] of `like`'s element type: 1 at stage `index`, 0 elsewhere
   /// (exact: a window of a 1 padded with zeros).
   Value stageVector(OpEmitter &emit, Value like, int64_t index);
+  /// [stage=P] of `like`'s element type: 1 at the stages `in` holds, 0
+  /// elsewhere (a window of ones per run of them, added).
+  Value stagesVector(OpEmitter &emit, Value like,
+                     llvm::function_ref<bool(int64_t)> in);
   /// `type` with the batch dim cut in place into [examples, micro].
   TensorType microbatched(TensorType type) const;
   /// Per stacked weight, the k-th layer of every stage, [stage=P, ...], for
@@ -97,11 +104,12 @@ LogicalResult Pipeliner::check() {
            << "the layout pipelines this repeat ('" << loop.getDim()
            << "' over " << s.stages << " stages), but " << why;
   };
-  if (loop.getCount() % s.stages != 0)
+  if (s.perStage == 0)
     return refuse(Twine(loop.getCount()) + " layers do not cut into " +
                   Twine(s.stages) +
-                  " stages of equal size (uneven stages are not supported "
-                  "yet)");
+                  " stages of equal size (with --uneven, or --axis-weights "
+                  "on the stage axes, stages may hold unequal numbers of "
+                  "layers)");
   if (!loop.getStackedResults().empty())
     return refuse("its body stacks per-layer values, which a pipeline does "
                   "not keep");
@@ -202,6 +210,38 @@ Value Pipeliner::stageVector(OpEmitter &emit, Value like, int64_t index) {
       ->getResult(0);
 }
 
+Value Pipeliner::stagesVector(OpEmitter &emit, Value like,
+                              llvm::function_ref<bool(int64_t)> in) {
+  Type element = tensorType(like).getElementType();
+  MLIRContext *context = like.getContext();
+  Value sum;
+  for (int64_t first = 0; first < s.stages;) {
+    if (!in(first)) {
+      ++first;
+      continue;
+    }
+    int64_t end = first;
+    while (end < s.stages && in(end))
+      ++end;
+    Value ones = emit.constant(
+        1.0,
+        TensorType::get(context, {NamedDim{s.last, end - first}}, element));
+    Value run =
+        emit.tag(mtf::WindowOp::create(
+                     emit.builder(), emit.getLoc(),
+                     TensorType::get(context, {NamedDim{s.stage, s.stages}},
+                                     element),
+                     ones, s.last.getValue(), s.stage.getValue(), -first))
+            ->getResult(0);
+    sum = sum ? emit.add(sum, run) : run;
+    first = end;
+  }
+  return sum ? sum
+             : emit.constant(0.0, TensorType::get(context,
+                                                  {NamedDim{s.stage, s.stages}},
+                                                  element));
+}
+
 TensorType Pipeliner::microbatched(TensorType type) const {
   SmallVector<NamedDim> dims;
   for (NamedDim dim : type.getDims()) {
@@ -226,9 +266,11 @@ SmallVector<SmallVector<Value>> Pipeliner::layersOfStages(OpEmitter &emit) {
     ArrayRef<NamedDim> rest = type.getDims().drop_front();
     SmallVector<NamedDim> cut{{s.stage, s.stages}, {s.layer, s.perStage}};
     cut.append(rest.begin(), rest.end());
-    Value split = mtf::SplitDimOp::create(b, loc, withDims(type, cut), stacked,
-                                          loop.getDimAttr(), nullptr)
-                      .getResult();
+    Value split =
+        mtf::SplitDimOp::create(
+            b, loc, withDims(type, cut), stacked, loop.getDimAttr(),
+            s.blocks.empty() ? nullptr : b.getDenseI64ArrayAttr(s.blocks))
+            .getResult();
     SmallVector<NamedDim> one{{s.stage, s.stages}};
     one.append(rest.begin(), rest.end());
     TensorType layerType = withDims(type, one);
@@ -398,8 +440,24 @@ void Pipeliner::rewrite() {
           result.setType(inner(type, staged));
     }
     Operation *yield = layerBody.getTerminator();
-    for (size_t index = 0; index < carried; ++index)
-      current[index] = mapping.lookupOrDefault(yield->getOperand(index));
+    // Uneven stages: a stage past its own layers (its padding, zero
+    // weights) passes its activations on as they came, exactly:
+    // new = layer * a + old * (1 - a), a 0/1 along the stages.
+    bool all = llvm::all_of(s.blocks, [&](int64_t n) { return n > k; });
+    Value active, idle;
+    for (size_t index = 0; index < carried; ++index) {
+      Value next = mapping.lookupOrDefault(yield->getOperand(index));
+      if (!all) {
+        if (!active) {
+          active = stagesVector(
+              tick, next, [&](int64_t stage) { return s.blocks[stage] > k; });
+          idle = stagesVector(
+              tick, next, [&](int64_t stage) { return s.blocks[stage] <= k; });
+        }
+        next = tick.add(tick.mul(next, active), tick.mul(current[index], idle));
+      }
+      current[index] = next;
+    }
   }
   // The last stage's result is kept (a sum over the stages of the result
   // times the last stage's 0/1 vector: one all-reduce of a microbatch); the
@@ -463,6 +521,21 @@ struct MtfPipelineStagesPass
                           << mesh << "' or the layout '" << layout << "'";
       return signalPassFailure();
     }
+    meshc::layout::AxisWeights weights =
+        meshc::layout::AxisWeights::even(*parsedMesh);
+    if (!axisWeights.empty()) {
+      meshc::layout::Result<meshc::layout::AxisWeights> parsed =
+          meshc::layout::AxisWeights::parse(axisWeights, *parsedMesh);
+      if (!parsed.ok()) {
+        program.emitError() << "mtf-pipeline-stages: cannot read the axis "
+                               "weights '"
+                            << axisWeights << "'";
+        return signalPassFailure();
+      }
+      weights = *parsed;
+    }
+    if (uneven)
+      weights.allowIndivisible();
     MLIRContext *context = &getContext();
     std::set<std::string> taken;
     for (const auto &[name, size] : meshc::collectModelDims(program))
@@ -479,7 +552,23 @@ struct MtfPipelineStagesPass
         continue;
       Stages s;
       s.stages = sizeOf(*parsedMesh, *axes);
-      s.perStage = loop.getCount() / s.stages;
+      // The layers of each stage: the blocks the layout cuts the layer dim
+      // into (equal, or under --uneven / weights as mtf-apply-layout cuts
+      // them); perStage 0 refuses.
+      std::vector<size_t> axisIndices;
+      for (const std::string &axis : *axes)
+        if (std::optional<size_t> index = parsedMesh->axisIndex(axis))
+          axisIndices.push_back(*index);
+      if (weights.allowsIndivisible(axisIndices)) {
+        std::vector<int64_t> blocks = meshc::layout::cutBlocks(
+            loop.getCount(), axisIndices, *parsedMesh, weights);
+        s.perStage = *llvm::max_element(blocks);
+        if (!llvm::all_equal(blocks))
+          s.blocks.assign(blocks.begin(), blocks.end());
+      } else {
+        s.perStage =
+            loop.getCount() % s.stages == 0 ? loop.getCount() / s.stages : 0;
+      }
       s.microbatches = microbatches;
       s.ticks = s.microbatches + s.stages - 1;
       s.batch = StringAttr::get(context, batchDim);
@@ -496,14 +585,16 @@ struct MtfPipelineStagesPass
       pipeliner.rewrite();
       aliases.push_back(NamedAttribute(s.stage, StringAttr::get(context, dim)));
       Builder b(context);
-      shapes.push_back(NamedAttribute(
-          loop.getDimAttr(),
-          b.getDictionaryAttr(
-              {b.getNamedAttr("stages", b.getI64IntegerAttr(s.stages)),
-               b.getNamedAttr("per_stage", b.getI64IntegerAttr(s.perStage)),
-               b.getNamedAttr("microbatches",
-                              b.getI64IntegerAttr(s.microbatches)),
-               b.getNamedAttr("ticks", b.getI64IntegerAttr(s.ticks))})));
+      SmallVector<NamedAttribute> shape{
+          b.getNamedAttr("stages", b.getI64IntegerAttr(s.stages)),
+          b.getNamedAttr("per_stage", b.getI64IntegerAttr(s.perStage)),
+          b.getNamedAttr("microbatches", b.getI64IntegerAttr(s.microbatches)),
+          b.getNamedAttr("ticks", b.getI64IntegerAttr(s.ticks))};
+      if (!s.blocks.empty())
+        shape.push_back(
+            b.getNamedAttr("blocks", b.getDenseI64ArrayAttr(s.blocks)));
+      shapes.push_back(
+          NamedAttribute(loop.getDimAttr(), b.getDictionaryAttr(shape)));
       if (s.microbatches > 1)
         aliases.push_back(NamedAttribute(
             s.examples,

@@ -409,7 +409,8 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       for (auto train : forward.getBodyBlock().getOps<mtf::TrainOp>())
         wellConditioned(train);
       PassManager pm(&context, ModuleOp::getOperationName());
-      meshc::addPipelineStages(pm, mesh, *rules, param.microbatches, "batch");
+      meshc::addPipelineStages(pm, mesh, *rules, weights, param.microbatches,
+                               "batch");
       ASSERT_TRUE(succeeded(pm.run(*pipelined))) << text << diagnostics;
       ASSERT_TRUE(succeeded(meshc::differentiate(
           *pipelined, trains, meshc::Remat::None, param.bf16)))
