@@ -23,7 +23,9 @@ namespace meshc {
 
 bool Partitioner::partitionShift(mtf::WindowOp op) {
   int64_t offset = op.getOffset();
-  if (op.getFrom() != op.getTo() || offset == 0)
+  // A shift in place (a window that also transposes takes the whole rule).
+  if (op.getFrom() != op.getTo() || offset == 0 ||
+      op.getInput().getType() != op.getType())
     return false;
   auto type = llvm::cast<mtf::TensorType>(op.getType());
   Layout layout = resultLayout(op);

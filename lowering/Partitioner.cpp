@@ -809,6 +809,22 @@ LogicalResult Partitioner::partitionLoop(mtf::LoopOp loop) {
           return refuse(result, layout, *cut);
       }
   }
+  // What the values' layouts do not show: a collective in the body that
+  // moves unequal blocks (mtf.blocks on a local op).
+  Operation *unequalOp = nullptr;
+  block->walk([&](Operation *op) {
+    if (!op->hasAttr(mtf::MtfDialect::kBlocksAttrName))
+      return WalkResult::advance();
+    unequalOp = op;
+    return WalkResult::interrupt();
+  });
+  if (unequalOp)
+    return loop.emitOpError()
+           << "cannot be partitioned with unequal blocks yet: device weights "
+              "or --uneven cut '"
+           << tensorName(unequalOp)
+           << "' inside it unequally, and a loop's body runs one block size "
+              "on every device";
   size_t carried = loop.getCarried().size();
   SmallVector<Value> yielded;
   SmallVector<Type> stackedTypes;

@@ -59,6 +59,9 @@ struct Stages {
   /// Each stage's layers where they differ (uneven stages; perStage is the
   /// most), else empty.
   SmallVector<int64_t> blocks;
+  /// How the device weights cut the stage dim itself where that is not one
+  /// stage per device (refused), else empty.
+  SmallVector<int64_t> stagesCut;
   StringAttr stage, layer, ticksDim, last, micro, batch, examples;
 };
 
@@ -104,6 +107,16 @@ LogicalResult Pipeliner::check() {
            << "the layout pipelines this repeat ('" << loop.getDim()
            << "' over " << s.stages << " stages), but " << why;
   };
+  if (!s.stagesCut.empty()) {
+    std::string cut;
+    llvm::raw_string_ostream os(cut);
+    llvm::interleaveComma(s.stagesCut, os);
+    return refuse("the device weights would cut its " + Twine(s.stages) +
+                  " stages unequally too ([" + cut +
+                  "] per device), where each device runs one stage; weights "
+                  "that give each device one of them cut the layers in "
+                  "proportion");
+  }
   if (s.perStage == 0)
     return refuse(Twine(loop.getCount()) + " layers do not cut into " +
                   Twine(s.stages) +
@@ -444,16 +457,17 @@ void Pipeliner::rewrite() {
     // weights) passes its activations on as they came, exactly:
     // new = layer * a + old * (1 - a), a 0/1 along the stages.
     bool all = llvm::all_of(s.blocks, [&](int64_t n) { return n > k; });
-    Value active, idle;
     for (size_t index = 0; index < carried; ++index) {
       Value next = mapping.lookupOrDefault(yield->getOperand(index));
       if (!all) {
-        if (!active) {
-          active = stagesVector(
-              tick, next, [&](int64_t stage) { return s.blocks[stage] > k; });
-          idle = stagesVector(
-              tick, next, [&](int64_t stage) { return s.blocks[stage] <= k; });
-        }
+        // The 0/1 vectors in the value's element type (each carried value
+        // its own: they may differ). A padded layer must compute finite
+        // values on zero weights (0 * NaN is NaN): layer norms, attention
+        // and MLPs do.
+        Value active = stagesVector(
+            tick, next, [&](int64_t stage) { return s.blocks[stage] > k; });
+        Value idle = stagesVector(
+            tick, next, [&](int64_t stage) { return s.blocks[stage] <= k; });
         next = tick.add(tick.mul(next, active), tick.mul(current[index], idle));
       }
       current[index] = next;
@@ -565,6 +579,12 @@ struct MtfPipelineStagesPass
         s.perStage = *llvm::max_element(blocks);
         if (!llvm::all_equal(blocks))
           s.blocks.assign(blocks.begin(), blocks.end());
+        // The stage dim is cut by the same weights: one per device, or
+        // refused.
+        std::vector<int64_t> stagesCut = meshc::layout::cutBlocks(
+            s.stages, axisIndices, *parsedMesh, weights);
+        if (llvm::any_of(stagesCut, [](int64_t n) { return n != 1; }))
+          s.stagesCut.assign(stagesCut.begin(), stagesCut.end());
       } else {
         s.perStage =
             loop.getCount() % s.stages == 0 ? loop.getCount() / s.stages : 0;
