@@ -613,8 +613,9 @@ struct MtfPipelineStagesPass
       if (!s.blocks.empty())
         shape.push_back(
             b.getNamedAttr("blocks", b.getDenseI64ArrayAttr(s.blocks)));
-      shapes.push_back(
-          NamedAttribute(loop.getDimAttr(), b.getDictionaryAttr(shape)));
+      // The loop is gone (rewrite erased it): its dim by the name kept.
+      shapes.push_back(NamedAttribute(StringAttr::get(context, dim),
+                                      b.getDictionaryAttr(shape)));
       if (s.microbatches > 1)
         aliases.push_back(NamedAttribute(
             s.examples,
