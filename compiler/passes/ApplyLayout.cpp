@@ -36,31 +36,19 @@ struct MtfApplyLayoutPass
     meshc::layout::Result<meshc::layout::LayoutRules> rules =
         meshc::layout::LayoutRules::parse(layout);
     if (!rules.ok()) {
-      meshc::emitLayoutError(program.getLoc(),
-                             withFlag(rules.error(), "layout", layout));
+      meshc::emitLayoutError(
+          program.getLoc(), meshc::withOption(rules.error(), "layout", layout));
       return signalPassFailure();
     }
     // A dim a pipeline made takes the rule of the model dim it stands for.
     *rules = meshc::withLayoutAliases(program, *rules);
     if (failed(checkRules(program, *rules, *mesh)))
       return signalPassFailure();
-    meshc::layout::AxisWeights weights =
-        meshc::layout::AxisWeights::even(*mesh);
-    if (!axisWeights.empty()) {
-      meshc::layout::Result<meshc::layout::AxisWeights> parsed =
-          meshc::layout::AxisWeights::parse(axisWeights, *mesh);
-      if (!parsed.ok()) {
-        meshc::emitLayoutError(
-            program.getLoc(),
-            withFlag(parsed.error(), "axis-weights", axisWeights));
-        return signalPassFailure();
-      }
-      weights = *parsed;
-    } else if (mesh == meshc::toMesh(program.getMeshAttr())) {
-      weights = meshc::axisWeightsOf(program, *mesh);
-    }
-    if (uneven)
-      weights.allowIndivisible();
+    FailureOr<meshc::layout::AxisWeights> optioned =
+        meshc::optionWeights(program, *mesh, axisWeights, uneven);
+    if (failed(optioned))
+      return signalPassFailure();
+    meshc::layout::AxisWeights weights = *optioned;
 
     MLIRContext *context = &getContext();
     // A loop's layer dim stays whole: mtf-pipeline-stages, before
@@ -163,7 +151,7 @@ private:
         meshc::layout::Mesh::parse(mesh);
     if (!parsed.ok()) {
       meshc::emitLayoutError(program.getLoc(),
-                             withFlag(parsed.error(), "mesh", mesh));
+                             meshc::withOption(parsed.error(), "mesh", mesh));
       return std::nullopt;
     }
     return parsed.value();
@@ -182,19 +170,6 @@ private:
       }
     }
     return success();
-  }
-
-  /// Prefixes a parse error of an option string with the option and text.
-  static meshc::layout::Error withFlag(const meshc::layout::Error &error,
-                                       llvm::StringRef option,
-                                       llvm::StringRef text) {
-    meshc::layout::Error located = error;
-    located.message =
-        "in " + option.str() + " \"" + text.str() + "\"" +
-        (error.column ? " at column " + std::to_string(error.column)
-                      : std::string()) +
-        ": " + error.message;
-    return located;
   }
 };
 

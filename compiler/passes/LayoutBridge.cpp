@@ -337,4 +337,36 @@ layout::LayoutRules withLayoutAliases(mtf::ProgramOp program,
   return rules;
 }
 
+layout::Error withOption(const layout::Error &error, llvm::StringRef option,
+                         llvm::StringRef text) {
+  layout::Error located = error;
+  located.message = "in " + option.str() + " \"" + text.str() + "\"" +
+                    (error.column ? " at column " + std::to_string(error.column)
+                                  : std::string()) +
+                    ": " + error.message;
+  return located;
+}
+
+FailureOr<layout::AxisWeights> optionWeights(mtf::ProgramOp program,
+                                             const layout::Mesh &mesh,
+                                             llvm::StringRef axisWeights,
+                                             bool uneven) {
+  layout::AxisWeights weights = layout::AxisWeights::even(mesh);
+  if (!axisWeights.empty()) {
+    layout::Result<layout::AxisWeights> parsed =
+        layout::AxisWeights::parse(axisWeights, mesh);
+    if (!parsed.ok()) {
+      emitLayoutError(program.getLoc(),
+                      withOption(parsed.error(), "axis-weights", axisWeights));
+      return failure();
+    }
+    weights = *parsed;
+  } else if (mesh == toMesh(program.getMeshAttr())) {
+    weights = axisWeightsOf(program, mesh);
+  }
+  if (uneven)
+    weights.allowIndivisible();
+  return weights;
+}
+
 } // namespace meshc

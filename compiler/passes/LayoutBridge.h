@@ -105,6 +105,18 @@ std::vector<std::vector<std::string>> collectTensorDims(mlir::Operation *root);
 /// Emits `error` at `loc`, its hint as a note.
 mlir::InFlightDiagnostic emitLayoutError(mlir::Location loc,
                                          const layout::Error &error);
+/// A parse error of a pass option's text, prefixed with the option and the
+/// text ("in axis-weights \"p=1\" at column 3: ...").
+layout::Error withOption(const layout::Error &error, llvm::StringRef option,
+                         llvm::StringRef text);
+/// The device weights a pass's options give on `mesh` (mtf-apply-layout's
+/// and mtf-pipeline-stages' axis-weights and uneven): the option's text,
+/// else the program's own where its mesh is `mesh`, even otherwise; text
+/// that does not parse is an error at the program, naming the option.
+mlir::FailureOr<layout::AxisWeights> optionWeights(mlir::mtf::ProgramOp program,
+                                                   const layout::Mesh &mesh,
+                                                   llvm::StringRef axisWeights,
+                                                   bool uneven);
 
 } // namespace meshc
 

@@ -535,21 +535,11 @@ struct MtfPipelineStagesPass
                           << mesh << "' or the layout '" << layout << "'";
       return signalPassFailure();
     }
-    meshc::layout::AxisWeights weights =
-        meshc::layout::AxisWeights::even(*parsedMesh);
-    if (!axisWeights.empty()) {
-      meshc::layout::Result<meshc::layout::AxisWeights> parsed =
-          meshc::layout::AxisWeights::parse(axisWeights, *parsedMesh);
-      if (!parsed.ok()) {
-        program.emitError() << "mtf-pipeline-stages: cannot read the axis "
-                               "weights '"
-                            << axisWeights << "'";
-        return signalPassFailure();
-      }
-      weights = *parsed;
-    }
-    if (uneven)
-      weights.allowIndivisible();
+    FailureOr<meshc::layout::AxisWeights> optioned =
+        meshc::optionWeights(program, *parsedMesh, axisWeights, uneven);
+    if (failed(optioned))
+      return signalPassFailure();
+    meshc::layout::AxisWeights weights = *optioned;
     MLIRContext *context = &getContext();
     std::set<std::string> taken;
     for (const auto &[name, size] : meshc::collectModelDims(program))
