@@ -91,6 +91,7 @@ CudaBackend::CudaBackend() {
   // Documented since the backend began, but read nowhere until it first ran
   // on a GPU (a trace under it timed only launches).
   syncEveryStep = booleanVariable("MESHC_CUDA_SYNC");
+  attentionTiles = booleanVariable("MESHC_CUDA_ATTENTION_TILES");
   forcedMode = environment("MESHC_CUDA_COLLECTIVES");
   std::string device = environment("MESHC_CUDA_DEVICE");
   if (!device.empty()) {
@@ -113,7 +114,8 @@ std::unique_ptr<Device> CudaBackend::createDevice(const Program &program,
   int gpu =
       *mode == CollectiveMode::Nccl ? static_cast<int>(deviceId) : virtualGpu;
   return std::make_unique<CudaDevice>(program, deviceId, gpu, tf32,
-                                      syncEveryStep, *cudaCollectives);
+                                      syncEveryStep, attentionTiles,
+                                      *cudaCollectives);
 }
 
 Collectives &CudaBackend::collectives() {

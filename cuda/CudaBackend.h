@@ -63,6 +63,7 @@ private:
   int virtualGpu = 0;
   bool tf32 = false;
   bool syncEveryStep = false;
+  bool attentionTiles = false;
   std::string forcedMode;
   std::optional<CollectiveMode> mode;
   std::unique_ptr<CudaCollectives> cudaCollectives;

@@ -14,6 +14,7 @@
 #include "cuda/CudaDevice.h"
 
 #include "cuda/CudaAttention.h"
+#include "cuda/CudaAttentionGemm.h"
 #include "cuda/CudaCheck.h"
 #include "cuda/CudaFusedKernel.h"
 #include "cuda/KernelSpaces.h"
@@ -38,11 +39,11 @@ int32_t *i32(char *bytes) { return reinterpret_cast<int32_t *>(bytes); }
 } // namespace
 
 CudaDevice::CudaDevice(const Program &program, int64_t deviceId, int gpu,
-                       bool tf32, bool syncEveryStep,
+                       bool tf32, bool syncEveryStep, bool attentionTiles,
                        CudaCollectives &collectives)
     : program(program), deviceId(deviceId), gpu(gpu), tf32(tf32),
-      syncEveryStep(syncEveryStep), collectives(collectives),
-      blockOffsets(program.blockOffsets(deviceId)) {
+      syncEveryStep(syncEveryStep), attentionTiles(attentionTiles),
+      collectives(collectives), blockOffsets(program.blockOffsets(deviceId)) {
   const Step *lastForward = nullptr;
   for (const Step &step : program.steps) {
     if (step.phase == Phase::Forward)
@@ -119,7 +120,16 @@ void CudaDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
     tables.push_back({index, geometry, total});
     total = roundUp(total + geometry->tableEntries *
                                 static_cast<int64_t>(sizeof(int64_t)));
+    if (!attentionTiles)
+      attentionWorkspaceFloats =
+          std::max(attentionWorkspaceFloats,
+                   attentionWorkspaceWanted(
+                       *geometry, step.op() == OpKind::AttentionGrad));
   }
+  // The scores of the attention steps that run through cuBLAS.
+  const int64_t attentionWorkspaceAt = total;
+  total = roundUp(total + attentionWorkspaceFloats *
+                              static_cast<int64_t>(sizeof(float)));
   void *memory = nullptr;
   cudaError_t result = cudaMalloc(&memory, static_cast<size_t>(total));
   if (result != cudaSuccess)
@@ -128,8 +138,8 @@ void CudaDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
                        std::to_string(total) + " bytes (arena " +
                        std::to_string(arenaBytes) + ", scratch " +
                        std::to_string(scratchBytes) +
-                       ", cuBLAS workspace, status, reduction partials and "
-                       "attention tables): " +
+                       ", cuBLAS workspace, status, reduction partials, "
+                       "attention tables and scores): " +
                        cudaGetErrorString(result));
   base = static_cast<char *>(memory);
   allocatedBytes = total;
@@ -137,6 +147,7 @@ void CudaDevice::allocate(int64_t arenaBytes, int64_t scratchBytes) {
   scratch = base + scratchAt;
   status = reinterpret_cast<KernelStatus *>(base + statusAt);
   partials = reinterpret_cast<float *>(base + partialsAt);
+  attentionWorkspace = reinterpret_cast<float *>(base + attentionWorkspaceAt);
   MESHC_CUBLAS_CHECK(
       cublasSetWorkspace(cublas, base + workspaceAt, kCublasWorkspaceBytes));
   // Arenas start zeroed, as the CPU backend's calloc'ed ones do.
@@ -416,6 +427,11 @@ void CudaDevice::runAttention(const Step &step) {
   for (size_t i = 0; i < outputs.size(); ++i)
     data[writes[i]] = f32(at(*outputs[i]));
   const int64_t *tables = attentionTables.at(step.index);
+  const AttentionGemmContext context{cublas, tf32, attentionWorkspace,
+                                     attentionWorkspaceFloats};
+  if (!attentionTiles &&
+      attentionGemm(exec(), context, spec, grad, data, tables))
+    return;
   if (grad)
     attentionGradKernel(exec(), spec, data, tables);
   else

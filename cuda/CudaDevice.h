@@ -35,16 +35,19 @@ class CudaDevice : public Device {
 public:
   /// Device `deviceId` of `program` (which must outlive it) on GPU `gpu`;
   /// `collectives` learns its stream in allocate(). `tf32` lets cuBLAS round
-  /// GEMM inputs to TF32; `syncEveryStep` waits after every step.
+  /// GEMM inputs to TF32; `syncEveryStep` waits after every step;
+  /// `attentionTiles` runs every attention step with the tile kernels
+  /// (CudaAttention.h), not through cuBLAS where it can (CudaAttentionGemm.h).
   CudaDevice(const Program &program, int64_t deviceId, int gpu, bool tf32,
-             bool syncEveryStep, CudaCollectives &collectives);
+             bool syncEveryStep, bool attentionTiles,
+             CudaCollectives &collectives);
   ~CudaDevice() override;
   CudaDevice(const CudaDevice &) = delete;
   CudaDevice &operator=(const CudaDevice &) = delete;
 
   void allocate(int64_t arenaBytes, int64_t scratchBytes) override;
   /// The one cudaMalloc: arena, scratch, cuBLAS workspace, status, the
-  /// reduction partials and the attention steps' offset tables.
+  /// reduction partials, the attention steps' offset tables and scores.
   int64_t residentBytes() const override { return allocatedBytes; }
   void write(int64_t offset, const void *src, int64_t bytes) override;
   void read(int64_t offset, void *dst, int64_t bytes) const override;
@@ -85,6 +88,7 @@ private:
   int gpu;
   bool tf32;
   bool syncEveryStep;
+  bool attentionTiles;
   CudaCollectives &collectives;
   /// The step indexes that end a run: the last step, the last forward step
   /// and the last local-SGD sync step.
@@ -107,6 +111,10 @@ private:
   /// (AttentionGeometry::tables), after the partials; null for the other
   /// steps.
   std::vector<const int64_t *> attentionTables;
+  /// The scores of the attention steps that run through cuBLAS
+  /// (attentionWorkspaceWanted: the most any step wants), after the tables.
+  float *attentionWorkspace = nullptr;
+  int64_t attentionWorkspaceFloats = 0;
 };
 
 } // namespace meshc::runtime::cuda

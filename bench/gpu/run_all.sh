@@ -16,7 +16,9 @@
 #
 # Environment: MESHC_BUILD_DIR (stage: the build with bin/meshc, default
 # build), PYTHON (gpu: the Python with torch, default python3), STEPS
-# (benchmark steps, default 10), CUDA_ARCH (default 90), BUILD_DIR (gpu: the
+# (benchmark steps, default 10), PROGRAMS (gpu-bench: the staged block
+# programs timed, default block_1x1 block_1x1_bf16 block_2x4), TORCH=0
+# (gpu-bench: skip the PyTorch peers), CUDA_ARCH (default 90), BUILD_DIR (gpu: the
 # runtime-only build, default build-gpu), TARGETS (gpu-build: the ninja
 # targets, default meshrun MeshcConformanceTests MeshcCudaTests
 # MeshcRuntimeTests gemm_bench),
@@ -35,6 +37,7 @@ stage() {
   local meshc="${MESHC_BUILD_DIR:-$root/build}/bin/meshc"
   [[ -x "$meshc" ]] || { echo "run_all.sh: $meshc not found (set MESHC_BUILD_DIR)" >&2; exit 1; }
   "$meshc" "$here/block_large.mtf" -o "$dir/block_1x1.mprog"
+  "$meshc" "$here/block_large.mtf" --precision=bf16 -o "$dir/block_1x1_bf16.mprog"
   "$meshc" "$here/block_large.mtf" --mesh "b:2;m:4" \
     --layout "batch:b;heads:m;d_ff:m" -o "$dir/block_2x4.mprog"
   "$meshc" "$here/gemm_large.mtf" -o "$dir/gemm.mprog"
@@ -53,6 +56,23 @@ stage() {
   # A loop step (--repeat=loop): the body's buffers shifted per iteration.
   "$python" "$here/make_sweep.py" "$meshc" "$root/tests/sweep/Inputs/loop-lm.mtf" \
     "a:2;b:2" batch,heads,d_ff "$dir/sweep/loop_lm_2x2" --repeat=loop
+  # Mixed precision: bf16 storage, fused kernels reading and writing 16-bit
+  # elements, 16-bit windows; held to the bf16 sweep's tolerance (sweep.sh
+  # reads a sweep's rtol file; docs/testing.md derives the figure).
+  "$python" "$here/make_sweep.py" "$meshc" "$root/examples/transformer/block.mtf" \
+    "a:2;b:2" batch,heads,d_ff "$dir/sweep/transformer_2x2_bf16" --precision=bf16
+  echo 0.125 > "$dir/sweep/transformer_2x2_bf16/rtol"
+  # Recomputed repeats and sharded optimizer state.
+  "$python" "$here/make_sweep.py" "$meshc" "$root/examples/transformer/block.mtf" \
+    "a:2;b:2" batch,heads,d_ff "$dir/sweep/transformer_2x2_remat_zero" \
+    --remat=repeat --shard-optimizer
+  # Pipelines (layers over an axis: collective_permute, ticks as a loop) and
+  # microbatches; 6 layers on 4 stages uneven.
+  "$python" "$here/make_sweep.py" "$meshc" "$root/tests/training/Inputs/pipeline-lm.mtf" \
+    "p:2;b:2" layers,batch,heads "$dir/sweep/pipeline_lm_2x2" --only=layers: --microbatches 2 \
+    --uneven
+  "$python" "$here/make_sweep.py" "$meshc" "$root/tests/training/Inputs/pipeline-lm.mtf" \
+    "p:4" layers,batch "$dir/sweep/pipeline_lm_4_uneven" --only=layers: --microbatches 4 --uneven
   "$here/stage_deps.sh" "$dir/deps"
   echo "run_all.sh: staged in $dir; on the GPU machine: bench/gpu/run_all.sh gpu $dir"
 }
@@ -107,7 +127,7 @@ gpu_bench() {
   local meshrun="$build/bin/meshrun" summary program tf32
   local -A best
   for tf32 in 0 1; do
-    for program in block_1x1 block_2x4; do
+    for program in ${PROGRAMS:-block_1x1 block_1x1_bf16 block_2x4}; do
       summary="$(MESHC_CUDA_TF32=$tf32 "$meshrun" "$dir/$program.mprog" \
         --backend cuda --steps "$steps" --quiet 2>&1 | tail -1)"
       best[$program.$tf32]="$(echo "$summary" | min_ms)"
@@ -120,6 +140,7 @@ gpu_bench() {
   "$build/bin/gemm_bench" "$steps"
   # PyTorch fp32 against meshc fp32; tf32 and bf16 against meshc tf32 (meshc
   # has no bf16).
+  [[ ${TORCH:-1} == 1 ]] || return 0
   for precision in fp32 tf32 bf16; do
     tf32=1
     [[ $precision == fp32 ]] && tf32=0

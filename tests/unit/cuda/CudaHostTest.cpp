@@ -16,6 +16,7 @@
 #include "ElementBounds.h"
 #include "StepHarness.h"
 
+#include "cuda/CudaAttentionGemm.h"
 #include "cuda/CudaCheck.h"
 #include "cuda/CudaCollectives.h"
 #include "cuda/CudaFusedKernel.h"
@@ -27,6 +28,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <optional>
 
 using namespace meshc::runtime;
 using namespace meshc::runtime::cuda;
@@ -614,3 +617,79 @@ TEST(CudaHostTest, FusedMergesDimsWalkedAsOne) {
 }
 
 } // namespace
+
+namespace {
+
+/// The geometry of attention over q [batch, seq, heads, d_k] and k, v
+/// [batch, mem, heads, d_k|d_v] (q's dims in `qOrder`), forward or backward.
+AttentionGeometry attentionGeometry(bool grad,
+                                    std::vector<std::string> qOrder = {
+                                        "batch", "seq", "heads", "d_k"}) {
+  const std::map<std::string, int64_t> sizes = {{"batch", 2}, {"seq", 8},
+                                                {"mem", 8},   {"heads", 3},
+                                                {"d_k", 4},   {"d_v", 5}};
+  auto shape = [&](std::vector<std::string> names) {
+    NamedShape s;
+    for (const std::string &name : names)
+      s.sizes.push_back(sizes.at(name));
+    s.names = std::move(names);
+    return s;
+  };
+  NamedShape q = shape(qOrder), k = shape({"batch", "mem", "heads", "d_k"}),
+             v = shape({"batch", "mem", "heads", "d_v"}),
+             o = shape({"batch", "seq", "heads", "d_v"}),
+             lse = shape({"batch", "seq", "heads"});
+  std::array<const NamedShape *, kAttentionOperands> shapes{};
+  shapes[kQ] = &q;
+  shapes[kK] = &k;
+  shapes[kV] = &v;
+  if (grad) {
+    shapes[kO] = shapes[kDOut] = &o;
+    shapes[kLse] = &lse;
+    shapes[kDQ] = &q;
+    shapes[kDK] = &k;
+    shapes[kDV] = &v;
+  } else {
+    shapes[kO] = &o;
+    shapes[kLse] = &lse;
+  }
+  AttentionGeometry geometry;
+  std::optional<AttentionIssue> issue =
+      planAttention(shapes, "mem", {"d_k"}, geometry);
+  EXPECT_FALSE(issue) << issue->message;
+  return geometry;
+}
+
+} // namespace
+
+// Which attention steps run through cuBLAS: strided matrices per group, a
+// group's scores within the workspace; the last group dim (heads, in k's
+// order batch, heads) batched, in chunks the workspace holds.
+TEST(CudaHostTest, AttentionTakesTheGemmPathWhereCublasReadsItsOperands) {
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "attention_grad" : "attention");
+    AttentionGeometry geometry = attentionGeometry(grad);
+    const int64_t perGroup = (grad ? 2 : 1) * 8 * 8;
+    std::optional<AttentionGemmPlan> plan =
+        planAttentionGemm(geometry, grad, 1000000);
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(plan->inner, 3);
+    EXPECT_EQ(plan->chunk, 3);
+    EXPECT_EQ(plan->workspaceFloats, 3 * perGroup);
+    EXPECT_EQ(attentionWorkspaceWanted(geometry, grad), 3 * perGroup);
+    // Two groups' scores in the workspace: chunks of 2 (then 1).
+    plan = planAttentionGemm(geometry, grad, 2 * perGroup + 1);
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(plan->chunk, 2);
+    EXPECT_FALSE(planAttentionGemm(geometry, grad, perGroup - 1));
+    // q with its head dim outermost: neither of its roles is contiguous.
+    AttentionGeometry scattered =
+        attentionGeometry(grad, {"d_k", "batch", "seq", "heads"});
+    EXPECT_FALSE(planAttentionGemm(scattered, grad, 1000000));
+    EXPECT_EQ(attentionWorkspaceWanted(scattered, grad), 0);
+    // q with seq innermost: column-major, still readable.
+    AttentionGeometry columns =
+        attentionGeometry(grad, {"batch", "heads", "d_k", "seq"});
+    EXPECT_TRUE(planAttentionGemm(columns, grad, 1000000));
+  }
+}
