@@ -88,6 +88,10 @@ CudaBackend::CudaBackend() {
   if (gpus == 0)
     throw RuntimeError("--backend cuda: no CUDA device (" + reason + ")");
   tf32 = booleanVariable("MESHC_CUDA_TF32");
+  // bf16 GEMMs on the tensor cores unless MESHC_CUDA_BF16_GEMM=0 (to compare
+  // with the widened f32 path).
+  bf16Gemms = environment("MESHC_CUDA_BF16_GEMM") != "0";
+  booleanVariable("MESHC_CUDA_BF16_GEMM"); // refuses values other than 0, 1
   // Documented since the backend began, but read nowhere until it first ran
   // on a GPU (a trace under it timed only launches).
   syncEveryStep = booleanVariable("MESHC_CUDA_SYNC");
@@ -113,7 +117,7 @@ std::unique_ptr<Device> CudaBackend::createDevice(const Program &program,
   }
   int gpu =
       *mode == CollectiveMode::Nccl ? static_cast<int>(deviceId) : virtualGpu;
-  return std::make_unique<CudaDevice>(program, deviceId, gpu, tf32,
+  return std::make_unique<CudaDevice>(program, deviceId, gpu, tf32, bf16Gemms,
                                       syncEveryStep, attentionTiles,
                                       *cudaCollectives);
 }

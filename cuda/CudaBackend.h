@@ -62,6 +62,7 @@ private:
   int gpus = 0;
   int virtualGpu = 0;
   bool tf32 = false;
+  bool bf16Gemms = true;
   bool syncEveryStep = false;
   bool attentionTiles = false;
   std::string forcedMode;

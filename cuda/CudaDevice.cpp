@@ -18,6 +18,7 @@
 #include "cuda/CudaCheck.h"
 #include "cuda/CudaFusedKernel.h"
 #include "cuda/KernelSpaces.h"
+#include "runtime/EinsumPlan.h"
 #include "runtime/Error.h"
 #include "runtime/cpu/CpuKernels.h"
 
@@ -39,11 +40,12 @@ int32_t *i32(char *bytes) { return reinterpret_cast<int32_t *>(bytes); }
 } // namespace
 
 CudaDevice::CudaDevice(const Program &program, int64_t deviceId, int gpu,
-                       bool tf32, bool syncEveryStep, bool attentionTiles,
-                       CudaCollectives &collectives)
+                       bool tf32, bool bf16Gemms, bool syncEveryStep,
+                       bool attentionTiles, CudaCollectives &collectives)
     : program(program), deviceId(deviceId), gpu(gpu), tf32(tf32),
-      syncEveryStep(syncEveryStep), attentionTiles(attentionTiles),
-      collectives(collectives), blockOffsets(program.blockOffsets(deviceId)) {
+      bf16Gemms(bf16Gemms), syncEveryStep(syncEveryStep),
+      attentionTiles(attentionTiles), collectives(collectives),
+      blockOffsets(program.blockOffsets(deviceId)) {
   const Step *lastForward = nullptr;
   for (const Step &step : program.steps) {
     if (step.phase == Phase::Forward)
@@ -221,12 +223,23 @@ void CudaDevice::run(const Step &step, Communicator *comm,
   if (usesGroup(step.op()) && !comm)
     throw RuntimeError(std::string(opName(step.op())) +
                        " needs its group's communicator");
-  // bf16/f16 operands: widened into their staging before, narrowed after.
-  for (const Operand &in : step.in)
-    if (in.staging >= 0)
+  // bf16/f16 operands: widened into their staging before, narrowed after;
+  // an einsum that is one GEMM over two bf16 operands reads those as they
+  // are (bf16 tensor cores), accumulating and writing f32.
+  size_t aInput = 0, bInput = 0;
+  const bool direct =
+      bf16Gemms && directBf16Gemm(program, step, aInput, bInput);
+  for (size_t i = 0; i < step.in.size(); ++i) {
+    const Operand &in = step.in[i];
+    if (in.staging >= 0 && !(direct && (i == aInput || i == bInput)))
       castKernel(exec(), dtypeOf(in), DType::F32, bufferAt(in), at(in),
                  in.shape.elements());
-  runKernels(step, comm, context);
+  }
+  if (direct)
+    runBf16Gemm(step.as<EinsumAttrs>().plan.stages[0].gemm,
+                bufferAt(step.in[aInput]), bufferAt(step.in[bInput]));
+  else
+    runKernels(step, comm, context);
   for (const Operand *out : step.outputs())
     if (out->staging >= 0)
       castKernel(exec(), DType::F32, dtypeOf(*out), at(*out), bufferAt(*out),
@@ -477,6 +490,21 @@ void CudaDevice::runGemm(const GemmStage &stage) {
       stage.transB ? k : n, k * n, a, CUDA_R_32F, stage.transA ? m : k, m * k,
       &zero, c, CUDA_R_32F, n, m * n, stage.batch,
       tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaDevice::runBf16Gemm(const GemmStage &stage, const char *a,
+                             const char *b) {
+  // As runGemm, with A and B the bf16 buffers the stage's f32 copies would
+  // hold: cuBLAS multiplies them on the tensor cores and accumulates in f32.
+  float *c = f32(at(stage.c));
+  const int64_t m = stage.m, n = stage.n, k = stage.k;
+  const float one = 1.0f, zero = 0.0f;
+  MESHC_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
+      cublas, stage.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+      stage.transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_16BF,
+      stage.transB ? k : n, k * n, a, CUDA_R_16BF, stage.transA ? m : k, m * k,
+      &zero, c, CUDA_R_32F, n, m * n, stage.batch, CUBLAS_COMPUTE_32F,
       CUBLAS_GEMM_DEFAULT));
 }
 

@@ -35,11 +35,13 @@ class CudaDevice : public Device {
 public:
   /// Device `deviceId` of `program` (which must outlive it) on GPU `gpu`;
   /// `collectives` learns its stream in allocate(). `tf32` lets cuBLAS round
-  /// GEMM inputs to TF32; `syncEveryStep` waits after every step;
+  /// GEMM inputs to TF32; `bf16Gemms` runs einsums that are one GEMM over
+  /// two bf16 operands on the bf16 buffers; `syncEveryStep` waits after
+  /// every step;
   /// `attentionTiles` runs every attention step with the tile kernels
   /// (CudaAttention.h), not through cuBLAS where it can (CudaAttentionGemm.h).
   CudaDevice(const Program &program, int64_t deviceId, int gpu, bool tf32,
-             bool syncEveryStep, bool attentionTiles,
+             bool bf16Gemms, bool syncEveryStep, bool attentionTiles,
              CudaCollectives &collectives);
   ~CudaDevice() override;
   CudaDevice(const CudaDevice &) = delete;
@@ -73,6 +75,9 @@ private:
   void runKernels(const Step &step, Communicator *comm,
                   const RunContext &context);
   void runGemm(const GemmStage &stage);
+  /// `stage` (an einsum's only one, directBf16Gemm) with A and B read from
+  /// the bf16 buffers `a`, `b` rather than their f32 copies.
+  void runBf16Gemm(const GemmStage &stage, const char *a, const char *b);
   /// Runs an attention or attention_grad step (CudaAttention.h).
   void runAttention(const Step &step);
   void runCollective(const Step &step, Communicator &comm);
@@ -87,6 +92,7 @@ private:
   int64_t deviceId;
   int gpu;
   bool tf32;
+  bool bf16Gemms;
   bool syncEveryStep;
   bool attentionTiles;
   CudaCollectives &collectives;

@@ -167,4 +167,27 @@ EinsumPlan planEinsum(const std::vector<PlannedTensor> &inputs,
   return planner.plan;
 }
 
+bool directBf16Gemm(const Program &program, const Step &step, size_t &aInput,
+                    size_t &bInput) {
+  if (step.op() != OpKind::Einsum)
+    return false;
+  const EinsumPlan &plan = step.as<EinsumAttrs>().plan;
+  if (plan.stages.size() != 1 || !plan.stages[0].isGemm)
+    return false;
+  const GemmStage &gemm = plan.stages[0].gemm;
+  if (gemm.k == 0 || gemm.batch * gemm.m * gemm.n == 0 ||
+      (gemm.m == 1 && gemm.n == 1))
+    return false;
+  auto copyOf = [&](const PlannedTensor &tensor, size_t &input) {
+    for (size_t i = 0; i < step.in.size(); ++i)
+      if (tensor.inScratch && step.in[i].staging == tensor.offset &&
+          program.buffers[step.in[i].buffer].dtype == DType::BF16) {
+        input = i;
+        return true;
+      }
+    return false;
+  };
+  return copyOf(gemm.a, aInput) && copyOf(gemm.b, bInput) && aInput != bInput;
+}
+
 } // namespace meshc::runtime

@@ -27,6 +27,14 @@ namespace meshc::runtime {
 EinsumPlan planEinsum(const std::vector<PlannedTensor> &inputs,
                       const PlannedTensor &out);
 
+/// Whether `step` is an einsum planned as one GEMM stage (with work to do;
+/// batched dot products excepted) over the f32 copies of two bf16 operands,
+/// which a backend with bf16 GEMMs runs on the bf16 buffers themselves
+/// (runtime/cpu/Bf16Gemm.h, cuda/CudaDevice.cpp); `aInput` and `bInput` are
+/// then the inputs that are the stage's A and B.
+bool directBf16Gemm(const Program &program, const Step &step, size_t &aInput,
+                    size_t &bInput);
+
 } // namespace meshc::runtime
 
 #endif // MESHC_RUNTIME_EINSUMPLAN_H

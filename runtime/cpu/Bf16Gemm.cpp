@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/Bf16Gemm.h"
 
+#include "runtime/EinsumPlan.h"
 #include "runtime/cpu/CpuKernels.h"
 
 #include <array>
@@ -24,32 +25,6 @@ namespace {
 bool turnedOff() {
   const char *setting = std::getenv("MESHC_CPU_BF16_GEMM");
   return setting && std::string(setting) == "0";
-}
-
-/// The einsum's stage and the inputs that are its A and B, when `step` is
-/// an einsum planned as one GEMM over the f32 copies of two bf16 operands
-/// with work to do (batched dot products stay on the f32 path).
-bool directGemm(const Program &program, const Step &step, size_t &aInput,
-                size_t &bInput) {
-  if (step.op() != OpKind::Einsum)
-    return false;
-  const EinsumPlan &plan = step.as<EinsumAttrs>().plan;
-  if (plan.stages.size() != 1 || !plan.stages[0].isGemm)
-    return false;
-  const GemmStage &gemm = plan.stages[0].gemm;
-  if (gemm.k == 0 || gemm.batch * gemm.m * gemm.n == 0 ||
-      (gemm.m == 1 && gemm.n == 1))
-    return false;
-  auto copyOf = [&](const PlannedTensor &tensor, size_t &input) {
-    for (size_t i = 0; i < step.in.size(); ++i)
-      if (tensor.inScratch && step.in[i].staging == tensor.offset &&
-          program.buffers[step.in[i].buffer].dtype == DType::BF16) {
-        input = i;
-        return true;
-      }
-    return false;
-  };
-  return copyOf(gemm.a, aInput) && copyOf(gemm.b, bInput) && aInput != bInput;
 }
 
 /// The CPU engine every device shares.
@@ -182,8 +157,8 @@ Bf16Gemms::Bf16Gemms(const Program &program, int threads)
     const runtime::Step &step = program.step(index);
     Impl::Step planned;
     planned.step = &step;
-    if (!directGemm(program, step, planned.planned.aInput,
-                    planned.planned.bInput))
+    if (!directBf16Gemm(program, step, planned.planned.aInput,
+                        planned.planned.bInput))
       continue;
     const GemmStage &gemm = step.as<EinsumAttrs>().plan.stages[0].gemm;
     const int64_t m = gemm.m, n = gemm.n, k = gemm.k;
