@@ -1,0 +1,96 @@
+//===- Compile.h - meshc's compile entry ------------------------*- C++ -*-===//
+//
+// What `meshc` does after reading its command line, as a function of plain
+// options: read the model (a .mtf file, or mtf IR in a .mlir file), resolve
+// the mesh and layout (--spec, --mesh, --layout, auto), run the pass
+// pipeline and write what is asked (the program, IR, --explain's report,
+// --timeline, --reference, --dump-ir). The `meshc` tool (Driver.h) only
+// turns its flags into CompileOptions; other programs call compile()
+// directly. Each field is the flag of the same name (docs/cli.md, `meshc
+// --help`); an unset optional is a flag not given, which some checks
+// distinguish from its default.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MESHC_COMPILER_DRIVER_COMPILE_H
+#define MESHC_COMPILER_DRIVER_COMPILE_H
+
+#include "compiler/passes/Remat.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace meshc {
+
+enum class EmitKind { Default, Import, Mtf, Spmd, Mprog };
+enum class PrecisionKind { F32, BF16 };
+enum class RepeatKind { Unroll, Loop };
+
+/// meshc's options, one field per flag.
+struct CompileOptions {
+  /// The model's path ("-": standard input); a path ending in .mlir is IR.
+  std::string input = "-";
+  /// -o (default "-": standard output).
+  std::optional<std::string> output;
+  EmitKind emit = EmitKind::Default;
+  uint64_t seed = 0;
+  std::optional<std::string> mesh;
+  /// The layout rules, or "auto".
+  std::optional<std::string> layout;
+  std::string spec;
+  std::optional<std::string> axisWeights;
+  bool uneven = false;
+  bool explain = false;
+  /// --explain listing each tensor, collective and fused step on its own
+  /// line (implies explain).
+  bool explainAll = false;
+  std::string timeline;
+  /// A machine preset or profile file (default cost::kDefaultMachine).
+  std::optional<std::string> machine;
+  std::optional<std::string> memoryLimit;
+  std::string bucketSize = "128MiB";
+  std::string overlapLimit = "1GiB";
+  Remat remat = Remat::Marked;
+  /// (default: Loop)
+  std::optional<RepeatKind> repeat;
+  PrecisionKind precision = PrecisionKind::F32;
+  int64_t microbatches = 1;
+  /// (default: "batch")
+  std::optional<std::string> microbatchDim;
+  bool shardOptimizer = false;
+  bool noFuse = false;
+  bool noFuseAttention = false;
+  std::string dumpIR;
+  std::string showLayout;
+  std::string reference;
+  bool outputGrads = false;
+};
+
+/// Sets up the pass manager of the compile's pipeline before it runs:
+/// `meshc` applies MLIR's pass-manager flags here (applyPassManagerCLOptions:
+/// timing, IR printing, crash reproducers), which exist only where they were
+/// registered on a command line.
+using PassManagerSetup =
+    llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)>;
+
+/// Compiles the model in `sourceMgr`'s main buffer (read from
+/// `options.input`) as `options` ask, in `context` (meshc's dialects
+/// loaded: registerAll). Errors go to the context's diagnostic handler (the
+/// model's) or to llvm::errs() (flags, files), as `meshc` prints them;
+/// reports (--explain, --show-layout, --layout auto's search) to
+/// llvm::outs() unless the program goes there. Returns failure after any
+/// error.
+mlir::LogicalResult compile(const CompileOptions &options,
+                            llvm::SourceMgr &sourceMgr,
+                            mlir::MLIRContext &context,
+                            PassManagerSetup setup = nullptr);
+
+} // namespace meshc
+
+#endif // MESHC_COMPILER_DRIVER_COMPILE_H

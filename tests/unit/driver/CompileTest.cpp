@@ -1,0 +1,146 @@
+//===- CompileTest.cpp - compile() as a library
+//-----------------------------===//
+//
+// compile() (compiler/driver/Compile.h) with options built in code, as a
+// program other than `meshc` calls it: what it writes, that an unset flag
+// keeps its default, and that an error fails with meshc's message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/driver/Compile.h"
+#include "compiler/driver/Registration.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using meshc::CompileOptions;
+
+const std::string kMlp =
+    std::string(MESHC_SOURCE_DIR) + "/examples/mlp/mlp.mtf";
+
+/// Compiles `options.input` as meshc would; `errors` gets what it printed
+/// on stderr.
+bool compileWith(const CompileOptions &options, std::string *errors = nullptr) {
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> buffer =
+      mlir::openInputFile(options.input, &error);
+  EXPECT_TRUE(buffer) << error;
+  if (!buffer)
+    return false;
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  mlir::DialectRegistry registry;
+  meshc::registerAll(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  testing::internal::CaptureStderr();
+  bool ok = mlir::succeeded(meshc::compile(options, sourceMgr, context));
+  std::string printed = testing::internal::GetCapturedStderr();
+  if (errors)
+    *errors = printed;
+  return ok;
+}
+
+/// A fresh path under the system's temporary directory.
+std::string temporaryPath(const char *suffix) {
+  llvm::SmallString<128> path;
+  llvm::sys::fs::createUniquePath(std::string("meshc-compile-%%%%%%") + suffix,
+                                  path, /*MakeAbsolute=*/true);
+  return std::string(path);
+}
+
+llvm::json::Object readProgram(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  EXPECT_TRUE(bool(buffer)) << path;
+  if (!buffer)
+    return {};
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*buffer)->getBuffer());
+  EXPECT_TRUE(bool(parsed));
+  if (!parsed)
+    return {};
+  return *parsed->getAsObject();
+}
+
+TEST(Compile, WritesTheProgramTheOptionsAskFor) {
+  CompileOptions options;
+  options.input = kMlp;
+  options.mesh = "b:2;m:2";
+  options.layout = "batch:b;hidden:m";
+  options.output = temporaryPath(".mprog");
+  std::string errors;
+  ASSERT_TRUE(compileWith(options, &errors)) << errors;
+  llvm::json::Object program = readProgram(*options.output);
+  EXPECT_TRUE(program.getArray("steps"));
+  EXPECT_FALSE(program.getArray("steps")->empty());
+  // The mesh, as the options gave it.
+  const llvm::json::Array *mesh = program.getArray("mesh");
+  ASSERT_TRUE(mesh);
+  ASSERT_EQ(mesh->size(), 2u);
+  EXPECT_EQ((*mesh)[0].getAsObject()->getString("name"), "b");
+  EXPECT_EQ((*mesh)[1].getAsObject()->getInteger("size"), 2);
+  // The same options, the same bytes.
+  std::string again = temporaryPath(".mprog");
+  CompileOptions same = options;
+  same.output = again;
+  ASSERT_TRUE(compileWith(same, &errors)) << errors;
+  auto first = llvm::MemoryBuffer::getFile(*options.output);
+  auto second = llvm::MemoryBuffer::getFile(again);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ((*first)->getBuffer(), (*second)->getBuffer());
+  // Without a layout: one device's program, another one.
+  CompileOptions single;
+  single.input = kMlp;
+  single.output = temporaryPath(".mprog");
+  ASSERT_TRUE(compileWith(single, &errors)) << errors;
+  auto one = llvm::MemoryBuffer::getFile(*single.output);
+  ASSERT_TRUE(one);
+  EXPECT_NE((*one)->getBuffer(), (*first)->getBuffer());
+  for (const std::string &path : {*options.output, again, *single.output})
+    llvm::sys::fs::remove(path);
+}
+
+TEST(Compile, ErrorsReadAsMeshcPrintsThem) {
+  CompileOptions options;
+  options.input = kMlp;
+  options.mesh = "b:2";
+  options.layout = "batch:q";
+  options.output = temporaryPath(".mprog");
+  std::string errors;
+  EXPECT_FALSE(compileWith(options, &errors));
+  EXPECT_NE(errors.find("--layout"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("'q'"), std::string::npos) << errors;
+  EXPECT_FALSE(llvm::sys::fs::exists(*options.output));
+  // A flag meaningful only with another: --memory-limit without auto.
+  CompileOptions limited;
+  limited.input = kMlp;
+  limited.memoryLimit = "1GiB";
+  EXPECT_FALSE(compileWith(limited, &errors));
+  EXPECT_NE(errors.find("--memory-limit is for --layout auto"),
+            std::string::npos)
+      << errors;
+  // Unset, the machine is the default one: --machine alone is no error
+  // only when given with what predicts.
+  CompileOptions machine;
+  machine.input = kMlp;
+  machine.machine = "h100-sxm";
+  machine.output = temporaryPath(".mprog");
+  EXPECT_FALSE(compileWith(machine, &errors));
+  EXPECT_NE(errors.find("--machine is for --explain"), std::string::npos)
+      << errors;
+}
+
+} // namespace
