@@ -10,7 +10,9 @@
 # beyond the data-parallel peer's, 1 - t(b:2) / t(p:2), beside GPipe's
 # bubble (P - 1) / (M + P - 1): both run the same layers on the same two
 # cores, a pipeline also its bubble ticks (and the layers before and after
-# the repeat on both stages).
+# the repeat on both stages). Then one traced run of each pipeline
+# (meshrun --trace) and the bubble measured in it by bench/pipeline_bubble.py:
+# the share of the tick loops' time in which a stage holds no microbatch.
 #
 # usage: bench/pipeline.sh [BUILD]   (BUILD: the build with bin/meshc and
 #        bin/meshrun, default build)
@@ -52,4 +54,10 @@ for round in $(seq "$rounds"); do
     line+=", p:2 M=$m ${t} ms (${share})"
   done
   echo "$line"
+done
+for m in $counts; do
+  "$build/bin/meshrun" "$work/p$m.mprog" --steps "$steps" --quiet \
+    --trace "$work/p$m.json" > /dev/null
+  echo "traced p:2 M=$m: $(python3 "$root/bench/pipeline_bubble.py" \
+    "$work/p$m.json" "$m" | tail -1)"
 done
