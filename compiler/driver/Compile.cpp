@@ -663,11 +663,21 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     if (succeeded(mprog))
       scratch = planScratch(*mprog);
     ModuleOp laidOut = global ? *global : *module;
-    for (auto program : laidOut.getOps<mtf::ProgramOp>())
-      explainProgram(program, partition ? *module : ModuleOp(),
-                     succeeded(mprog) ? &stats : nullptr,
-                     scratch ? &*scratch : nullptr, machine,
-                     !options.explainAll, llvm::outs());
+    for (auto program : laidOut.getOps<mtf::ProgramOp>()) {
+      if (options.explainJson)
+        llvm::outs() << llvm::formatv(
+                            "{0:2}",
+                            explanationJson(
+                                program, partition ? *module : ModuleOp(),
+                                succeeded(mprog) ? &stats : nullptr,
+                                scratch ? &*scratch : nullptr, machine))
+                     << "\n";
+      else
+        explainProgram(program, partition ? *module : ModuleOp(),
+                       succeeded(mprog) ? &stats : nullptr,
+                       scratch ? &*scratch : nullptr, machine,
+                       !options.explainAll, llvm::outs());
+    }
   }
 
   if (!options.timeline.empty() &&

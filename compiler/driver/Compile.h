@@ -47,6 +47,8 @@ struct CompileOptions {
   std::optional<std::string> axisWeights;
   bool uneven = false;
   bool explain = false;
+  /// --explain=json: the report as JSON (docs/explain-json.md).
+  bool explainJson = false;
   /// --explain listing each tensor, collective and fused step on its own
   /// line (implies explain).
   bool explainAll = false;

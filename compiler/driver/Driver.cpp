@@ -29,6 +29,9 @@ namespace cl = llvm::cl;
 namespace meshc {
 namespace {
 
+/// --explain's value.
+enum class ExplainFormat { None, Text, Json };
+
 /// meshc's own options; MLIR's printing/pass-manager options come on top.
 struct Options {
   cl::OptionCategory category{"meshc options"};
@@ -79,10 +82,18 @@ struct Options {
       cl::desc("let mesh axes split dimensions they do not divide, into the "
                "most even blocks (docs/layouts.md#device-weights)"),
       cl::cat(category)};
-  cl::opt<bool> explain{"explain",
-                        cl::desc("print every tensor's layout, per-device "
-                                 "slice and bytes, and per-device memory"),
-                        cl::cat(category)};
+  cl::opt<ExplainFormat> explain{
+      "explain",
+      cl::desc("print every tensor's layout, per-device slice and bytes, "
+               "per-device memory, the collectives and the predicted step"),
+      cl::ValueOptional,
+      cl::init(ExplainFormat::None),
+      cl::values(clEnumValN(ExplainFormat::Text, "", "as a readable report"),
+                 clEnumValN(ExplainFormat::Text, "text",
+                            "as a readable report (the default)"),
+                 clEnumValN(ExplainFormat::Json, "json",
+                            "as JSON (docs/explain-json.md)")),
+      cl::cat(category)};
   cl::opt<bool> explainAll{
       "explain-all",
       cl::desc("--explain listing each tensor of a repeat's instances and "
@@ -213,7 +224,8 @@ struct Options {
     if (given(axisWeights))
       o.axisWeights = axisWeights;
     o.uneven = uneven;
-    o.explain = explain;
+    o.explain = explain != ExplainFormat::None;
+    o.explainJson = explain == ExplainFormat::Json;
     o.explainAll = explainAll;
     o.timeline = timeline;
     if (given(machine))

@@ -148,6 +148,110 @@ void printTable(const std::vector<Row> &rows, llvm::raw_ostream &os) {
     printRow(cells(row));
 }
 
+/// The program's tensors with their layouts (a loop's body once, each
+/// tensor with how often a step computes it), what they add up to on a
+/// device, and the outputs: what --explain's table and its JSON list.
+struct TensorTable {
+  std::vector<Row> rows;
+  int64_t paramBytes = 0, slotBytes = 0, inputBytes = 0, activationBytes = 0;
+  int64_t paramCount = 0;
+  std::vector<std::string> outputs;
+};
+
+TensorTable collectTensors(mtf::ProgramOp program, const layout::Mesh &mesh,
+                           const layout::AxisWeights &weights) {
+  TensorTable table;
+  std::vector<Row> &rows = table.rows;
+  auto addRow = [&](Operation &op, const std::string &name,
+                    mtf::TensorType type, mtf::LayoutAttr attr, int64_t count) {
+    layout::Result<layout::TensorLayout> tensorLayout =
+        fromLayoutAttr(name, type, attr, mesh, &weights);
+    if (!tensorLayout.ok())
+      return;
+    std::vector<layout::Dim> dims = toDims(type);
+    Row row;
+    row.name = name;
+    row.group = instanceTemplate(name, op.hasAttr("mtf.instance"));
+    row.phase = kindOf(&op);
+    row.count = count;
+    row.kind = row.phase + (count > 1 ? " ×" + std::to_string(count) : "");
+    row.type = typeString(type);
+    row.layout = tensorLayout->str(dims, mesh);
+    row.slice = describeBlocks(type, *tensorLayout, mesh, weights);
+    row.bytes = type.getElementBytes();
+    for (int64_t size : tensorLayout->maxBlockShape(dims, mesh, weights))
+      row.bytes *= size;
+    std::string kind = kindOf(&op);
+    if (kind == "param") {
+      table.paramBytes += row.bytes;
+      table.paramCount += type.getNumElements();
+    } else if (kind == "slot") {
+      table.slotBytes += row.bytes;
+    } else if (kind == "input") {
+      table.inputBytes += row.bytes;
+    } else {
+      table.activationBytes += row.bytes * count;
+    }
+    rows.push_back(std::move(row));
+  };
+  std::vector<std::string> &outputs = table.outputs;
+  // The ops of `block`, each computed `count` times per step: a loop's
+  // body is listed once, its tensors marked ×count and counted that often.
+  std::function<void(Block &, int64_t)> list = [&](Block &block,
+                                                   int64_t count) {
+    for (Operation &op : block) {
+      if (auto loop = llvm::dyn_cast<mtf::LoopOp>(op)) {
+        list(loop.getBodyBlock(), count * loop.getCount());
+        continue;
+      }
+      if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
+        std::string source = tensorName(output.getValue().getDefiningOp());
+        outputs.push_back(output.getName() == source
+                              ? source
+                              : output.getName().str() + " (tensor " + source +
+                                    ")");
+        continue;
+      }
+      // An op with several results (fused attention): a row per result,
+      // the first under the op's name, the others with their own.
+      if (auto layouts =
+              op.getAttrOfType<ArrayAttr>(mtf::MtfDialect::kLayoutsAttrName)) {
+        for (auto [index, result, attr] :
+             llvm::enumerate(op.getResults(), layouts))
+          addRow(op, resultTensorName(llvm::cast<OpResult>(result)),
+                 llvm::cast<mtf::TensorType>(result.getType()),
+                 llvm::cast<mtf::LayoutAttr>(attr), count);
+        continue;
+      }
+      if (op.getNumResults() != 1)
+        continue;
+      auto type = llvm::dyn_cast<mtf::TensorType>(op.getResult(0).getType());
+      auto attr =
+          op.getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
+      if (!type || !attr)
+        continue;
+      addRow(op, tensorName(&op), type, attr, count);
+    }
+  };
+  list(program.getBodyBlock(), 1);
+  return table;
+}
+
+/// "forward activations" as a JSON key: "forward_activations".
+std::string snakeCase(std::string text) {
+  std::replace(text.begin(), text.end(), ' ', '_');
+  return text;
+}
+
+/// "model.mtf:12:3": where `op` comes from, or "?".
+std::string sourceOf(Operation *op) {
+  if (auto loc = op->getLoc()->findInstanceOf<FileLineColLoc>())
+    return llvm::sys::path::filename(loc.getFilename()).str() + ":" +
+           std::to_string(loc.getLine()) + ":" +
+           std::to_string(loc.getColumn());
+  return "?";
+}
+
 } // namespace
 
 /// Every collective of the partitioned program, with its bytes, predicted
@@ -166,11 +270,7 @@ void explainCollectives(const ProgramCost &cost, const layout::Mesh &mesh,
     for (size_t axis : collective.axes)
       axisNames += (axisNames.empty() ? "" : "+") + mesh.axisName(axis);
     total += collective.received;
-    std::string where = "?";
-    if (auto loc = op->getLoc()->findInstanceOf<FileLineColLoc>())
-      where = llvm::sys::path::filename(loc.getFilename()).str() + ":" +
-              std::to_string(loc.getLine()) + ":" +
-              std::to_string(loc.getColumn());
+    std::string where = sourceOf(op);
     auto reason =
         op->getAttrOfType<StringAttr>(mtf::MtfDialect::kReasonAttrName);
     // A collective in a loop's body: once per iteration.
@@ -447,81 +547,13 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
           "below adds them up (no device holds more)\n";
   os << "\n";
 
-  std::vector<Row> rows;
-  int64_t paramBytes = 0, slotBytes = 0, inputBytes = 0, activationBytes = 0;
-  int64_t paramCount = 0;
-  auto addRow = [&](Operation &op, const std::string &name,
-                    mtf::TensorType type, mtf::LayoutAttr attr, int64_t count) {
-    layout::Result<layout::TensorLayout> tensorLayout =
-        fromLayoutAttr(name, type, attr, mesh, &weights);
-    if (!tensorLayout.ok())
-      return;
-    std::vector<layout::Dim> dims = toDims(type);
-    Row row;
-    row.name = name;
-    row.group = instanceTemplate(name, op.hasAttr("mtf.instance"));
-    row.phase = kindOf(&op);
-    row.count = count;
-    row.kind = row.phase + (count > 1 ? " ×" + std::to_string(count) : "");
-    row.type = typeString(type);
-    row.layout = tensorLayout->str(dims, mesh);
-    row.slice = describeBlocks(type, *tensorLayout, mesh, weights);
-    row.bytes = type.getElementBytes();
-    for (int64_t size : tensorLayout->maxBlockShape(dims, mesh, weights))
-      row.bytes *= size;
-    std::string kind = kindOf(&op);
-    if (kind == "param") {
-      paramBytes += row.bytes;
-      paramCount += type.getNumElements();
-    } else if (kind == "slot") {
-      slotBytes += row.bytes;
-    } else if (kind == "input") {
-      inputBytes += row.bytes;
-    } else {
-      activationBytes += row.bytes * count;
-    }
-    rows.push_back(std::move(row));
-  };
-  std::vector<std::string> outputs;
-  // The ops of `block`, each computed `count` times per step: a loop's
-  // body is listed once, its tensors marked ×count and counted that often.
-  std::function<void(Block &, int64_t)> list = [&](Block &block,
-                                                   int64_t count) {
-    for (Operation &op : block) {
-      if (auto loop = llvm::dyn_cast<mtf::LoopOp>(op)) {
-        list(loop.getBodyBlock(), count * loop.getCount());
-        continue;
-      }
-      if (auto output = llvm::dyn_cast<mtf::OutputOp>(op)) {
-        std::string source = tensorName(output.getValue().getDefiningOp());
-        outputs.push_back(output.getName() == source
-                              ? source
-                              : output.getName().str() + " (tensor " + source +
-                                    ")");
-        continue;
-      }
-      // An op with several results (fused attention): a row per result,
-      // the first under the op's name, the others with their own.
-      if (auto layouts =
-              op.getAttrOfType<ArrayAttr>(mtf::MtfDialect::kLayoutsAttrName)) {
-        for (auto [index, result, attr] :
-             llvm::enumerate(op.getResults(), layouts))
-          addRow(op, resultTensorName(llvm::cast<OpResult>(result)),
-                 llvm::cast<mtf::TensorType>(result.getType()),
-                 llvm::cast<mtf::LayoutAttr>(attr), count);
-        continue;
-      }
-      if (op.getNumResults() != 1)
-        continue;
-      auto type = llvm::dyn_cast<mtf::TensorType>(op.getResult(0).getType());
-      auto attr =
-          op.getAttrOfType<mtf::LayoutAttr>(mtf::MtfDialect::kLayoutAttrName);
-      if (!type || !attr)
-        continue;
-      addRow(op, tensorName(&op), type, attr, count);
-    }
-  };
-  list(program.getBodyBlock(), 1);
+  TensorTable table = collectTensors(program, mesh, weights);
+  std::vector<Row> &rows = table.rows;
+  const std::vector<std::string> &outputs = table.outputs;
+  const int64_t paramBytes = table.paramBytes, slotBytes = table.slotBytes,
+                inputBytes = table.inputBytes,
+                activationBytes = table.activationBytes,
+                paramCount = table.paramCount;
   if (grouped) {
     // A repeat's instances' tensors once each, ×how many instances.
     size_t all = rows.size();
@@ -619,6 +651,114 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
     llvm::interleaveComma(outputs, os);
     os << "\n";
   }
+}
+
+llvm::json::Value explanationJson(mtf::ProgramOp program, ModuleOp spmd,
+                                  const MemoryPlanStats *plan,
+                                  const ScratchPlan *scratch,
+                                  const cost::MachineProfile &machine) {
+  using llvm::json::Array;
+  using llvm::json::Object;
+  layout::Mesh mesh = toMesh(program.getMeshAttr());
+  layout::AxisWeights weights = axisWeightsOf(program, mesh);
+  Object out;
+  out["program"] = program.getSymName().str();
+  Array axes;
+  for (size_t axis = 0; axis < mesh.rank(); ++axis)
+    axes.push_back(
+        Object{{"name", mesh.axisName(axis)}, {"size", mesh.axisSize(axis)}});
+  out["mesh"] = std::move(axes);
+  out["devices"] = mesh.numDevices();
+  if (!weights.isEven() || weights.allowsIndivisible())
+    out["device_weights"] = weights.str(mesh);
+  if (auto pipelines = program->getAttrOfType<DictionaryAttr>(
+          mtf::MtfDialect::kPipelinesAttrName)) {
+    Array list;
+    for (NamedAttribute entry : pipelines) {
+      auto shape = llvm::cast<DictionaryAttr>(entry.getValue());
+      Object pipeline{{"dim", entry.getName().getValue().str()}};
+      for (StringRef key : {"stages", "per_stage", "microbatches", "ticks"})
+        pipeline[key] = shape.getAs<IntegerAttr>(key).getInt();
+      if (auto blocks = shape.getAs<DenseI64ArrayAttr>("blocks"))
+        pipeline["blocks"] = Array(blocks.asArrayRef());
+      pipeline["schedule"] = "gpipe";
+      list.push_back(std::move(pipeline));
+    }
+    out["pipelines"] = std::move(list);
+  }
+
+  TensorTable table = collectTensors(program, mesh, weights);
+  Array tensors;
+  for (const Row &row : table.rows)
+    tensors.push_back(Object{{"name", row.name},
+                             {"kind", row.phase},
+                             {"count", row.count},
+                             {"type", row.type},
+                             {"layout", row.layout},
+                             {"slice", row.slice},
+                             {"bytes_per_device", row.bytes}});
+  out["tensors"] = std::move(tensors);
+  Object memory{{"parameters", table.paramBytes},
+                {"parameter_count", table.paramCount},
+                {"optimizer", table.slotBytes},
+                {"inputs", table.inputBytes},
+                {"activations", table.activationBytes},
+                {"total", table.paramBytes + table.slotBytes +
+                              table.inputBytes + table.activationBytes}};
+  if (plan) {
+    memory["arena"] = plan->arenaBytes;
+    memory["arena_without_reuse"] = plan->unplannedBytes;
+    memory["buffers"] = plan->buffers;
+    memory["peak_live"] = plan->peakLiveBytes;
+    Object peak;
+    for (size_t use = 0; use < kMemoryUses; ++use)
+      if (plan->peakByUse[use])
+        peak[snakeCase(memoryUseName(static_cast<MemoryUse>(use)))] =
+            plan->peakByUse[use];
+    memory["at_the_peak"] = std::move(peak);
+    if (scratch && scratch->error.empty()) {
+      memory["scratch"] = scratch->bytes;
+      memory["on_a_device"] = plan->arenaBytes + scratch->bytes;
+    }
+  }
+  out["memory"] = std::move(memory);
+
+  if (spmd) {
+    ProgramCost cost = predictProgram(spmd, mesh, machine);
+    Array collectives;
+    for (const CollectiveCost &collective : cost.collectives) {
+      Array names;
+      for (size_t axis : collective.axes)
+        names.push_back(mesh.axisName(axis));
+      auto reason = collective.op->getAttrOfType<StringAttr>(
+          mtf::MtfDialect::kReasonAttrName);
+      collectives.push_back(
+          Object{{"op", collective.op->getName().stripDialect().str()},
+                 {"axes", std::move(names)},
+                 {"group", collective.group},
+                 {"count", collective.count},
+                 {"input_bytes", collective.inBytes},
+                 {"received_bytes", collective.received},
+                 {"seconds", collective.seconds},
+                 {"between_nodes", collective.interNode},
+                 {"source", sourceOf(collective.op)},
+                 {"why", reason ? reason.getValue().str() : std::string()}});
+    }
+    out["collectives"] = std::move(collectives);
+    const cost::Prediction &p = cost.prediction;
+    out["prediction"] = Object{{"machine", machine.name},
+                               {"step_seconds", p.total()},
+                               {"compute_seconds", p.compute},
+                               {"communication_seconds", p.communication},
+                               {"exposed_seconds", p.exposed()},
+                               {"hidden_seconds", p.hidden},
+                               {"overhead_seconds", p.overhead},
+                               {"steps", p.steps},
+                               {"collectives", p.collectives},
+                               {"microbatches", cost.microbatches}};
+  }
+  out["outputs"] = Array(table.outputs);
+  return out;
 }
 
 } // namespace meshc

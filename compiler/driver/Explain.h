@@ -44,6 +44,18 @@ void explainProgram(mlir::mtf::ProgramOp program, mlir::ModuleOp spmd,
                     const cost::MachineProfile &machine, bool grouped,
                     llvm::raw_ostream &os);
 
+/// What explainProgram reports, as data (meshc --explain=json,
+/// docs/explain-json.md): the program, mesh, pipelines, every tensor with
+/// its layout and bytes per device (a loop's body once, with how often a
+/// step computes it), the per-device memory, and with `spmd` every
+/// collective (a loop's once, with its count) and the prediction on
+/// `machine`; the plan's figures with `plan`, the scratch with `scratch`.
+llvm::json::Value explanationJson(mlir::mtf::ProgramOp program,
+                                  mlir::ModuleOp spmd,
+                                  const MemoryPlanStats *plan,
+                                  const ScratchPlan *scratch,
+                                  const cost::MachineProfile &machine);
+
 /// "12 B", "4.0 KiB", "1.5 MiB", ... (one home: the cost library).
 using cost::formatBytes;
 
