@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <optional>
 #include <vector>
@@ -98,9 +99,15 @@ constexpr GemmOperand kGradOperands[] = {
     {kDQ, kQueryRole, kHeadRole}, {kDK, kKeyRole, kHeadRole},
     {kDV, kKeyRole, kValueRole}};
 
-/// The floats of workspace one group needs.
+/// The floats of workspace one group needs (INT64_MAX where that
+/// overflows: no workspace holds it).
 int64_t floatsPerGroup(const AttentionGeometry &geometry, bool grad) {
-  return (grad ? 2 : 1) * geometry.size[kQueryRole] * geometry.size[kKeyRole];
+  int64_t scores = 0, floats = 0;
+  if (__builtin_mul_overflow(geometry.size[kQueryRole], geometry.size[kKeyRole],
+                             &scores) ||
+      __builtin_mul_overflow(scores, int64_t(grad ? 2 : 1), &floats))
+    return INT64_MAX;
+  return floats;
 }
 
 /// Whether every operand of the step's GEMMs is a matrix cuBLAS reads, and

@@ -311,7 +311,8 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
                       MLIRContext &context, PassManagerSetup setup) {
   const std::string output = options.output.value_or("-");
   const std::string microbatchDim = options.microbatchDim.value_or("batch");
-  const bool explain = options.explain || options.explainAll;
+  const bool explain =
+      options.explain || options.explainAll || options.explainJson;
   layout::Mesh mesh;
   layout::LayoutRules rules;
   layout::AxisWeights weights;
@@ -455,6 +456,27 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   }
   if (!pipelined && failed(checkAccumulated()))
     return failure();
+
+  // --explain=json is one JSON object on standard output: nothing else may
+  // print there.
+  if (options.explainJson) {
+    const char *clash =
+        options.emit == EmitKind::Import
+            ? "--emit=import stops before the partitioned program it reports"
+        : !options.showLayout.empty()
+            ? "--show-layout draws on standard output too; run it apart"
+        : output == "-" && (options.emit != EmitKind::Default ||
+                            options.output.has_value())
+            ? "the program would go to standard output too; write it with "
+              "-o FILE"
+            : nullptr;
+    if (clash) {
+      llvm::errs() << "meshc: error: --explain=json prints one JSON object on "
+                      "standard output, but "
+                   << clash << "\n";
+      return failure();
+    }
+  }
 
   EmitKind emit = options.emit;
   if (emit == EmitKind::Import) {
@@ -603,9 +625,9 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     searchOptions.partition.shardOptimizer = options.shardOptimizer;
     searchOptions.partition.axisWeights = weights.str(mesh);
     searchOptions.partition.uneven = weights.allowsIndivisible();
-    FailureOr<layout::LayoutRules> chosen =
-        chooseLayout(model, mesh, machine, searchOptions,
-                     toStdout ? llvm::errs() : llvm::outs());
+    FailureOr<layout::LayoutRules> chosen = chooseLayout(
+        model, mesh, machine, searchOptions,
+        toStdout || options.explainJson ? llvm::errs() : llvm::outs());
     if (failed(chosen))
       return failure();
     rules = *chosen;

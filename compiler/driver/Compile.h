@@ -6,9 +6,9 @@
 // pipeline and write what is asked (the program, IR, --explain's report,
 // --timeline, --reference, --dump-ir). The `meshc` tool (Driver.h) only
 // turns its flags into CompileOptions; other programs call compile()
-// directly. Each field is the flag of the same name (docs/cli.md, `meshc
-// --help`); an unset optional is a flag not given, which some checks
-// distinguish from its default.
+// directly. Each field is the flag of the same name (docs/architecture.md's
+// table, `meshc --help`); an unset optional is a flag not given, which some
+// checks distinguish from its default.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,7 +47,8 @@ struct CompileOptions {
   std::optional<std::string> axisWeights;
   bool uneven = false;
   bool explain = false;
-  /// --explain=json: the report as JSON (docs/explain-json.md).
+  /// --explain=json: the report as JSON (docs/explain-json.md), alone on
+  /// standard output (implies explain).
   bool explainJson = false;
   /// --explain listing each tensor, collective and fused step on its own
   /// line (implies explain).
@@ -85,9 +86,9 @@ using PassManagerSetup =
 /// `options.input`) as `options` ask, in `context` (meshc's dialects
 /// loaded: registerAll). Errors go to the context's diagnostic handler (the
 /// model's) or to llvm::errs() (flags, files), as `meshc` prints them;
-/// reports (--explain, --show-layout, --layout auto's search) to
-/// llvm::outs() unless the program goes there. Returns failure after any
-/// error.
+/// reports to llvm::outs() (--explain, --show-layout; --layout auto's
+/// search too, unless the program or --explain=json goes there: then to
+/// llvm::errs()). Returns failure after any error.
 mlir::LogicalResult compile(const CompileOptions &options,
                             llvm::SourceMgr &sourceMgr,
                             mlir::MLIRContext &context,

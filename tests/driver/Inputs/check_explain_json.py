@@ -40,26 +40,27 @@ def main(argv):
     if "on_a_device" in memory and \
             memory["on_a_device"] != memory["arena"] + memory["scratch"]:
         problems.append("on_a_device is not arena + scratch")
-    runs = 0
-    if "prediction" in report:
-        p = report["prediction"]
-        runs = sum(c["count"] for c in report["collectives"])
-        stated = re.search(r"^collectives per step \((\d+)", text, re.M)
-        if p["microbatches"] == 1 and stated and int(stated.group(1)) != runs:
-            problems.append(f"{runs} collective runs, the text "
-                            f"{stated.group(1)}")
-        if p["microbatches"] == 1 and runs != p["collectives"]:
-            problems.append(f"{runs} collective runs, the prediction "
-                            f"{p['collectives']}")
-        step = p["compute_seconds"] + p["exposed_seconds"] + \
-            p["overhead_seconds"]
-        if abs(step - p["step_seconds"]) > 1e-9 * max(1.0, step):
-            problems.append(f"step {p['step_seconds']} is not its parts {step}")
-        if abs(p["exposed_seconds"] - (p["communication_seconds"] -
-                                       p["hidden_seconds"])) > 1e-9:
-            problems.append("exposed is not communication - hidden")
+    p = report["prediction"]
+    runs = sum(c["count"] for c in report["collectives"])
+    stated = re.search(r"^collectives per step \((\d+)", text, re.M)
+    if not stated:
+        problems.append("the text states no collectives per step")
+    elif p["microbatches"] == 1 and int(stated.group(1)) != runs:
+        problems.append(f"{runs} collective runs, the text "
+                        f"{stated.group(1)}")
+    if p["microbatches"] == 1 and runs != p["collectives"]:
+        problems.append(f"{runs} collective runs, the prediction "
+                        f"{p['collectives']}")
+    step = p["compute_seconds"] + p["exposed_seconds"] + p["overhead_seconds"]
+    if abs(step - p["step_seconds"]) > 1e-9 * max(1.0, step):
+        problems.append(f"step {p['step_seconds']} is not its parts {step}")
+    if abs(p["exposed_seconds"] - (p["communication_seconds"] -
+                                   p["hidden_seconds"])) > 1e-9:
+        problems.append("exposed is not communication - hidden")
     outputs = re.search(r"^outputs: (.*)$", text, re.M)
-    if outputs and outputs.group(1).split(", ") != report["outputs"]:
+    if report["outputs"] and not outputs:
+        problems.append("the text names no outputs")
+    elif outputs and outputs.group(1).split(", ") != report["outputs"]:
         problems.append(f"outputs {report['outputs']}, the text "
                         f"{outputs.group(1)}")
     if problems:
