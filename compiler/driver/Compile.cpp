@@ -305,10 +305,26 @@ bool needsAutodiff(const CompileOptions &options, ModuleOp module) {
   return trains || options.outputGrads;
 }
 
+/// `value` with every string its own: the emitter's JSON refers to strings
+/// the module and context own (llvm::json keeps StringRefs), which a
+/// CompileResult outlives.
+llvm::json::Value owned(const llvm::json::Value &value) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << value;
+  llvm::Expected<llvm::json::Value> copy = llvm::json::parse(text);
+  if (!copy)
+    llvm::report_fatal_error(
+        llvm::Twine("meshc: internal: JSON written could not be read back: ") +
+        llvm::toString(copy.takeError()));
+  return std::move(*copy);
+}
+
 } // namespace
 
 LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
-                      MLIRContext &context, PassManagerSetup setup) {
+                      MLIRContext &context, PassManagerSetup setup,
+                      CompileResult *result) {
   const std::string output = options.output.value_or("-");
   const std::string microbatchDim = options.microbatchDim.value_or("batch");
   const bool explain =
@@ -459,7 +475,7 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
 
   // --explain=json is one JSON object on standard output: nothing else may
   // print there.
-  if (options.explainJson) {
+  if (options.explainJson && !result) {
     const char *clash =
         options.emit == EmitKind::Import
             ? "--emit=import stops before the partitioned program it reports"
@@ -478,17 +494,28 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     }
   }
 
-  EmitKind emit = options.emit;
-  if (emit == EmitKind::Import) {
+  // The module as IR text, into `result` or to -o.
+  auto writeIR = [&]() -> LogicalResult {
+    if (result) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      module->print(os);
+      os << "\n";
+      result->ir = std::move(text);
+      return success();
+    }
     return writeOutput(output, "-o", [&](llvm::raw_ostream &os) {
       module->print(os);
       os << "\n";
     });
-  }
+  };
+  EmitKind emit = options.emit;
+  if (emit == EmitKind::Import)
+    return writeIR();
   if (emit == EmitKind::Default)
     emit =
         (explain || !options.showLayout.empty() || !options.timeline.empty()) &&
-                !options.output.has_value()
+                !options.output.has_value() && !result
             ? EmitKind::Default
             : EmitKind::Mprog;
   bool partition = emit == EmitKind::Spmd || emit == EmitKind::Mprog ||
@@ -686,7 +713,12 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
       scratch = planScratch(*mprog);
     ModuleOp laidOut = global ? *global : *module;
     for (auto program : laidOut.getOps<mtf::ProgramOp>()) {
-      if (options.explainJson)
+      if (result)
+        result->explanation =
+            owned(explanationJson(program, partition ? *module : ModuleOp(),
+                                  succeeded(mprog) ? &stats : nullptr,
+                                  scratch ? &*scratch : nullptr, machine));
+      else if (options.explainJson)
         llvm::outs() << llvm::formatv(
                             "{0:2}",
                             explanationJson(
@@ -731,14 +763,15 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
                      << loaded.error << "\n";
         return failure();
       }
+    if (result) {
+      result->program = owned(*mprog);
+      return success();
+    }
     return writeOutput(output, "-o", [&](llvm::raw_ostream &os) {
       os << llvm::formatv("{0:2}", *mprog) << "\n";
     });
   }
-  return writeOutput(output, "-o", [&](llvm::raw_ostream &os) {
-    module->print(os);
-    os << "\n";
-  });
+  return writeIR();
 }
 
 } // namespace meshc

@@ -20,6 +20,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <cstdint>
@@ -82,6 +83,18 @@ struct CompileOptions {
 using PassManagerSetup =
     llvm::function_ref<mlir::LogicalResult(mlir::PassManager &)>;
 
+/// What compile() returns in memory instead of writing it.
+struct CompileResult {
+  /// The .mprog (JSON), where the options emit one: --emit=mprog, or by
+  /// default.
+  std::optional<llvm::json::Value> program;
+  /// The IR text, for --emit=import, mtf or spmd.
+  std::optional<std::string> ir;
+  /// --explain's report as data (explanationJson, docs/explain-json.md),
+  /// where options.explain (or explainAll, explainJson) asks for it.
+  std::optional<llvm::json::Value> explanation;
+};
+
 /// Compiles the model in `sourceMgr`'s main buffer (read from
 /// `options.input`) as `options` ask, in `context` (meshc's dialects
 /// loaded: registerAll). Errors go to the context's diagnostic handler (the
@@ -89,10 +102,16 @@ using PassManagerSetup =
 /// reports to llvm::outs() (--explain, --show-layout; --layout auto's
 /// search too, unless the program or --explain=json goes there: then to
 /// llvm::errs()). Returns failure after any error.
+///
+/// With `result`, the program (emitted by default even with --explain) or
+/// IR and the report go into it and nothing is written to options.output
+/// or printed as the report; --timeline, --reference, --dump-ir and
+/// --show-layout write as asked.
 mlir::LogicalResult compile(const CompileOptions &options,
                             llvm::SourceMgr &sourceMgr,
                             mlir::MLIRContext &context,
-                            PassManagerSetup setup = nullptr);
+                            PassManagerSetup setup = nullptr,
+                            CompileResult *result = nullptr);
 
 } // namespace meshc
 

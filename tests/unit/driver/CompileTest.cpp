@@ -15,6 +15,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -31,8 +32,9 @@ const std::string kMlp =
     std::string(MESHC_SOURCE_DIR) + "/examples/mlp/mlp.mtf";
 
 /// Compiles `options.input` as meshc would; `errors` gets what it printed
-/// on stderr.
-bool compileWith(const CompileOptions &options, std::string *errors = nullptr) {
+/// on stderr; with `result`, what compile() returns in memory.
+bool compileWith(const CompileOptions &options, std::string *errors = nullptr,
+                 meshc::CompileResult *result = nullptr) {
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> buffer =
       mlir::openInputFile(options.input, &error);
@@ -47,7 +49,8 @@ bool compileWith(const CompileOptions &options, std::string *errors = nullptr) {
   context.loadAllAvailableDialects();
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   testing::internal::CaptureStderr();
-  bool ok = mlir::succeeded(meshc::compile(options, sourceMgr, context));
+  bool ok = mlir::succeeded(
+      meshc::compile(options, sourceMgr, context, nullptr, result));
   std::string printed = testing::internal::GetCapturedStderr();
   if (errors)
     *errors = printed;
@@ -111,6 +114,51 @@ TEST(Compile, WritesTheProgramTheOptionsAskFor) {
   EXPECT_NE((*one)->getBuffer(), (*first)->getBuffer());
   for (const std::string &path : {*options.output, again, *single.output})
     llvm::sys::fs::remove(path);
+}
+
+// With a result: the program and the report in memory, nothing written.
+TEST(Compile, ReturnsTheProgramAndItsExplanationInMemory) {
+  CompileOptions options;
+  options.input = kMlp;
+  options.mesh = "b:2;m:2";
+  options.layout = "batch:b;hidden:m";
+  options.output = temporaryPath(".mprog");
+  options.explain = true;
+  meshc::CompileResult result;
+  std::string errors;
+  ASSERT_TRUE(compileWith(options, &errors, &result)) << errors;
+  EXPECT_FALSE(llvm::sys::fs::exists(*options.output));
+  ASSERT_TRUE(result.program);
+  ASSERT_TRUE(result.explanation);
+  EXPECT_FALSE(result.ir);
+  // The program is the one meshc writes for the same options.
+  CompileOptions written = options;
+  written.explain = false;
+  ASSERT_TRUE(compileWith(written, &errors)) << errors;
+  auto file = llvm::MemoryBuffer::getFile(*written.output);
+  ASSERT_TRUE(file);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", *result.program) << "\n";
+  EXPECT_EQ(text, (*file)->getBuffer().str());
+  llvm::sys::fs::remove(*written.output);
+  // The report: the tensors and collectives of --explain.
+  const llvm::json::Object *report = result.explanation->getAsObject();
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report->getInteger("devices"), 4);
+  ASSERT_TRUE(report->getArray("collectives"));
+  EXPECT_FALSE(report->getArray("collectives")->empty());
+  EXPECT_FALSE(report->getArray("tensors")->empty());
+  // IR instead of a program.
+  CompileOptions ir = options;
+  ir.explain = false;
+  ir.emit = meshc::EmitKind::Spmd;
+  meshc::CompileResult spmd;
+  ASSERT_TRUE(compileWith(ir, &errors, &spmd)) << errors;
+  ASSERT_TRUE(spmd.ir);
+  EXPECT_NE(spmd.ir->find("mtf.program"), std::string::npos);
+  EXPECT_FALSE(spmd.program);
+  EXPECT_FALSE(spmd.explanation);
 }
 
 TEST(Compile, ErrorsReadAsMeshcPrintsThem) {
