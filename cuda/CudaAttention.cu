@@ -11,6 +11,7 @@
 #include "cuda/CudaAttention.h"
 
 #include "cuda/CudaCheck.h"
+#include "cuda/WarpReduce.cuh"
 #include "runtime/Error.h"
 
 #include <algorithm>
@@ -52,18 +53,6 @@ __device__ inline const int64_t *tableOf(const Params &p, int operand,
 /// Where operand `operand` of group g starts.
 __device__ inline float *groupOf(const Params &p, int operand, int64_t g) {
   return p.data[operand] + tableOf(p, operand, kGroupRole)[g];
-}
-
-__device__ inline float warpMax(float value) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  return value;
-}
-
-__device__ inline float warpSum(float value) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
 }
 
 /// Loads rows [first, first + rows) of `rowRole` by every index of

@@ -17,6 +17,7 @@
 #include "cuda/CudaAttentionGemm.h"
 
 #include "cuda/CudaCheck.h"
+#include "cuda/WarpReduce.cuh"
 #include "runtime/Error.h"
 
 #include <algorithm>
@@ -163,18 +164,6 @@ struct RowParams {
 
 constexpr int kRowThreads = 256;
 constexpr int kRowWarps = kRowThreads / 32;
-
-__device__ inline float warpMax(float value) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  return value;
-}
-
-__device__ inline float warpSum(float value) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
-}
 
 /// A warp per row of the chunk's scores: adds the bias, takes the softmax
 /// in place and writes lse (a row without a finite score: p = 0, lse =

@@ -474,7 +474,21 @@ void CudaDevice::checkRows(const Step &step, const RowWalk &walk,
 }
 
 void CudaDevice::runGemm(const GemmStage &stage) {
-  float *a = f32(at(stage.a)), *b = f32(at(stage.b)), *c = f32(at(stage.c));
+  stridedGemm(stage, f32(at(stage.a)), f32(at(stage.b)), CUDA_R_32F,
+              tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+}
+
+void CudaDevice::runBf16Gemm(const GemmStage &stage, const char *a,
+                             const char *b) {
+  // A and B are the bf16 buffers the stage's f32 copies would hold: cuBLAS
+  // multiplies them on the tensor cores and accumulates in f32.
+  stridedGemm(stage, a, b, CUDA_R_16BF, CUBLAS_COMPUTE_32F);
+}
+
+void CudaDevice::stridedGemm(const GemmStage &stage, const void *a,
+                             const void *b, cudaDataType inputs,
+                             cublasComputeType_t compute) {
+  float *c = f32(at(stage.c));
   if (stage.batch == 0 || stage.m == 0 || stage.n == 0)
     return;
   if (stage.k == 0) {
@@ -486,25 +500,9 @@ void CudaDevice::runGemm(const GemmStage &stage) {
   const float one = 1.0f, zero = 0.0f;
   MESHC_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
       cublas, stage.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-      stage.transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_32F,
-      stage.transB ? k : n, k * n, a, CUDA_R_32F, stage.transA ? m : k, m * k,
-      &zero, c, CUDA_R_32F, n, m * n, stage.batch,
-      tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-      CUBLAS_GEMM_DEFAULT));
-}
-
-void CudaDevice::runBf16Gemm(const GemmStage &stage, const char *a,
-                             const char *b) {
-  // As runGemm, with A and B the bf16 buffers the stage's f32 copies would
-  // hold: cuBLAS multiplies them on the tensor cores and accumulates in f32.
-  float *c = f32(at(stage.c));
-  const int64_t m = stage.m, n = stage.n, k = stage.k;
-  const float one = 1.0f, zero = 0.0f;
-  MESHC_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
-      cublas, stage.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-      stage.transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, CUDA_R_16BF,
-      stage.transB ? k : n, k * n, a, CUDA_R_16BF, stage.transA ? m : k, m * k,
-      &zero, c, CUDA_R_32F, n, m * n, stage.batch, CUBLAS_COMPUTE_32F,
+      stage.transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, inputs,
+      stage.transB ? k : n, k * n, a, inputs, stage.transA ? m : k, m * k,
+      &zero, c, CUDA_R_32F, n, m * n, stage.batch, compute,
       CUBLAS_GEMM_DEFAULT));
 }
 

@@ -78,6 +78,10 @@ private:
   /// `stage` (an einsum's only one, directBf16Gemm) with A and B read from
   /// the bf16 buffers `a`, `b` rather than their f32 copies.
   void runBf16Gemm(const GemmStage &stage, const char *a, const char *b);
+  /// The stage's GEMM on inputs `a`, `b` of type `inputs` into its f32
+  /// result, computed as `compute` (runGemm's and runBf16Gemm's one call).
+  void stridedGemm(const GemmStage &stage, const void *a, const void *b,
+                   cudaDataType inputs, cublasComputeType_t compute);
   /// Runs an attention or attention_grad step (CudaAttention.h).
   void runAttention(const Step &step);
   void runCollective(const Step &step, Communicator &comm);
