@@ -237,6 +237,39 @@ TensorTable collectTensors(mtf::ProgramOp program, const layout::Mesh &mesh,
   return table;
 }
 
+/// A pipelined repeat as mtf-pipeline-stages records it (mtf.pipelines).
+struct PipelineShape {
+  std::string dim;
+  int64_t stages = 1, perStage = 1, microbatches = 1, ticks = 1;
+  /// Each stage's layers, for uneven stages only.
+  std::vector<int64_t> blocks;
+};
+
+std::vector<PipelineShape> pipelinesOf(mtf::ProgramOp program) {
+  std::vector<PipelineShape> shapes;
+  auto pipelines = program->getAttrOfType<DictionaryAttr>(
+      mtf::MtfDialect::kPipelinesAttrName);
+  if (!pipelines)
+    return shapes;
+  for (NamedAttribute entry : pipelines) {
+    auto attr = llvm::cast<DictionaryAttr>(entry.getValue());
+    auto get = [&](StringRef key) {
+      return attr.getAs<IntegerAttr>(key).getInt();
+    };
+    PipelineShape shape;
+    shape.dim = entry.getName().getValue().str();
+    shape.stages = get("stages");
+    shape.perStage = get("per_stage");
+    shape.microbatches = get("microbatches");
+    shape.ticks = get("ticks");
+    if (auto blocks = attr.getAs<DenseI64ArrayAttr>("blocks"))
+      shape.blocks.assign(blocks.asArrayRef().begin(),
+                          blocks.asArrayRef().end());
+    shapes.push_back(std::move(shape));
+  }
+  return shapes;
+}
+
 /// "forward activations" as a JSON key: "forward_activations".
 std::string snakeCase(std::string text) {
   std::replace(text.begin(), text.end(), ' ', '_');
@@ -515,32 +548,26 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
   if (weights.allowsIndivisible())
     os << "uneven: mesh axes cut sizes they do not divide into the most "
           "even blocks\n";
-  if (auto pipelines = program->getAttrOfType<DictionaryAttr>(
-          mtf::MtfDialect::kPipelinesAttrName))
-    for (NamedAttribute entry : pipelines) {
-      auto shape = llvm::cast<DictionaryAttr>(entry.getValue());
-      auto get = [&](StringRef key) {
-        return shape.getAs<IntegerAttr>(key).getInt();
-      };
-      int64_t stages = get("stages"), perStage = get("per_stage"),
-              microbatches = get("microbatches"), ticks = get("ticks");
-      std::string layers = std::to_string(perStage);
-      if (auto blocks = shape.getAs<DenseI64ArrayAttr>("blocks")) {
-        // Uneven stages: each one's layers.
-        layers.clear();
-        for (int64_t block : blocks.asArrayRef())
-          layers += (layers.empty() ? "" : "|") + std::to_string(block);
-      }
-      os << "pipeline over '" << entry.getName().getValue() << "': " << stages
-         << " stage" << (stages == 1 ? "" : "s") << " of " << layers << " layer"
-         << (layers == "1" ? "" : "s") << ", " << microbatches << " microbatch"
-         << (microbatches == 1 ? "" : "es") << " in " << ticks
-         << " ticks (GPipe); each stage computes on zeros in " << stages - 1
-         << " of them, a bubble of "
-         << llvm::format("%.0f", 100.0 * double(stages - 1) / double(ticks))
-         << "% (docs/pipeline.md)\n";
-      explainSchedule(stages, microbatches, ticks, os);
+  for (const PipelineShape &shape : pipelinesOf(program)) {
+    int64_t stages = shape.stages, microbatches = shape.microbatches,
+            ticks = shape.ticks;
+    std::string layers = std::to_string(shape.perStage);
+    if (!shape.blocks.empty()) {
+      // Uneven stages: each one's layers.
+      layers.clear();
+      for (int64_t block : shape.blocks)
+        layers += (layers.empty() ? "" : "|") + std::to_string(block);
     }
+    os << "pipeline over '" << shape.dim << "': " << stages << " stage"
+       << (stages == 1 ? "" : "s") << " of " << layers << " layer"
+       << (layers == "1" ? "" : "s") << ", " << microbatches << " microbatch"
+       << (microbatches == 1 ? "" : "es") << " in " << ticks
+       << " ticks (GPipe); each stage computes on zeros in " << stages - 1
+       << " of them, a bubble of "
+       << llvm::format("%.0f", 100.0 * double(stages - 1) / double(ticks))
+       << "% (docs/pipeline.md)\n";
+    explainSchedule(stages, microbatches, ticks, os);
+  }
   if (unequal)
     os << "unequal blocks: a split dimension lists its blocks by shard, "
           "separated by '|'; bytes are the largest block's, and the memory "
@@ -671,17 +698,18 @@ llvm::json::Value explanationJson(mtf::ProgramOp program, ModuleOp spmd,
   out["devices"] = mesh.numDevices();
   if (!weights.isEven() || weights.allowsIndivisible())
     out["device_weights"] = weights.str(mesh);
-  if (auto pipelines = program->getAttrOfType<DictionaryAttr>(
-          mtf::MtfDialect::kPipelinesAttrName)) {
+  if (std::vector<PipelineShape> shapes = pipelinesOf(program);
+      !shapes.empty()) {
     Array list;
-    for (NamedAttribute entry : pipelines) {
-      auto shape = llvm::cast<DictionaryAttr>(entry.getValue());
-      Object pipeline{{"dim", entry.getName().getValue().str()}};
-      for (StringRef key : {"stages", "per_stage", "microbatches", "ticks"})
-        pipeline[key] = shape.getAs<IntegerAttr>(key).getInt();
-      if (auto blocks = shape.getAs<DenseI64ArrayAttr>("blocks"))
-        pipeline["blocks"] = Array(blocks.asArrayRef());
-      pipeline["schedule"] = "gpipe";
+    for (const PipelineShape &shape : shapes) {
+      Object pipeline{{"dim", shape.dim},
+                      {"stages", shape.stages},
+                      {"per_stage", shape.perStage},
+                      {"microbatches", shape.microbatches},
+                      {"ticks", shape.ticks},
+                      {"schedule", "gpipe"}};
+      if (!shape.blocks.empty())
+        pipeline["blocks"] = Array(shape.blocks);
       list.push_back(std::move(pipeline));
     }
     out["pipelines"] = std::move(list);
