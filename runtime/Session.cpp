@@ -39,15 +39,38 @@ std::string inputNames(const Program &program) {
   return inputs.empty() ? "none" : inputs;
 }
 
-/// Fails unless every name of `files` is an input of `program`.
-void checkInputNames(const Program &program,
-                     const std::map<std::string, std::string> &files,
-                     const std::string &flag) {
+/// Fails unless every name of `files` and `arrays` is an input of
+/// `program`, and none is in both.
+void checkInputNames(
+    const Program &program, const std::map<std::string, std::string> &files,
+    const std::map<std::string, std::shared_ptr<const NpyArray>> &arrays,
+    const std::string &flag) {
   for (const auto &[name, path] : files)
     if (!program.findTensor(Role::Input, name))
       throw RuntimeError(flag + " " + name + "=" + path + ": " +
                          program.fileName + " has no input '" + name +
                          "' (inputs: " + inputNames(program) + ")");
+  for (const auto &[name, array] : arrays) {
+    if (!program.findTensor(Role::Input, name))
+      throw RuntimeError(std::string(flag == "--input" ? "" : "eval ") +
+                         "input array '" + name + "': " + program.fileName +
+                         " has no input '" + name +
+                         "' (inputs: " + inputNames(program) + ")");
+    if (files.count(name))
+      throw RuntimeError(flag + " " + name + "=" + files.at(name) +
+                         " and an array both give input '" + name + "'");
+  }
+}
+
+/// Where input `name` comes from in messages: "--input x=FILE" (`flag`
+/// with the file) or "input array 'x'".
+std::string sourceName(const std::string &flag, const std::string &name,
+                       const std::map<std::string, std::string> &files) {
+  auto file = files.find(name);
+  if (file != files.end())
+    return flag + " " + name + "=" + file->second;
+  return std::string(flag == "--input" ? "" : "eval ") + "input array '" +
+         name + "'";
 }
 
 std::string meshDescription(const layout::Mesh &mesh) {
@@ -123,8 +146,6 @@ Session::Session(const Program &program, const SessionOptions &options)
     communicators.push_back(
         collectives.split(partitionMesh(program.mesh, axes)));
 
-  checkInputNames(program, options.inputFiles, "--input");
-  checkInputNames(program, options.evalInputFiles, "--eval-input");
   for (const Tensor &tensor : program.tensors) {
     if (isAccumulator(program, tensor)) {
       // Zero, whatever --init-params holds.
@@ -135,11 +156,52 @@ Session::Session(const Program &program, const SessionOptions &options)
       }
     } else if (tensor.role == Role::Param) {
       initializeParam(tensor, options.initParamsDir);
-    } else if (tensor.role == Role::Input) {
-      auto file = options.inputFiles.find(tensor.name);
-      inputs.push_back(prepareInput(
-          tensor, file == options.inputFiles.end() ? "" : file->second, false));
     }
+  }
+  if (!options.bindInputsLater)
+    bindInputs(options);
+
+  for (const Step &step : program.steps) {
+    trainSteps.push_back(&step);
+    if (step.phase == Phase::Forward)
+      evalSteps.push_back(&step);
+  }
+  for (const Step &step : program.steps)
+    (step.phase == Phase::Update ? updateSteps : microbatchSteps)
+        .push_back(&step);
+  trainSyncSteps = trainSteps;
+  if (program.training && program.training->sync)
+    for (const Step &step : program.training->sync->steps)
+      trainSyncSteps.push_back(&step);
+  if (options.trace)
+    tracer = std::make_unique<TraceRecorder>(program, localIds.size(),
+                                             options.traceRuns);
+}
+
+void Session::bindInputs(const SessionOptions &options) {
+  inputsBound = false;
+  inputs.clear();
+  evalInputs.clear();
+  order.reset();
+  trainExamples = evalSetExamples = batch = tokens = 0;
+  checkInputNames(program, options.inputFiles, options.inputArrays, "--input");
+  checkInputNames(program, options.evalInputFiles, options.evalInputArrays,
+                  "--eval-input");
+  for (const Tensor &tensor : program.tensors) {
+    if (tensor.role != Role::Input)
+      continue;
+    std::shared_ptr<const NpyArray> array;
+    std::string path;
+    if (auto file = options.inputFiles.find(tensor.name);
+        file != options.inputFiles.end())
+      array = std::make_shared<NpyArray>(readNpy(path = file->second));
+    else if (auto given = options.inputArrays.find(tensor.name);
+             given != options.inputArrays.end())
+      array = given->second;
+    inputs.push_back(prepareInput(
+        tensor, array, path,
+        array ? sourceName("--input", tensor.name, options.inputFiles) : "",
+        false));
   }
   // All datasets read the same examples in each run: one N, one order.
   const InputFeed *first = nullptr;
@@ -148,10 +210,9 @@ Session::Session(const Program &program, const SessionOptions &options)
       continue;
     int64_t examples = feed.rows->shape[0];
     if (first && examples != trainExamples)
-      throw RuntimeError("--input " + feed.tensor->name + "=" + feed.file +
-                         " has " + std::to_string(examples) +
-                         " examples but --input " + first->tensor->name + "=" +
-                         first->file + " has " + std::to_string(trainExamples) +
+      throw RuntimeError(feed.source + " has " + std::to_string(examples) +
+                         " examples but " + first->source + " has " +
+                         std::to_string(trainExamples) +
                          "; dataset inputs need the same number of examples");
     if (!first) {
       first = &feed;
@@ -176,22 +237,7 @@ Session::Session(const Program &program, const SessionOptions &options)
   if (first)
     order.emplace(seedValue, trainExamples, options.shuffle);
   checkEvalSet(options);
-
-  for (const Step &step : program.steps) {
-    trainSteps.push_back(&step);
-    if (step.phase == Phase::Forward)
-      evalSteps.push_back(&step);
-  }
-  for (const Step &step : program.steps)
-    (step.phase == Phase::Update ? updateSteps : microbatchSteps)
-        .push_back(&step);
-  trainSyncSteps = trainSteps;
-  if (program.training && program.training->sync)
-    for (const Step &step : program.training->sync->steps)
-      trainSyncSteps.push_back(&step);
-  if (options.trace)
-    tracer = std::make_unique<TraceRecorder>(program, localIds.size(),
-                                             options.traceRuns);
+  inputsBound = true;
 }
 
 std::string paramFileName(const std::string &name) {
@@ -238,20 +284,25 @@ void Session::initializeParam(const Tensor &tensor,
 }
 
 Session::InputFeed Session::prepareInput(const Tensor &tensor,
-                                         const std::string &file, bool eval) {
+                                         std::shared_ptr<const NpyArray> given,
+                                         const std::string &file,
+                                         const std::string &source, bool eval) {
   InputFeed feed;
   feed.tensor = &tensor;
   feed.file = file;
+  feed.source = source;
+  // "x.npy: .npy shape ...", "input array 'x': shape ...".
+  const std::string what = file.empty() ? source + ":" : file + ": .npy";
   std::vector<int64_t> globalShape = tensor.globalShape();
   for (int64_t id : localIds) {
     feed.blockShapes.push_back(tensor.blockShape(program.mesh, id));
     feed.blockOffsets.push_back(tensor.blockOffset(program.mesh, id));
     feed.blocks.emplace_back(product(feed.blockShapes.back()) * 4);
   }
-  if (!file.empty()) {
-    NpyArray array = readNpy(file);
+  if (given) {
+    const NpyArray &array = *given;
     if (array.dtype != tensor.dtype)
-      throw RuntimeError(file + ": .npy dtype " + dtypeName(array.dtype) +
+      throw RuntimeError(what + " dtype " + dtypeName(array.dtype) +
                          " does not match input '" + tensor.name + "' (" +
                          dtypeName(tensor.dtype) + ")");
     // [N, rest...] for an input [B, rest...] is a set of N examples.
@@ -262,15 +313,16 @@ Session::InputFeed Session::prepareInput(const Tensor &tensor,
                                globalShape.begin() + 1);
     if (eval || array.shape != globalShape) {
       if (!examples)
-        throw RuntimeError(file + ": .npy shape " + npyShapeStr(array.shape) +
+        throw RuntimeError(what + " shape " + npyShapeStr(array.shape) +
                            " does not match input '" + tensor.name +
                            "' shape " + npyShapeStr(globalShape));
-      feed.rows = std::move(array);
+      feed.rows = std::move(given);
       return feed;
     }
     for (size_t d = 0; d < localIds.size(); ++d)
       copyBlock(globalShape, feed.blockOffsets[d], feed.blockShapes[d],
-                array.data.data(), feed.blocks[d].data(), true);
+                const_cast<char *>(array.data.data()), feed.blocks[d].data(),
+                true);
   } else if (tensor.dtype == DType::F32) {
     InitSpec standardNormal{InitSpec::Kind::Normal, 0.0, 1.0};
     for (size_t d = 0; d < localIds.size(); ++d)
@@ -292,33 +344,47 @@ Session::InputFeed Session::prepareInput(const Tensor &tensor,
 }
 
 void Session::checkEvalSet(const SessionOptions &options) {
-  if (options.evalInputFiles.empty())
+  if (options.evalInputFiles.empty() && options.evalInputArrays.empty())
     return;
-  for (const InputFeed &feed : inputs)
-    if (!feed.file.empty() && !options.evalInputFiles.count(feed.tensor->name))
-      throw RuntimeError(
-          "--eval-input: input '" + feed.tensor->name + "' is read from " +
-          feed.file + " in training but has no eval file; give --eval-input " +
-          feed.tensor->name + "=FILE.npy");
+  for (const InputFeed &feed : inputs) {
+    const std::string &name = feed.tensor->name;
+    if (feed.source.empty() || options.evalInputFiles.count(name) ||
+        options.evalInputArrays.count(name))
+      continue;
+    throw RuntimeError(
+        feed.file.empty()
+            ? "eval inputs: input '" + name +
+                  "' is an array in training but has no eval array"
+            : "--eval-input: input '" + name + "' is read from " + feed.file +
+                  " in training but has no eval file; give --eval-input " +
+                  name + "=FILE.npy");
+  }
   const InputFeed *first = nullptr;
   evalInputs.reserve(inputs.size()); // `first` points into it
   for (const InputFeed &train : inputs) {
-    auto file = options.evalInputFiles.find(train.tensor->name);
-    if (file == options.evalInputFiles.end())
+    const std::string &name = train.tensor->name;
+    std::shared_ptr<const NpyArray> array;
+    std::string path;
+    if (auto file = options.evalInputFiles.find(name);
+        file != options.evalInputFiles.end())
+      array = std::make_shared<NpyArray>(readNpy(path = file->second));
+    else if (auto given = options.evalInputArrays.find(name);
+             given != options.evalInputArrays.end())
+      array = given->second;
+    else
       continue;
-    evalInputs.push_back(prepareInput(*train.tensor, file->second, true));
+    evalInputs.push_back(prepareInput(
+        *train.tensor, array, path,
+        sourceName("--eval-input", name, options.evalInputFiles), true));
     const InputFeed &feed = evalInputs.back();
     int64_t examples = feed.rows->shape[0], rows = feed.tensor->dims[0].size;
     if (first && examples != evalSetExamples)
-      throw RuntimeError("--eval-input " + feed.tensor->name + "=" + feed.file +
-                         " has " + std::to_string(examples) +
-                         " examples but --eval-input " + first->tensor->name +
-                         "=" + first->file + " has " +
+      throw RuntimeError(feed.source + " has " + std::to_string(examples) +
+                         " examples but " + first->source + " has " +
                          std::to_string(evalSetExamples) +
                          "; eval inputs need the same number of examples");
     if (examples < rows)
-      throw RuntimeError("--eval-input " + feed.tensor->name + "=" + feed.file +
-                         " has " + std::to_string(examples) +
+      throw RuntimeError(feed.source + " has " + std::to_string(examples) +
                          " examples, fewer than one batch of " +
                          std::to_string(rows));
     if (!first) {
@@ -326,6 +392,13 @@ void Session::checkEvalSet(const SessionOptions &options) {
       evalSetExamples = examples;
     }
   }
+}
+
+void Session::requireInputs() const {
+  if (!inputsBound)
+    throw RuntimeError("the inputs of " + program.fileName +
+                       " are not bound: bind them (Session::bindInputs) "
+                       "before a run, again after a failed binding");
 }
 
 int64_t Session::evalBatches() const {
@@ -350,6 +423,7 @@ void Session::writeFeed(InputFeed &feed, RowOf rowOf) {
 }
 
 double Session::runStep(RunMode mode) {
+  requireInputs();
   if (mode == RunMode::Train && program.training &&
       program.training->microbatches)
     return runMicrobatches(*program.training->microbatches);
@@ -413,6 +487,7 @@ double Session::runMicrobatches(const MicrobatchSpec &micro) {
 }
 
 double Session::runEvalBatch(int64_t batchIndex) {
+  requireInputs();
   if (batchIndex < 0 || batchIndex >= evalBatches())
     throw RuntimeError("eval batch " + std::to_string(batchIndex) +
                        " is outside [0, " + std::to_string(evalBatches()) +

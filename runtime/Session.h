@@ -16,6 +16,7 @@
 
 #include "runtime/Dataset.h"
 #include "runtime/Device.h"
+#include "runtime/Npy.h"
 #include "runtime/ProcessGroup.h"
 #include "runtime/Program.h"
 #include "runtime/Trace.h"
@@ -56,6 +57,15 @@ struct SessionOptions {
   /// Input name to .npy file of shape [N, rest...] (N >= B): the eval set.
   /// When given, every input fed from a file in training needs one.
   std::map<std::string, std::string> evalInputFiles;
+  /// Input name to an array in memory, taken as inputFiles takes a .npy
+  /// file (the Python package's numpy arrays); a name is in one of the two
+  /// at most.
+  std::map<std::string, std::shared_ptr<const NpyArray>> inputArrays;
+  /// Input name to an array in memory, as evalInputFiles.
+  std::map<std::string, std::shared_ptr<const NpyArray>> evalInputArrays;
+  /// Leaves the inputs unbound: bindInputs() binds them before the first
+  /// run (the Python package binds the arrays of each call).
+  bool bindInputsLater = false;
   /// Shuffle datasets in every epoch (false: read them in file order).
   bool shuffle = true;
   /// When not empty, every param is read from DIR/paramFileName(name)
@@ -136,6 +146,15 @@ public:
   /// their usual values. Returns the wall time in seconds.
   double runEvalBatch(int64_t batch);
 
+  /// (Re)binds the inputs to `options`' files and arrays (inputFiles,
+  /// inputArrays, evalInputFiles, evalInputArrays; the rest synthetic) and
+  /// shuffle, as the constructor does unless options.bindInputsLater. The
+  /// rows of a training set are read in the order the run counter gives
+  /// (the same arrays bound again go on as if bound once). Throws
+  /// RuntimeError for unknown names, a dtype or shape that does not match,
+  /// and datasets of different lengths; the inputs are unbound then.
+  void bindInputs(const SessionOptions &options);
+
   /// The number of training runs so far: the run counter dropout masks and
   /// datasets use.
   uint64_t trainingRuns() const { return runCount; }
@@ -190,25 +209,34 @@ private:
   /// Where one input's device blocks come from.
   struct InputFeed {
     const Tensor *tensor = nullptr;
-    /// The .npy file (empty: synthetic).
+    /// The .npy file (empty: an array or synthetic).
     std::string file;
+    /// Where the values come from, for messages: "--input x=FILE.npy" or
+    /// "input array 'x'" (empty: synthetic).
+    std::string source;
     /// Per local device: the block's shape (they differ under device
     /// weights) and its offset in the global tensor.
     std::vector<std::vector<int64_t>> blockShapes;
     std::vector<std::vector<int64_t>> blockOffsets;
     /// Per local device: the block (fixed, or the last batch's).
     std::vector<std::vector<char>> blocks;
-    /// For a dataset or eval set: the whole file.
-    std::optional<NpyArray> rows;
+    /// For a dataset or eval set: the whole file or array (shared with
+    /// SessionOptions' arrays).
+    std::shared_ptr<const NpyArray> rows;
   };
 
-  /// The feed of input `tensor` from its .npy file `file` (empty: the
-  /// generator); `eval` for an eval set. Checks the file.
-  InputFeed prepareInput(const Tensor &tensor, const std::string &file,
+  /// The feed of input `tensor` from `array` (read from .npy file `file`,
+  /// or given: `file` empty; null: the generator), called `source` in
+  /// messages; `eval` for an eval set. Checks the array.
+  InputFeed prepareInput(const Tensor &tensor,
+                         std::shared_ptr<const NpyArray> array,
+                         const std::string &file, const std::string &source,
                          bool eval);
   /// Writes every device's block of parameter `tensor`, initialised or read
   /// from `initDir`.
   void initializeParam(const Tensor &tensor, const std::string &initDir);
+  /// Throws unless the inputs are bound.
+  void requireInputs() const;
   /// Checks the eval set against the training inputs.
   void checkEvalSet(const SessionOptions &options);
   /// Writes `feed`'s blocks for a batch whose global row g is file row
@@ -246,6 +274,8 @@ private:
   /// communicators[group][device id], group indexing Program::groupAxes
   /// (null for devices of other processes).
   std::vector<std::vector<std::unique_ptr<Communicator>>> communicators;
+  /// Whether bindInputs() succeeded (the inputs below are usable).
+  bool inputsBound = false;
   /// Every input's feed in training runs.
   std::vector<InputFeed> inputs;
   /// The inputs read from the eval set in eval runs.

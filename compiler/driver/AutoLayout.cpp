@@ -169,8 +169,8 @@ void forEachIndex(MLIRContext *context, size_t n,
 /// model as written is
 ///   base + sum_r (count_r - 2) * (three_r - base).
 /// Anything else is measured as written. `how` says which.
-FailureOr<std::vector<Variant>> variantsOf(const SearchModel &model,
-                                           std::string &how) {
+FailureOr<std::vector<Variant>>
+variantsOf(const SearchModel &model, std::string &how, llvm::raw_ostream &err) {
   std::vector<Variant> variants;
   std::vector<const frontend::RepeatSite *> shrunk;
   bool nested = false;
@@ -205,8 +205,8 @@ FailureOr<std::vector<Variant>> variantsOf(const SearchModel &model,
   variants.front().weight = baseWeight;
   for (Variant &variant : variants) {
     if (!variant.owned) {
-      llvm::errs() << "meshc: error: --layout auto: the model with fewer "
-                      "repeat instances did not compile\n";
+      err << "meshc: error: --layout auto: the model with fewer "
+             "repeat instances did not compile\n";
       return failure();
     }
     variant.module = *variant.owned;
@@ -296,16 +296,17 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
   std::vector<std::string> texts = layout::enumerateSearchLayouts(
       dims, collectTensorDims(full), mesh, kMaxCandidates, &weights);
   if (texts.size() > kMaxCandidates) {
-    llvm::errs() << "meshc: error: --layout auto: more than " << kMaxCandidates
-                 << " layouts of " << dims.size() << " dims on " << mesh.rank()
-                 << " mesh axes\n"
-                 << "hint: give the layout with --layout"
-                 << (mesh.rank() > 1 ? ", or a mesh with fewer axes" : "")
-                 << "\n";
+    (*options.errors) << "meshc: error: --layout auto: more than "
+                      << kMaxCandidates << " layouts of " << dims.size()
+                      << " dims on " << mesh.rank() << " mesh axes\n"
+                      << "hint: give the layout with --layout"
+                      << (mesh.rank() > 1 ? ", or a mesh with fewer axes" : "")
+                      << "\n";
     return failure();
   }
   std::string how;
-  FailureOr<std::vector<Variant>> variants = variantsOf(model, how);
+  FailureOr<std::vector<Variant>> variants =
+      variantsOf(model, how, *options.errors);
   if (failed(variants))
     return failure();
 
@@ -428,9 +429,10 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
                : "")
        << "\n";
   if (valid.empty()) {
-    llvm::errs() << "meshc: error: --layout auto: no layout of the model is "
-                    "valid on mesh "
-                 << mesh.str() << "\n";
+    (*options.errors)
+        << "meshc: error: --layout auto: no layout of the model is "
+           "valid on mesh "
+        << mesh.str() << "\n";
     return failure();
   }
 
@@ -448,15 +450,15 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
        << " per device: " << fitting.size() << " of " << valid.size()
        << " layouts fit\n";
   if (fitting.empty()) {
-    llvm::errs() << "meshc: error: --layout auto: none of the " << valid.size()
-                 << " valid layouts fits in "
-                 << formatBytes(*options.memoryLimit)
-                 << " per device; the smallest "
-                 << (extrapolated ? "(extrapolated peak of live bytes) is "
-                                  : "plan is ")
-                 << formatBytes(smallest->memory) << " ("
-                 << displayed(smallest->text) << ")\n"
-                 << memoryHint(model);
+    (*options.errors) << "meshc: error: --layout auto: none of the "
+                      << valid.size() << " valid layouts fits in "
+                      << formatBytes(*options.memoryLimit)
+                      << " per device; the smallest "
+                      << (extrapolated ? "(extrapolated peak of live bytes) is "
+                                       : "plan is ")
+                      << formatBytes(smallest->memory) << " ("
+                      << displayed(smallest->text) << ")\n"
+                      << memoryHint(model);
     return failure();
   }
   printTable({fitting.begin(),
@@ -498,16 +500,16 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
       }
     }
     if (!chosen) {
-      llvm::errs() << "meshc: error: --layout auto: none of the "
-                   << std::min(fitting.size(), kMaxFullChecks)
-                   << " fastest layouts that fit by their extrapolated "
-                      "memory fits in "
-                   << formatBytes(*options.memoryLimit)
-                   << " per device on the model as written";
+      (*options.errors) << "meshc: error: --layout auto: none of the "
+                        << std::min(fitting.size(), kMaxFullChecks)
+                        << " fastest layouts that fit by their extrapolated "
+                           "memory fits in "
+                        << formatBytes(*options.memoryLimit)
+                        << " per device on the model as written";
       if (smallestFull >= 0)
-        llvm::errs() << "; the smallest is " << formatBytes(smallestFull)
-                     << " (" << displayed(smallestFullText) << ")";
-      llvm::errs() << "\n" << memoryHint(model);
+        (*options.errors) << "; the smallest is " << formatBytes(smallestFull)
+                          << " (" << displayed(smallestFullText) << ")";
+      (*options.errors) << "\n" << memoryHint(model);
       return failure();
     }
   }

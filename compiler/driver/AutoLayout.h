@@ -43,6 +43,8 @@ struct AutoLayoutOptions {
   /// How candidates are compiled (fused, optimizer sharded), as the
   /// program will be.
   PartitionOptions partition;
+  /// Where errors go (compile() passes its own: CompileResult::errors).
+  llvm::raw_ostream *errors = &llvm::errs();
 };
 
 /// The global program the search predicts from.
@@ -68,7 +70,7 @@ struct SearchModel {
 
 /// Chooses the layout of `model` on `mesh` for `machine`, printing the
 /// search's summary, the best layouts and "chosen layout: <rules>" on `os`.
-/// Fails (after an error on llvm::errs()) when no layout is valid or none
+/// Fails (after an error on options.errors) when no layout is valid or none
 /// fits the limit.
 mlir::FailureOr<layout::LayoutRules>
 chooseLayout(const SearchModel &model, const layout::Mesh &mesh,

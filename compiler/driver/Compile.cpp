@@ -47,10 +47,11 @@ namespace {
 /// /dev/null, a pipe, a symbolic link) is written in place, never replaced.
 /// Errors name `what` (the flag), the path and the system's reason.
 LogicalResult writeOutput(StringRef path, StringRef what,
-                          llvm::function_ref<void(llvm::raw_ostream &)> print) {
+                          llvm::function_ref<void(llvm::raw_ostream &)> print,
+                          llvm::raw_ostream &err) {
   auto fail = [&](const std::string &reason) {
-    llvm::errs() << "meshc: error: " << what << ": cannot write '" << path
-                 << "': " << reason << "\n";
+    err << "meshc: error: " << what << ": cannot write '" << path
+        << "': " << reason << "\n";
     return failure();
   };
   auto written = [&](llvm::raw_fd_ostream &os) {
@@ -96,15 +97,17 @@ LogicalResult writeOutput(StringRef path, StringRef what,
 /// every pass, so a reader can follow the pipeline stage by stage.
 class DumpIRInstrumentation : public PassInstrumentation {
 public:
-  DumpIRInstrumentation(std::string dir, ModuleOp module)
-      : dir(std::move(dir)), module(module) {}
+  DumpIRInstrumentation(std::string dir, ModuleOp module,
+                        llvm::raw_ostream &err)
+      : dir(std::move(dir)), module(module), err(err) {}
 
   LogicalResult dump(StringRef stage) {
     SmallString<128> path(dir);
     llvm::sys::path::append(
         path, llvm::formatv("{0:2}-{1}.mlir", counter++, stage).str());
-    return writeOutput(path, "--dump-ir",
-                       [&](llvm::raw_ostream &os) { module.print(os); });
+    return writeOutput(
+        path, "--dump-ir", [&](llvm::raw_ostream &os) { module.print(os); },
+        err);
   }
 
   void runAfterPass(Pass *pass, Operation *) override {
@@ -116,26 +119,27 @@ public:
 private:
   std::string dir;
   ModuleOp module;
+  llvm::raw_ostream &err;
   unsigned counter = 0;
 };
 
 /// Prints a mesh/layout/spec problem the way compilers print flag errors.
-int reportFlagError(const layout::Error &error, StringRef flag,
-                    StringRef text) {
-  llvm::errs() << "meshc: " << layout::formatFlagError(error, flag, text)
-               << "\n";
+int reportFlagError(const layout::Error &error, StringRef flag, StringRef text,
+                    llvm::raw_ostream &err) {
+  err << "meshc: " << layout::formatFlagError(error, flag, text) << "\n";
   return 1;
 }
 
 /// Reports a failed check of the layout rules: against --layout's text when
 /// the rules came from the flag, else as the spec file's error.
-bool checkRules(const CompileOptions &options, const layout::Status &status) {
+bool checkRules(const CompileOptions &options, const layout::Status &status,
+                llvm::raw_ostream &err) {
   if (status.ok())
     return true;
   if (options.layout.has_value())
-    reportFlagError(status.error(), "--layout", *options.layout);
+    reportFlagError(status.error(), "--layout", *options.layout, err);
   else
-    llvm::errs() << "meshc: " << status.error().str() << "\n";
+    err << "meshc: " << status.error().str() << "\n";
   return false;
 }
 
@@ -149,14 +153,14 @@ bool autoLayoutFlag(const CompileOptions &options) {
 /// the final `mesh`, and --uneven or the spec's "uneven". Returns false after
 /// reporting an error.
 bool resolveWeights(const CompileOptions &options, const layout::Spec *spec,
-                    const layout::Mesh &mesh, layout::AxisWeights &weights) {
+                    const layout::Mesh &mesh, layout::AxisWeights &weights,
+                    llvm::raw_ostream &err) {
   weights = layout::AxisWeights::even(mesh);
   bool fromFlag = options.axisWeights.has_value();
   if ((fromFlag || options.uneven) && !spec && !options.mesh.has_value()) {
-    llvm::errs() << "meshc: error: "
-                 << (fromFlag ? "--axis-weights" : "--uneven")
-                 << " weighs the devices of the mesh given with it\nhint: "
-                    "give --mesh or --spec too, e.g. --mesh \"b:3\"\n";
+    err << "meshc: error: " << (fromFlag ? "--axis-weights" : "--uneven")
+        << " weighs the devices of the mesh given with it\nhint: "
+           "give --mesh or --spec too, e.g. --mesh \"b:3\"\n";
     return false;
   }
   std::string text = fromFlag ? *options.axisWeights
@@ -166,14 +170,15 @@ bool resolveWeights(const CompileOptions &options, const layout::Spec *spec,
     layout::Result<layout::AxisWeights> parsed =
         layout::AxisWeights::parse(text, mesh);
     if (!parsed.ok() && fromFlag)
-      return reportFlagError(parsed.error(), "--axis-weights", text), false;
+      return reportFlagError(parsed.error(), "--axis-weights", text, err),
+             false;
     if (!parsed.ok()) {
       // The spec's weights fit the spec's mesh, so --mesh replaced it.
-      llvm::errs() << "meshc: error: the spec's \"axis_weights\" \"" << text
-                   << "\" do not fit the mesh " << mesh.str() << ": "
-                   << parsed.error().message
-                   << "\nhint: give --axis-weights for this mesh ("
-                   << parsed.error().hint << ")\n";
+      err << "meshc: error: the spec's \"axis_weights\" \"" << text
+          << "\" do not fit the mesh " << mesh.str() << ": "
+          << parsed.error().message
+          << "\nhint: give --axis-weights for this mesh ("
+          << parsed.error().hint << ")\n";
       return false;
     }
     weights = *parsed;
@@ -189,13 +194,13 @@ bool resolveWeights(const CompileOptions &options, const layout::Spec *spec,
 /// error.
 bool resolveLayout(const CompileOptions &options, layout::Mesh &mesh,
                    layout::LayoutRules &rules, layout::AxisWeights &weights,
-                   bool &search) {
+                   bool &search, llvm::raw_ostream &err) {
   search = false;
   std::optional<layout::Spec> specFile;
   if (!options.spec.empty()) {
     layout::Result<layout::Spec> spec = layout::loadSpecFile(options.spec);
     if (!spec.ok()) {
-      llvm::errs() << "meshc: " << spec.error().str() << "\n";
+      err << "meshc: " << spec.error().str() << "\n";
       return false;
     }
     mesh = spec->mesh;
@@ -206,7 +211,8 @@ bool resolveLayout(const CompileOptions &options, layout::Mesh &mesh,
   if (options.mesh.has_value()) {
     layout::Result<layout::Mesh> parsed = layout::Mesh::parse(*options.mesh);
     if (!parsed.ok())
-      return reportFlagError(parsed.error(), "--mesh", *options.mesh), false;
+      return reportFlagError(parsed.error(), "--mesh", *options.mesh, err),
+             false;
     mesh = *parsed;
   }
   if (autoLayoutFlag(options)) {
@@ -216,14 +222,15 @@ bool resolveLayout(const CompileOptions &options, layout::Mesh &mesh,
     layout::Result<layout::LayoutRules> parsed =
         layout::LayoutRules::parse(*options.layout);
     if (!parsed.ok())
-      return reportFlagError(parsed.error(), "--layout", *options.layout),
+      return reportFlagError(parsed.error(), "--layout", *options.layout, err),
              false;
     rules = *parsed;
     search = false;
   }
-  if (!resolveWeights(options, specFile ? &*specFile : nullptr, mesh, weights))
+  if (!resolveWeights(options, specFile ? &*specFile : nullptr, mesh, weights,
+                      err))
     return false;
-  return checkRules(options, rules.checkAgainstMesh(mesh));
+  return checkRules(options, rules.checkAgainstMesh(mesh), err);
 }
 
 /// Whether a mesh or layout was asked for on the command line.
@@ -255,7 +262,8 @@ LogicalResult checkInput(const CompileOptions &options, ModuleOp module) {
 
 /// Runs the global program in the reference interpreter with --seed and
 /// writes its outputs to --reference.
-LogicalResult writeReference(const CompileOptions &options, ModuleOp module) {
+LogicalResult writeReference(const CompileOptions &options, ModuleOp module,
+                             llvm::raw_ostream &err) {
   interp::Options interpOptions;
   interpOptions.seed = options.seed;
   for (auto program : module.getOps<mtf::ProgramOp>()) {
@@ -264,9 +272,11 @@ LogicalResult writeReference(const CompileOptions &options, ModuleOp module) {
     if (failed(outputs))
       return failure();
     if (failed(writeOutput(
-            options.reference, "--reference", [&](llvm::raw_ostream &os) {
+            options.reference, "--reference",
+            [&](llvm::raw_ostream &os) {
               os << llvm::formatv("{0}", outputsToJson(*outputs)) << "\n";
-            })))
+            },
+            err)))
       return failure();
   }
   return success();
@@ -287,13 +297,13 @@ importInput(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
 /// The bytes of size flag `flag` (`text`, "0" for none); an error naming the
 /// flag, and what 0 would do (`zeroDoes` none), where it is no size.
 std::optional<int64_t> sizeOrZero(StringRef flag, StringRef text,
-                                  StringRef zeroDoes) {
+                                  StringRef zeroDoes, llvm::raw_ostream &err) {
   if (text.trim() == "0")
     return 0;
   layout::Result<int64_t> size = cost::parseMemorySize(text.str());
   if (!size.ok()) {
-    llvm::errs() << "meshc: error: " << flag << ": " << size.error().message
-                 << " (or 0 to " << zeroDoes << " none)\n";
+    err << "meshc: error: " << flag << ": " << size.error().message
+        << " (or 0 to " << zeroDoes << " none)\n";
     return std::nullopt;
   }
   return *size;
@@ -325,6 +335,12 @@ llvm::json::Value owned(const llvm::json::Value &value) {
 LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
                       MLIRContext &context, PassManagerSetup setup,
                       CompileResult *result) {
+  // With `result`, errors go into it instead of standard error.
+  std::optional<llvm::raw_string_ostream> errorStream;
+  if (result)
+    errorStream.emplace(result->errors);
+  llvm::raw_ostream &err =
+      result ? static_cast<llvm::raw_ostream &>(*errorStream) : llvm::errs();
   const std::string output = options.output.value_or("-");
   const std::string microbatchDim = options.microbatchDim.value_or("batch");
   const bool explain =
@@ -333,55 +349,54 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   layout::LayoutRules rules;
   layout::AxisWeights weights;
   bool search = false;
-  if (!resolveLayout(options, mesh, rules, weights, search))
+  if (!resolveLayout(options, mesh, rules, weights, search, err))
     return failure();
   cost::MachineProfile machine;
   bool predicts = explain || !options.timeline.empty();
   if (options.machine.has_value() && !predicts && !search) {
-    llvm::errs() << "meshc: error: --machine is for --explain's and "
-                    "--timeline's predicted times and --layout auto; add one "
-                    "of them\n";
+    err << "meshc: error: --machine is for --explain's and "
+           "--timeline's predicted times and --layout auto; add one "
+           "of them\n";
     return failure();
   }
   if (search && mesh.numDevices() <= 1) {
-    llvm::errs() << "meshc: error: --layout auto needs a mesh of several "
-                    "devices to search layouts on; got "
-                 << (mesh.rank() ? "mesh " + mesh.str() : std::string("none"))
-                 << "\nhint: give --mesh, e.g. --mesh \"b:2;m:4\"\n";
+    err << "meshc: error: --layout auto needs a mesh of several "
+           "devices to search layouts on; got "
+        << (mesh.rank() ? "mesh " + mesh.str() : std::string("none"))
+        << "\nhint: give --mesh, e.g. --mesh \"b:2;m:4\"\n";
     return failure();
   }
   if (!options.timeline.empty() && options.emit == EmitKind::Import) {
-    llvm::errs() << "meshc: error: --timeline predicts the partitioned "
-                    "program, but --emit=import stops before it\n";
+    err << "meshc: error: --timeline predicts the partitioned "
+           "program, but --emit=import stops before it\n";
     return failure();
   }
   if (search && options.emit == EmitKind::Import) {
-    llvm::errs() << "meshc: error: --layout auto chooses a layout after "
-                    "autodiff, but --emit=import stops before it\n";
+    err << "meshc: error: --layout auto chooses a layout after "
+           "autodiff, but --emit=import stops before it\n";
     return failure();
   }
   AutoLayoutOptions searchOptions;
   if (options.memoryLimit.has_value()) {
     if (!search) {
-      llvm::errs() << "meshc: error: --memory-limit is for --layout auto\n";
+      err << "meshc: error: --memory-limit is for --layout auto\n";
       return failure();
     }
     layout::Result<int64_t> limit = cost::parseMemorySize(*options.memoryLimit);
     if (!limit.ok()) {
-      llvm::errs() << "meshc: error: --memory-limit: " << limit.error().message
-                   << "\n";
+      err << "meshc: error: --memory-limit: " << limit.error().message << "\n";
       if (!limit.error().hint.empty())
-        llvm::errs() << "hint: " << limit.error().hint << "\n";
+        err << "hint: " << limit.error().hint << "\n";
       return failure();
     }
     searchOptions.memoryLimit = *limit;
   }
   std::optional<int64_t> bucketBytes =
-      sizeOrZero("--bucket-size", options.bucketSize, "combine");
+      sizeOrZero("--bucket-size", options.bucketSize, "combine", err);
   if (!bucketBytes)
     return failure();
   std::optional<int64_t> overlapBytes =
-      sizeOrZero("--overlap-limit", options.overlapLimit, "overlap");
+      sizeOrZero("--overlap-limit", options.overlapLimit, "overlap", err);
   if (!overlapBytes)
     return failure();
   PartitionOptions partitionOptions;
@@ -392,20 +407,20 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     layout::Result<cost::MachineProfile> loaded = cost::loadMachineProfile(
         options.machine.value_or(cost::kDefaultMachine));
     if (!loaded.ok()) {
-      llvm::errs() << "meshc: --machine: " << loaded.error().str() << "\n";
+      err << "meshc: --machine: " << loaded.error().str() << "\n";
       return failure();
     }
     machine = *loaded;
   }
 
   if (options.microbatches < 1) {
-    llvm::errs() << "meshc: error: --microbatches must be at least 1, got "
-                 << options.microbatches << "\n";
+    err << "meshc: error: --microbatches must be at least 1, got "
+        << options.microbatches << "\n";
     return failure();
   }
   if (options.microbatchDim.has_value() && options.microbatches == 1) {
-    llvm::errs() << "meshc: error: --microbatch-dim names the dim "
-                    "--microbatches cuts; give --microbatches too\n";
+    err << "meshc: error: --microbatch-dim names the dim "
+           "--microbatches cuts; give --microbatches too\n";
     return failure();
   }
   // (Where the layout makes a pipeline, the microbatches are the
@@ -414,16 +429,16 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     if (options.microbatches == 1)
       return success();
     if (StringRef(options.input).ends_with(".mlir")) {
-      llvm::errs() << "meshc: error: --microbatches cuts a .mtf model's batch "
-                      "dim as it is read; IR input carries its own "
-                      "mtf.microbatches\n";
+      err << "meshc: error: --microbatches cuts a .mtf model's batch "
+             "dim as it is read; IR input carries its own "
+             "mtf.microbatches\n";
       return failure();
     }
     if (!options.reference.empty()) {
-      llvm::errs() << "meshc: error: --reference runs one step of the global "
-                      "program, which --microbatches splits into runs of the "
-                      "phases; compile without --microbatches for the "
-                      "reference (the result is the same step)\n";
+      err << "meshc: error: --reference runs one step of the global "
+             "program, which --microbatches splits into runs of the "
+             "phases; compile without --microbatches for the "
+             "reference (the result is the same step)\n";
       return failure();
     }
     return success();
@@ -449,10 +464,10 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   // of layers: docs/pipeline.md#uneven-stages).
   if (importOptions.loops && !weights.isPlain() && !pipelined) {
     if (options.repeat.has_value()) {
-      llvm::errs() << "meshc: error: --repeat=loop does not take device "
-                      "weights (--axis-weights, --uneven or the layout's "
-                      "weights) yet, but for a pipeline's repeat; use "
-                      "--repeat=unroll, which they default to\n";
+      err << "meshc: error: --repeat=loop does not take device "
+             "weights (--axis-weights, --uneven or the layout's "
+             "weights) yet, but for a pipeline's repeat; use "
+             "--repeat=unroll, which they default to\n";
       return failure();
     }
     importOptions.loops = false;
@@ -462,7 +477,8 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   }
   if (failed(checkInput(options, *module)))
     return failure();
-  if (!checkRules(options, rules.checkAgainstDims(collectModelDims(*module))))
+  if (!checkRules(options, rules.checkAgainstDims(collectModelDims(*module)),
+                  err))
     return failure();
   if (pipelined && importOptions.microbatches > 1) {
     importOptions.microbatches = 1;
@@ -487,9 +503,9 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
               "-o FILE"
             : nullptr;
     if (clash) {
-      llvm::errs() << "meshc: error: --explain=json prints one JSON object on "
-                      "standard output, but "
-                   << clash << "\n";
+      err << "meshc: error: --explain=json prints one JSON object on "
+             "standard output, but "
+          << clash << "\n";
       return failure();
     }
   }
@@ -504,10 +520,13 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
       result->ir = std::move(text);
       return success();
     }
-    return writeOutput(output, "-o", [&](llvm::raw_ostream &os) {
-      module->print(os);
-      os << "\n";
-    });
+    return writeOutput(
+        output, "-o",
+        [&](llvm::raw_ostream &os) {
+          module->print(os);
+          os << "\n";
+        },
+        err);
   };
   EmitKind emit = options.emit;
   if (emit == EmitKind::Import)
@@ -525,12 +544,13 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   if (!options.dumpIR.empty()) {
     if (std::error_code ec =
             llvm::sys::fs::create_directories(options.dumpIR)) {
-      llvm::errs() << "meshc: error: --dump-ir: cannot create '"
-                   << options.dumpIR << "': " << ec.message() << "\n";
+      err << "meshc: error: --dump-ir: cannot create '" << options.dumpIR
+          << "': " << ec.message() << "\n";
       return failure();
     }
     context.disableMultithreading();
-    dumper = std::make_unique<DumpIRInstrumentation>(options.dumpIR, *module);
+    dumper =
+        std::make_unique<DumpIRInstrumentation>(options.dumpIR, *module, err);
     if (failed(dumper->dump("import")))
       return failure();
   }
@@ -560,9 +580,9 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   // ops of the global program, before any layout is applied.
   bool trains = needsAutodiff(options, *module);
   if (options.microbatches > 1 && !trains && !pipelined) {
-    llvm::errs() << "meshc: error: --microbatches " << options.microbatches
-                 << " accumulates gradients over microbatches, but the model "
-                    "has no train statement\n";
+    err << "meshc: error: --microbatches " << options.microbatches
+        << " accumulates gradients over microbatches, but the model "
+           "has no train statement\n";
     return failure();
   }
   if (trains) {
@@ -574,11 +594,12 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
       return failure();
     pm.clear();
   }
-  if (!options.reference.empty() && failed(writeReference(options, *module)))
+  if (!options.reference.empty() &&
+      failed(writeReference(options, *module, err)))
     return failure();
   if (options.remat == Remat::Repeat && !trains) {
-    llvm::errs() << "meshc: error: --remat=repeat recomputes activations "
-                    "for the backward pass, but the model does not train\n";
+    err << "meshc: error: --remat=repeat recomputes activations "
+           "for the backward pass, but the model does not train\n";
     return failure();
   }
   // A checkpoint(...) in a model that does not train has nothing to be
@@ -652,9 +673,15 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     searchOptions.partition.shardOptimizer = options.shardOptimizer;
     searchOptions.partition.axisWeights = weights.str(mesh);
     searchOptions.partition.uneven = weights.allowsIndivisible();
-    FailureOr<layout::LayoutRules> chosen = chooseLayout(
-        model, mesh, machine, searchOptions,
-        toStdout || options.explainJson ? llvm::errs() : llvm::outs());
+    searchOptions.errors = &err;
+    std::optional<llvm::raw_string_ostream> searchReport;
+    if (result)
+      searchReport.emplace(result->searchReport);
+    FailureOr<layout::LayoutRules> chosen =
+        chooseLayout(model, mesh, machine, searchOptions,
+                     result                            ? *searchReport
+                     : toStdout || options.explainJson ? err
+                                                       : llvm::outs());
     if (failed(chosen))
       return failure();
     rules = *chosen;
@@ -685,7 +712,8 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     return failure();
   if (!options.showLayout.empty())
     for (auto program : module->getOps<mtf::ProgramOp>())
-      if (failed(meshc::showLayout(program, options.showLayout, llvm::outs())))
+      if (failed(meshc::showLayout(program, options.showLayout, llvm::outs(),
+                                   err)))
         return failure();
 
   // The laid-out global program, kept for --explain's tensor table.
@@ -734,11 +762,13 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     }
   }
 
-  if (!options.timeline.empty() &&
-      failed(writeOutput(options.timeline, "--timeline",
-                         [&](llvm::raw_ostream &os) {
-                           writePredictedTimeline(*module, mesh, machine, os);
-                         })))
+  if (!options.timeline.empty() && failed(writeOutput(
+                                       options.timeline, "--timeline",
+                                       [&](llvm::raw_ostream &os) {
+                                         writePredictedTimeline(*module, mesh,
+                                                                machine, os);
+                                       },
+                                       err)))
     return failure();
 
   if (emit == EmitKind::Default)
@@ -757,19 +787,22 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
             .wasInterrupted();
     if (starts)
       if (ScratchPlan loaded = planScratch(*mprog); !loaded.error.empty()) {
-        llvm::errs() << "meshc: error: internal: the runtime's loader refuses "
-                        "the program meshc wrote (overlapped collectives; "
-                        "--overlap-limit 0 compiles without them): "
-                     << loaded.error << "\n";
+        err << "meshc: error: internal: the runtime's loader refuses "
+               "the program meshc wrote (overlapped collectives; "
+               "--overlap-limit 0 compiles without them): "
+            << loaded.error << "\n";
         return failure();
       }
     if (result) {
       result->program = owned(*mprog);
       return success();
     }
-    return writeOutput(output, "-o", [&](llvm::raw_ostream &os) {
-      os << llvm::formatv("{0:2}", *mprog) << "\n";
-    });
+    return writeOutput(
+        output, "-o",
+        [&](llvm::raw_ostream &os) {
+          os << llvm::formatv("{0:2}", *mprog) << "\n";
+        },
+        err);
   }
   return writeIR();
 }

@@ -93,6 +93,13 @@ struct CompileResult {
   /// --explain's report as data (explanationJson, docs/explain-json.md),
   /// where options.explain (or explainAll, explainJson) asks for it.
   std::optional<llvm::json::Value> explanation;
+  /// The errors `meshc` would print on standard error for the flags, files
+  /// and --layout auto, as it prints them ("meshc: error: ...", a caret
+  /// line under the flag's text, "hint: ..."). The model's errors go to the
+  /// context's diagnostic handler, with their locations.
+  std::string errors;
+  /// --layout auto's report (the search's summary and best layouts).
+  std::string searchReport;
 };
 
 /// Compiles the model in `sourceMgr`'s main buffer (read from
@@ -104,8 +111,9 @@ struct CompileResult {
 /// llvm::errs()). Returns failure after any error.
 ///
 /// With `result`, the program (emitted by default even with --explain) or
-/// IR and the report go into it and nothing is written to options.output
-/// or printed as the report; --timeline, --reference, --dump-ir and
+/// IR, the report, the search's report and the errors meshc prints on
+/// standard error go into it, and nothing is written to options.output or
+/// printed as the report; --timeline, --reference, --dump-ir and
 /// --show-layout write as asked.
 mlir::LogicalResult compile(const CompileOptions &options,
                             llvm::SourceMgr &sourceMgr,

@@ -28,7 +28,7 @@ std::string deviceList(const std::vector<int64_t> &devices) {
 } // namespace
 
 LogicalResult showLayout(mtf::ProgramOp program, StringRef name,
-                         llvm::raw_ostream &os) {
+                         llvm::raw_ostream &os, llvm::raw_ostream &err) {
   // Every tensor result, loop bodies' included (a body's tensors without
   // the layer dim: one layer's).
   Value found;
@@ -51,8 +51,8 @@ LogicalResult showLayout(mtf::ProgramOp program, StringRef name,
     std::string list;
     for (const std::string &known : names)
       list += (list.empty() ? "'" : ", '") + known + "'";
-    llvm::errs() << "meshc: error: --show-layout: the model has no tensor '"
-                 << name << "'\nhint: its tensors are " << list << "\n";
+    err << "meshc: error: --show-layout: the model has no tensor '" << name
+        << "'\nhint: its tensors are " << list << "\n";
     return failure();
   }
 

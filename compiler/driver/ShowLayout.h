@@ -15,10 +15,11 @@
 namespace meshc {
 
 /// Draws the blocks of the tensor called `name` (an input, parameter or
-/// named value) of laid-out `program`; fails after printing an error that
-/// lists the tensor names when there is none.
+/// named value) of laid-out `program` on `os`; fails after printing an error
+/// on `err` that lists the tensor names when there is none.
 mlir::LogicalResult showLayout(mlir::mtf::ProgramOp program,
-                               llvm::StringRef name, llvm::raw_ostream &os);
+                               llvm::StringRef name, llvm::raw_ostream &os,
+                               llvm::raw_ostream &err);
 
 } // namespace meshc
 
