@@ -39,6 +39,7 @@ cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt -DNDEBUG" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt -DNDEBUG" \
   -DMESHC_BUILD_COMPILER="$compiler" -DMESHC_ENABLE_CUDA=OFF \
+  -DMESHC_BUILD_PYTHON=OFF \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DCMAKE_C_FLAGS="$flags -fno-omit-frame-pointer" \
   -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" \

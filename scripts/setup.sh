@@ -24,6 +24,8 @@ packages=(
   clang-22 libclang-rt-22-dev
   # real data (scripts/fetch_data.sh) and the JAX venv (scripts/setup_python.sh)
   python3-numpy python3-venv
+  # the Python package meshc (python/: its extension's headers)
+  python3-dev
   # the schema of meshc --explain=json (tests/driver/explain-json.test)
   python3-jsonschema
 )

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs JAX (CPU) into a virtual environment at .venv/ in the repository,
-# for the outside oracle (tests/oracle/, docs/testing.md). Idempotent: does
-# nothing when `.venv/bin/python -c 'import jax'` already works. Needs the
-# Debian packages python3 and python3-venv (scripts/setup.sh installs them) and
-# PyPI; the first run downloads about 100 MB of wheels.
+# for the outside oracle (tests/oracle/, docs/testing.md), and what the
+# Python package meshc builds and tests with (nanobind, scikit-build-core,
+# pytest; docs/python.md). Idempotent: does nothing when they all import.
+# Needs the Debian packages python3, python3-venv and python3-dev
+# (scripts/setup.sh installs them) and PyPI; the first run downloads about
+# 100 MB of wheels.
 #
-# The lit config finds this interpreter (substitution %jaxpython, feature `jax`).
+# The lit config finds this interpreter (substitution %jaxpython, feature
+# `jax`); CMake builds the package meshc for it (python/CMakeLists.txt).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
@@ -15,11 +18,14 @@ requirements=(
   "jax[cpu]==0.6.2"
   "jaxlib==0.6.2"
   "numpy==2.2.6"
+  "nanobind==2.9.2"
+  "scikit-build-core==0.11.6"
+  "pytest==9.2.0"
 )
 
 if [ -x "$venv/bin/python" ] &&
-   version="$("$venv/bin/python" -c 'import jax; print(jax.__version__)' 2>/dev/null)"; then
-  echo "setup_python: JAX $version present in .venv"
+   version="$("$venv/bin/python" -c 'import jax, nanobind, scikit_build_core, pytest; print(jax.__version__)' 2>/dev/null)"; then
+  echo "setup_python: JAX $version, nanobind, scikit-build-core and pytest present in .venv"
   exit 0
 fi
 

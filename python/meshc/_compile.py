@@ -93,7 +93,12 @@ class Program:
         """Reads a .mprog file (the runtime's loader checks it when a
         Session is made)."""
         with open(path, encoding="utf-8") as file:
-            return cls(file.read(), name=os.fspath(path))
+            text = file.read()
+        try:
+            return cls(text, name=os.fspath(path))
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{os.fspath(path)}: not a .mprog (JSON): "
+                             f"{error}") from None
 
     def save(self, path: PathLike) -> None:
         """Writes the program as a .mprog file that meshrun runs."""

@@ -20,7 +20,9 @@ Arrays = Mapping[str, "np.typing.ArrayLike"]
 def _arrays(inputs: Optional[Arrays], program: Program,
             what: str) -> dict[str, np.ndarray]:
     """`inputs` as C-ordered float32/int32 arrays, each checked against the
-    program's input of that name (its dtype; the runtime checks shapes)."""
+    program's input of that name (the runtime checks shapes): any floating
+    array for an f32 input (rounded to float32), an integer array whose
+    values int32 holds for an i32 one; anything else is refused."""
     if inputs is None:
         return {}
     if not isinstance(inputs, Mapping):
@@ -44,10 +46,10 @@ def _arrays(inputs: Optional[Arrays], program: Program,
                     f"{what}: input '{name}' is {declared[name][0]} but the "
                     f"array's dtype is {array.dtype}")
             converted = array.astype(dtype)
-            if not np.array_equal(converted, array):
+            if dtype is np.int32 and not np.array_equal(converted, array):
                 raise RunError(
-                    f"{what}: input '{name}' is {declared[name][0]}, and its "
-                    f"{array.dtype} values do not all fit it")
+                    f"{what}: input '{name}' is i32, and its {array.dtype} "
+                    "values do not all fit it")
             array = converted
         arrays[name] = np.ascontiguousarray(array)
     return arrays
@@ -64,6 +66,9 @@ class Session:
     def __init__(self, program: Program, *, devices: Optional[int] = None,
                  backend: str = "cpu", seed: Optional[int] = None,
                  overlap: str = "auto"):
+        if overlap not in ("auto", "on", "off"):
+            raise ValueError("overlap must be 'auto', 'on' or 'off', got "
+                             f"{overlap!r}")
         if not isinstance(program, Program):
             raise TypeError("program must be a meshc.Program (meshc.compile "
                             f"or Program.load), got {type(program).__name__}")
@@ -89,6 +94,13 @@ class Session:
         array assembled from the devices' blocks."""
         return self._session.params()
 
+    @property
+    def outputs(self) -> dict[str, np.ndarray]:
+        """Every output of the latest run (of a training run: its values
+        before the update, e.g. ``grad/w1`` of ``output_grads=True``; of a
+        run with microbatches: their mean), as global arrays."""
+        return self._session.outputs()
+
     def run(self, inputs: Optional[Arrays] = None) -> dict[str, np.ndarray]:
         """One forward run (dropout off, nothing trained) on ``inputs`` of
         the program's global shapes; inputs not given are synthetic.
@@ -104,7 +116,7 @@ class Session:
         self._session.bind(arrays, {}, False)
         self._train_inputs = {}
         self._session.run_step(False)
-        return self._session.outputs()
+        return self.outputs
 
     def train(self, inputs: Optional[Arrays] = None, *, steps: int = 1,
               shuffle: bool = True,
