@@ -395,6 +395,12 @@ void Session::checkEvalSet(const SessionOptions &options) {
 }
 
 void Session::requireInputs() const {
+  // The collectives were aborted and the devices stopped mid-program.
+  if (!failedRun.empty())
+    throw RuntimeError("a run of " + program.fileName + " failed before (" +
+                       failedRun +
+                       "); the session cannot run again: set up a new one "
+                       "(and restore a checkpoint to go on)");
   if (!inputsBound)
     throw RuntimeError("the inputs of " + program.fileName +
                        " are not bound: bind them (Session::bindInputs) "
@@ -633,7 +639,7 @@ double Session::runSteps(const std::vector<const Step *> &steps,
     auto start = std::chrono::steady_clock::now();
     runDevice(0);
     if (!firstError.empty())
-      throw RuntimeError(firstError);
+      throw RuntimeError(failedRun = firstError);
     processes->barrier();
     std::chrono::duration<double> elapsed =
         std::chrono::steady_clock::now() - start;
@@ -658,7 +664,7 @@ double Session::runSteps(const std::vector<const Step *> &steps,
   std::chrono::duration<double> elapsed =
       std::chrono::steady_clock::now() - start;
   if (!firstError.empty())
-    throw RuntimeError(firstError);
+    throw RuntimeError(failedRun = firstError);
   return elapsed.count();
 }
 

@@ -138,7 +138,8 @@ public:
   /// then runs the program once on every device (one thread each): all
   /// steps in a training run, the forward ones in an eval run. Returns the
   /// wall time of the steps in seconds. Throws RuntimeError naming the step
-  /// and device when a device fails; the session is unusable afterwards.
+  /// and device when a device fails; the session is unusable afterwards
+  /// (every later run throws, naming that error).
   double runStep(RunMode mode = RunMode::Train);
 
   /// An eval run on batch `batch` (< evalBatches()) of the eval set: rows
@@ -235,7 +236,7 @@ private:
   /// Writes every device's block of parameter `tensor`, initialised or read
   /// from `initDir`.
   void initializeParam(const Tensor &tensor, const std::string &initDir);
-  /// Throws unless the inputs are bound.
+  /// Throws unless the inputs are bound and no run failed.
   void requireInputs() const;
   /// Checks the eval set against the training inputs.
   void checkEvalSet(const SessionOptions &options);
@@ -276,6 +277,8 @@ private:
   std::vector<std::vector<std::unique_ptr<Communicator>>> communicators;
   /// Whether bindInputs() succeeded (the inputs below are usable).
   bool inputsBound = false;
+  /// The error of a failed run: the session refuses to run after it.
+  std::string failedRun;
   /// Every input's feed in training runs.
   std::vector<InputFeed> inputs;
   /// The inputs read from the eval set in eval runs.

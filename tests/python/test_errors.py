@@ -118,6 +118,20 @@ def test_bad_inputs(session, inputs, message):
     assert len(session.train(good, steps=1)) == 1
 
 
+def test_a_failed_run_stops_the_session():
+    session = meshc.Session(meshc.compile(MLP, mesh="b:2", layout="batch:b"))
+    bad = {"x": np.zeros((64, 64), np.float32),
+           "labels": np.full(64, 12, np.int32)}
+    with pytest.raises(meshc.RunError,
+                       match=r"on device [01]: label 12 \(labels element 0\) "
+                             r"is outside \[0, 10\)"):
+        session.train(bad, steps=1)
+    good = {"x": np.zeros((64, 64), np.float32),
+            "labels": np.zeros(64, np.int32)}
+    with pytest.raises(meshc.RunError, match="cannot run again"):
+        session.train(good, steps=1)
+
+
 def test_run_takes_one_batch(session):
     with pytest.raises(meshc.RunError, match="run\\(\\) takes one batch"):
         session.run({"x": np.zeros((128, 64), np.float32),

@@ -192,3 +192,38 @@ TEST(Compile, ErrorsReadAsMeshcPrintsThem) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(CompileTest, ErrorsAndTheSearchReportGoIntoTheResult) {
+  CompileOptions options;
+  options.input = kMlp;
+  options.mesh = "b:2";
+  options.layout = "batch:c";
+  std::string printed;
+  meshc::CompileResult result;
+  EXPECT_FALSE(compileWith(options, &printed, &result));
+  EXPECT_EQ(printed, "");
+  EXPECT_EQ(result.errors,
+            "meshc: error: --layout: dimension 'batch' is split over mesh "
+            "axis 'c', which is not in the mesh (axes: 'b')\n  batch:c\n     "
+            "   ^\nhint: add 'c' to the mesh or split 'batch' over one of its "
+            "axes\n");
+  // Without a result, the same text goes to stderr.
+  EXPECT_FALSE(compileWith(options, &printed));
+  EXPECT_EQ(printed, result.errors);
+
+  options.mesh = "b:2;m:2";
+  options.layout = "auto";
+  meshc::CompileResult searched;
+  testing::internal::CaptureStdout();
+  EXPECT_TRUE(compileWith(options, &printed, &searched));
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+  EXPECT_EQ(printed, "");
+  EXPECT_EQ(searched.errors, "");
+  EXPECT_NE(searched.searchReport.find("chosen layout: "), std::string::npos)
+      << searched.searchReport;
+  EXPECT_TRUE(searched.program.has_value());
+}
+
+} // namespace

@@ -19,6 +19,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <cstdio>
 
 using namespace meshc::runtime;
@@ -540,6 +542,110 @@ TEST(SessionTest, InputFileMismatches) {
             path + ": .npy shape (2, 2) does not match input 'labels' shape "
                    "(4,)");
   std::remove(path.c_str());
+}
+
+/// An array of int32 labels as SessionOptions::inputArrays takes it.
+std::shared_ptr<const NpyArray> labelArray(std::vector<int32_t> values,
+                                           DType dtype = DType::I32) {
+  auto array = std::make_shared<NpyArray>();
+  array->dtype = dtype;
+  array->shape = {static_cast<int64_t>(values.size())};
+  array->data.resize(values.size() * 4);
+  std::memcpy(array->data.data(), values.data(), array->data.size());
+  return array;
+}
+
+TEST(SessionTest, InputArraysAreTakenAsFilesAre) {
+  Program program = parseProgram(crossEntropyProgram().dump(), "ce.mprog");
+  // The bad label of BadLabelNamesStepDeviceAndValue reaches device 1 from
+  // an array in memory as from the file.
+  SessionOptions options;
+  options.inputArrays["labels"] = labelArray({0, 1, 2, 7});
+  EXPECT_EQ(sessionError(program, options),
+            "step 0 (softmax_cross_entropy) on device 1: label 7 (labels "
+            "element 1) is outside [0, 3)");
+  options.inputArrays["labels"] = labelArray({0, 1, 2, 0});
+  EXPECT_EQ(sessionError(program, options), "");
+
+  options.inputArrays["labels"] = labelArray({0, 1, 2, 0}, DType::F32);
+  EXPECT_EQ(sessionError(program, options),
+            "input array 'labels': dtype f32 does not match input 'labels' "
+            "(i32)");
+  auto square = std::make_shared<NpyArray>(*labelArray({0, 1, 2, 0}));
+  square->shape = {2, 2};
+  options.inputArrays["labels"] = square;
+  EXPECT_EQ(sessionError(program, options),
+            "input array 'labels': shape (2, 2) does not match input "
+            "'labels' shape (4,)");
+  SessionOptions unknown;
+  unknown.inputArrays["y"] = labelArray({0});
+  EXPECT_EQ(sessionError(program, unknown),
+            "input array 'y': ce.mprog has no input 'y' (inputs: 'logits', "
+            "'labels')");
+  SessionOptions both;
+  both.inputFiles["labels"] = "labels.npy";
+  both.inputArrays["labels"] = labelArray({0, 1, 2, 0});
+  EXPECT_EQ(sessionError(program, both),
+            "--input labels=labels.npy and an array both give input 'labels'");
+}
+
+TEST(SessionTest, InputsBoundLaterAndAgain) {
+  Program program = parseProgram(crossEntropyProgram().dump(), "ce.mprog");
+  SessionOptions options;
+  options.bindInputsLater = true;
+  Session session(program, options);
+  auto runError = [&]() -> std::string {
+    try {
+      session.runStep();
+    } catch (const RuntimeError &error) {
+      return error.what();
+    }
+    return "";
+  };
+  const std::string unbound =
+      "the inputs of ce.mprog are not bound: bind them "
+      "(Session::bindInputs) before a run, again after a failed binding";
+  EXPECT_EQ(runError(), unbound);
+  options.inputArrays["labels"] = labelArray({0, 1, 2, 0});
+  session.bindInputs(options);
+  EXPECT_EQ(runError(), "");
+  // A failed binding leaves the inputs unbound.
+  options.inputArrays["labels"] = labelArray({0, 1, 2, 0}, DType::F32);
+  EXPECT_THROW(session.bindInputs(options), RuntimeError);
+  EXPECT_EQ(runError(), unbound);
+  // Eval arrays need every training array's input.
+  options.inputArrays["labels"] = labelArray({0, 1, 2, 0, 1, 2});
+  options.evalInputArrays["logits"] = std::make_shared<NpyArray>();
+  try {
+    session.bindInputs(options);
+    ADD_FAILURE() << "an eval set without 'labels' was taken";
+  } catch (const RuntimeError &error) {
+    EXPECT_EQ(std::string(error.what()),
+              "eval inputs: input 'labels' is an array in training but has "
+              "no eval array");
+  }
+}
+
+TEST(SessionTest, NoRunAfterAFailedOne) {
+  Program program = parseProgram(crossEntropyProgram().dump(), "ce.mprog");
+  SessionOptions options;
+  options.inputArrays["labels"] = labelArray({0, 1, 2, 7});
+  Session session(program, options);
+  EXPECT_THROW(session.runStep(), RuntimeError);
+  // Good labels now: the aborted collectives and the devices stopped
+  // mid-program would give a wrong answer, so the session refuses.
+  options.inputArrays["labels"] = labelArray({0, 1, 2, 0});
+  session.bindInputs(options);
+  try {
+    session.runStep();
+    ADD_FAILURE() << "a run after a failed one ran";
+  } catch (const RuntimeError &error) {
+    EXPECT_EQ(std::string(error.what()),
+              "a run of ce.mprog failed before (step 0 (softmax_cross_entropy) "
+              "on device 1: label 7 (labels element 1) is outside [0, 3)); "
+              "the session cannot run again: set up a new one (and restore a "
+              "checkpoint to go on)");
+  }
 }
 
 } // namespace
