@@ -71,6 +71,10 @@ namespace mtf {
 /// !mtf.tensor.
 LogicalResult inferBroadcastType(ValueRange operands, Type elementType,
                                  SmallVectorImpl<Type> &inferred);
+/// The result type of a reduction (reduce_sum, reduce_mean, reduce_max):
+/// the dims of `input` but those `reduced` names, in order; null when
+/// `input` is no !mtf.tensor (dialect/MtfResultTypes.cpp).
+TensorType reducedType(Value input, ArrayRef<StringRef> reduced);
 /// True when both ranges are one !mtf.tensor each with the same element type
 /// and the same named dims and sizes, in any order.
 bool sameDimsAnyOrder(TypeRange lhs, TypeRange rhs);

@@ -177,6 +177,17 @@ def Mtf_EinsumOp : Mtf_Op<"einsum", [Mtf_LowPrecision, DeclareOpInterfaceMethods
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
   let hasVerifier = 1;
+  let builders = [OpBuilder<(ins "::mlir::ValueRange":$inputs,
+                                 "::llvm::ArrayRef<::llvm::StringRef>":$dims), [{
+    build($_builder, $_state, inferResultType(inputs, dims), inputs);
+  }]>];
+  let extraClassDeclaration = [{
+    /// The result type (dialect/MtfResultTypes.cpp): the dims `dims` names,
+    /// in that order, each sized as the first operand that has it, in the
+    /// first operand's element type; null when no operand has one of them.
+    static TensorType inferResultType(::mlir::ValueRange inputs,
+                                      ::llvm::ArrayRef<::llvm::StringRef> dims);
+  }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return PartitionRule::contraction(*this, DimRole::Summed);
@@ -199,6 +210,16 @@ def Mtf_RenameOp : Mtf_Op<"rename", [Mtf_FollowsPrecision, Mtf_View, DeclareOpIn
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$input $from `to` $to attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let builders = [OpBuilder<(ins "::mlir::Value":$input, "::llvm::StringRef":$from,
+                                 "::llvm::StringRef":$to), [{
+    build($_builder, $_state, inferResultType(input, from, to), input, from, to);
+  }]>];
+  let extraClassDeclaration = [{
+    /// The result type: the input's with dim `from` called `to`, in place;
+    /// null when the input is no tensor with `from`.
+    static TensorType inferResultType(::mlir::Value input,
+                                      ::llvm::StringRef from, ::llvm::StringRef to);
+  }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return PartitionRule::rename(getFrom(), getTo());
@@ -627,6 +648,11 @@ def Mtf_CastOp : Mtf_Op<"cast", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods<M
   let arguments = (ins Mtf_AnyTensor:$input);
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let builders = [OpBuilder<(ins "::mlir::Value":$input, "::mlir::Type":$elementType), [{
+    auto type = ::llvm::dyn_cast<TensorType>(input.getType());
+    build($_builder, $_state,
+          type ? type.withElementType(elementType) : TensorType(), input);
+  }]>];
   let hasVerifier = 1;
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
@@ -799,6 +825,15 @@ def Mtf_RangeOp : Mtf_Op<"range", [Mtf_KeepsPrecision, DeclareOpInterfaceMethods
   let results = (outs Mtf_AnyTensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$dim, "int64_t":$size), [{
+    build($_builder, $_state,
+          inferResultType($_builder.getContext(), dim, size));
+  }]>];
+  let extraClassDeclaration = [{
+    /// The result type: [dim=size] in f32.
+    static TensorType inferResultType(::mlir::MLIRContext *context,
+                                      ::llvm::StringRef dim, int64_t size);
+  }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return PartitionRule::whole(
@@ -855,6 +890,18 @@ def Mtf_WindowOp : Mtf_Op<"window", [Mtf_FollowsPrecision, DeclareOpInterfaceMet
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$input `from` $from `to` $to `offset` $offset attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let builders = [OpBuilder<(ins "::mlir::Value":$input, "::llvm::StringRef":$from,
+                                 "::llvm::StringRef":$to, "int64_t":$toSize,
+                                 "int64_t":$offset), [{
+    build($_builder, $_state, inferResultType(input, from, to, toSize), input,
+          from, to, offset);
+  }]>];
+  let extraClassDeclaration = [{
+    /// The result type: the input's with dim `from` replaced in place by
+    /// `to` of size `toSize`; null when the input is no tensor with `from`.
+    static TensorType inferResultType(::mlir::Value input, ::llvm::StringRef from,
+                                      ::llvm::StringRef to, int64_t toSize);
+  }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return PartitionRule::whole({getFrom(), getTo()});
@@ -902,6 +949,16 @@ def Mtf_OneHotOp : Mtf_Op<"one_hot", [Mtf_KeepsPrecision, DeclareOpInterfaceMeth
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$indices `over` $dim attr-dict `:` type($indices) `->` type($result)";
   let hasVerifier = 1;
+  let builders = [OpBuilder<(ins "::mlir::Value":$indices, "::llvm::StringRef":$dim,
+                                 "int64_t":$size), [{
+    build($_builder, $_state, inferResultType(indices, dim, size), indices, dim);
+  }]>];
+  let extraClassDeclaration = [{
+    /// The result type: the indices' dims, then [dim=size], in f32; null
+    /// when the indices are no tensor.
+    static TensorType inferResultType(::mlir::Value indices,
+                                      ::llvm::StringRef dim, int64_t size);
+  }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return PartitionRule::parallel();
@@ -922,6 +979,12 @@ def Mtf_ArgmaxOp : Mtf_Op<"argmax", [Mtf_KeepsPrecision, DeclareOpInterfaceMetho
   let results = (outs Mtf_IntTensor:$result);
   let assemblyFormat = "$input `over` $dim attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let builders = [OpBuilder<(ins "::mlir::Value":$input, "::llvm::StringRef":$dim), [{
+    TensorType type = reducedType(input, dim);
+    build($_builder, $_state,
+          type ? type.withElementType($_builder.getI32Type()) : TensorType(),
+          input, dim);
+  }]>];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return PartitionRule::whole({getDim()});
@@ -949,6 +1012,18 @@ class Mtf_ReduceOp<string mnemonic, string what, string reduction, string rule> 
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let builders = [OpBuilder<(ins "::mlir::Value":$input,
+                                 "::llvm::ArrayRef<::llvm::StringRef>":$reduced), [{
+    build($_builder, $_state, inferResultType(input, reduced), input);
+  }]>];
+  let extraClassDeclaration = [{
+    /// The result type: the input's dims but those `reduced` names, in the
+    /// input's order (reducedType); null when the input is no tensor.
+    static TensorType inferResultType(::mlir::Value input,
+                                      ::llvm::ArrayRef<::llvm::StringRef> reduced) {
+      return reducedType(input, reduced);
+    }
+  }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return }] # rule # [{;
@@ -1012,6 +1087,9 @@ def Mtf_LogSumExpOp : Mtf_Op<"logsumexp", [Mtf_FullPrecision, DeclareOpInterface
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$input `over` $dim attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let builders = [OpBuilder<(ins "::mlir::Value":$input, "::llvm::StringRef":$dim), [{
+    build($_builder, $_state, reducedType(input, dim), input, dim);
+  }]>];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return PartitionRule::whole({getDim()});
@@ -1037,6 +1115,16 @@ def Mtf_SoftmaxCrossEntropyOp : Mtf_Op<"softmax_cross_entropy", [Mtf_FullPrecisi
   let results = (outs Mtf_FloatTensor:$result);
   let assemblyFormat = "$logits `,` $labels `over` $dim attr-dict `:` type($logits) `,` type($labels) `->` type($result)";
   let hasVerifier = 1;
+  let builders = [OpBuilder<(ins "::mlir::Value":$logits, "::mlir::Value":$labels,
+                                 "::llvm::StringRef":$dim), [{
+    auto logitsType = ::llvm::dyn_cast<TensorType>(logits.getType());
+    auto labelsType = ::llvm::dyn_cast<TensorType>(labels.getType());
+    build($_builder, $_state,
+          logitsType && labelsType
+              ? labelsType.withElementType(logitsType.getElementType())
+              : TensorType(),
+          logits, labels, dim);
+  }]>];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {
       return PartitionRule::whole({getDim()});

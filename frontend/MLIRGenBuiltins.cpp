@@ -69,11 +69,9 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
       return error(call.operands[1]->getLoc())
              << "the k of 'top_k' must be in [1, " << size << "] (the size of '"
              << call.dims[0].name << "'), got " << *k;
-    result.value =
-        create<mtf::TopKOp>(location(call.getLoc()), input->getType(), *input,
-                            stringAttr(call.dims[0].name),
-                            builder.getI64IntegerAttr(*k))
-            .getResult();
+    result.value = create<mtf::TopKOp>(location(call.getLoc()), *input,
+                                       call.dims[0].name, *k)
+                       .getResult();
     return result;
   }
 
@@ -82,13 +80,13 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
     const DimInfo *info = lookupDim(call.dims[0]);
     if (!info)
       return failure();
-    FailureOr<mtf::TensorType> type =
-        makeTensorType({{stringAttr(call.dims[0].name), info->size}},
-                       mlir::Float32Type::get(context), call.getLoc());
-    if (failed(type))
+    if (failed(checkTensorBytes(mtf::RangeOp::inferResultType(
+                                    context, call.dims[0].name, info->size),
+                                call.getLoc())))
       return failure();
-    result.value =
-        create<mtf::RangeOp>(location(call.getLoc()), *type).getResult();
+    result.value = create<mtf::RangeOp>(location(call.getLoc()),
+                                        call.dims[0].name, info->size)
+                       .getResult();
     return result;
   }
 
@@ -112,12 +110,11 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
   }
   mlir::Location loc = location(call.getLoc());
   mlir::Value input = operands.front();
-  mlir::Type type = input.getType();
   auto unary = [&](auto opTag) -> FailureOr<Operand> {
     using OpT = decltype(opTag);
     if (failed(requireFloat(input, user, call.getLoc())))
       return failure();
-    result.value = create<OpT>(loc, type, input);
+    result.value = create<OpT>(loc, input);
     return result;
   };
   FailureOr<mlir::Value> value;
@@ -130,26 +127,21 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
     FailureOr<mlir::Type> elementType = resolveElementType(call.elementType);
     if (failed(elementType))
       return failure();
-    value = create<mtf::CastOp>(
-                loc, tensorType(input).withElementType(*elementType), input)
-                .getResult();
+    value = create<mtf::CastOp>(loc, input, *elementType).getResult();
     break;
   }
   case Builtin::Softmax:
     if (failed(requireFloat(input, user, call.getLoc())) ||
         failed(requireDim(input, call.dims[0], "take the softmax over")))
       return failure();
-    value =
-        create<mtf::SoftmaxOp>(loc, type, input, stringAttr(call.dims[0].name))
-            .getResult();
+    value = create<mtf::SoftmaxOp>(loc, input, call.dims[0].name).getResult();
     break;
   case Builtin::Cumsum:
     if (failed(requireFloat(input, user, call.getLoc())) ||
         failed(requireDim(input, call.dims[0], "take the running sum over")))
       return failure();
-    value = create<mtf::CumsumOp>(loc, type, input,
-                                  stringAttr(call.dims[0].name), false)
-                .getResult();
+    value =
+        create<mtf::CumsumOp>(loc, input, call.dims[0].name, false).getResult();
     break;
   case Builtin::Einsum:
     value = genEinsum(call, operands);
@@ -181,45 +173,25 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
     const DimInfo *info = lookupDim(dim);
     if (!info)
       return failure();
-    llvm::SmallVector<mtf::NamedDim> dims(tensorType(input).getDims());
-    dims.push_back({stringAttr(dim.name), info->size});
-    FailureOr<mtf::TensorType> hot =
-        makeTensorType(dims, mlir::Float32Type::get(context), call.getLoc());
-    if (failed(hot))
+    if (failed(checkTensorBytes(
+            mtf::OneHotOp::inferResultType(input, dim.name, info->size),
+            call.getLoc())))
       return failure();
-    value = create<mtf::OneHotOp>(loc, *hot, input, stringAttr(dim.name))
-                .getResult();
+    value = create<mtf::OneHotOp>(loc, input, dim.name, info->size).getResult();
     break;
   }
   case Builtin::LogSumExp: {
     if (failed(requireFloat(input, user, call.getLoc())) ||
         failed(requireDim(input, call.dims[0], "take the logsumexp over")))
       return failure();
-    llvm::SmallVector<mtf::NamedDim> kept;
-    for (const mtf::NamedDim &dim : tensorType(input).getDims())
-      if (dim.name.getValue() != call.dims[0].name)
-        kept.push_back(dim);
-    value = create<mtf::LogSumExpOp>(
-                loc,
-                mtf::TensorType::get(context, kept,
-                                     tensorType(input).getElementType()),
-                input, stringAttr(call.dims[0].name))
-                .getResult();
+    value = create<mtf::LogSumExpOp>(loc, input, call.dims[0].name).getResult();
     break;
   }
   case Builtin::Argmax: {
     if (failed(requireFloat(input, user, call.getLoc())) ||
         failed(requireDim(input, call.dims[0], "take the argmax over")))
       return failure();
-    llvm::SmallVector<mtf::NamedDim> kept;
-    for (const mtf::NamedDim &dim : tensorType(input).getDims())
-      if (dim.name.getValue() != call.dims[0].name)
-        kept.push_back(dim);
-    auto indices = mtf::TensorType::get(context, kept,
-                                        mlir::IntegerType::get(context, 32));
-    value = create<mtf::ArgmaxOp>(loc, indices, input,
-                                  stringAttr(call.dims[0].name))
-                .getResult();
+    value = create<mtf::ArgmaxOp>(loc, input, call.dims[0].name).getResult();
     break;
   }
   case Builtin::Dropout: {
@@ -231,7 +203,7 @@ FailureOr<MLIRGen::Operand> MLIRGen::genBuiltin(const BuiltinExpr &call,
             loc, tensorType(input), stringAttr(name),
             mlir::FloatAttr::get(mlir::Float64Type::get(context), *dropoutRate))
             .getResult();
-    result.value = create<mtf::MulOp>(loc, type, input, mask).getResult();
+    result.value = create<mtf::MulOp>(loc, input, mask).getResult();
     return result;
   }
   case Builtin::Maximum:
@@ -269,7 +241,7 @@ MLIRGen::genEinsum(const BuiltinExpr &call,
              << formatElementType(first.getElementType()) << ")";
     types += (types.empty() ? "" : ", ") + formatType(type);
   }
-  llvm::SmallVector<mtf::NamedDim> resultDims;
+  llvm::SmallVector<llvm::StringRef> resultDims;
   llvm::StringMap<Loc> seen;
   for (const Ident &dim : call.dims) {
     auto [it, inserted] = seen.try_emplace(dim.name, dim.loc);
@@ -287,14 +259,12 @@ MLIRGen::genEinsum(const BuiltinExpr &call,
       return error(dim.loc)
              << "output dimension '" << dim.name
              << "' of 'einsum' is in none of its operands (" << types << ")";
-    mtf::TensorType ownerType = tensorType(*owner);
-    resultDims.push_back(ownerType.getDims()[*ownerType.getDimIndex(dim.name)]);
+    resultDims.push_back(dim.name);
   }
-  FailureOr<mtf::TensorType> type =
-      makeTensorType(resultDims, first.getElementType(), call.getLoc());
-  if (failed(type))
+  if (failed(checkTensorBytes(
+          mtf::EinsumOp::inferResultType(operands, resultDims), call.getLoc())))
     return failure();
-  return create<mtf::EinsumOp>(location(call.getLoc()), *type, operands)
+  return create<mtf::EinsumOp>(location(call.getLoc()), operands, resultDims)
       .getResult();
 }
 
@@ -315,18 +285,17 @@ FailureOr<mlir::Value> MLIRGen::genReduce(const BuiltinExpr &call,
       return failure();
     }
   }
-  llvm::SmallVector<mtf::NamedDim> kept;
-  if (call.hasDimList)
-    for (const mtf::NamedDim &dim : inputType.getDims())
-      if (!reduced.count(dim.name.getValue()))
-        kept.push_back(dim);
-  auto type = mtf::TensorType::get(context, kept, inputType.getElementType());
+  // Without a dim list: over every dim.
+  llvm::SmallVector<llvm::StringRef> names;
+  for (const mtf::NamedDim &dim : inputType.getDims())
+    if (!call.hasDimList || reduced.count(dim.name.getValue()))
+      names.push_back(dim.name.getValue());
   mlir::Location loc = location(call.getLoc());
   if (call.builtin == Builtin::Sum)
-    return create<mtf::ReduceSumOp>(loc, type, input).getResult();
+    return create<mtf::ReduceSumOp>(loc, input, names).getResult();
   if (call.builtin == Builtin::Mean)
-    return create<mtf::ReduceMeanOp>(loc, type, input).getResult();
-  return create<mtf::ReduceMaxOp>(loc, type, input).getResult();
+    return create<mtf::ReduceMeanOp>(loc, input, names).getResult();
+  return create<mtf::ReduceMaxOp>(loc, input, names).getResult();
 }
 
 FailureOr<mlir::Value> MLIRGen::genSoftmaxCrossEntropy(const BuiltinExpr &call,
@@ -362,10 +331,8 @@ FailureOr<mlir::Value> MLIRGen::genSoftmaxCrossEntropy(const BuiltinExpr &call,
               "dimensions of the logits without '"
            << dim.name << "', " << formatDims(expected) << ", got "
            << formatType(labelsType);
-  auto type = labelsType.withElementType(logitsType.getElementType());
-  return create<mtf::SoftmaxCrossEntropyOp>(location(call.getLoc()), type,
-                                            logits, labels,
-                                            stringAttr(dim.name))
+  return create<mtf::SoftmaxCrossEntropyOp>(location(call.getLoc()), logits,
+                                            labels, dim.name)
       .getResult();
 }
 
@@ -381,18 +348,15 @@ FailureOr<mlir::Value> MLIRGen::genRename(const BuiltinExpr &call,
                          << to.name << "': the tensor already has a dimension '"
                          << to.name << "' (its type is "
                          << formatType(inputType) << ")";
-  unsigned index = *inputType.getDimIndex(from.name);
-  llvm::SmallVector<mtf::NamedDim> resultDims(inputType.getDims());
+  int64_t fromSize =
+      inputType.getDims()[*inputType.getDimIndex(from.name)].size;
   int64_t toSize = dims.find(to.name)->second.size;
-  if (resultDims[index].size != toSize)
+  if (fromSize != toSize)
     return error(to.loc) << "cannot rename '" << from.name << "' (size "
-                         << resultDims[index].size << ") to '" << to.name
-                         << "' (size " << toSize << "): the sizes differ";
-  resultDims[index].name = stringAttr(to.name);
-  auto type =
-      mtf::TensorType::get(context, resultDims, inputType.getElementType());
-  return create<mtf::RenameOp>(location(call.getLoc()), type, input,
-                               stringAttr(from.name), stringAttr(to.name))
+                         << fromSize << ") to '" << to.name << "' (size "
+                         << toSize << "): the sizes differ";
+  return create<mtf::RenameOp>(location(call.getLoc()), input, from.name,
+                               to.name)
       .getResult();
 }
 

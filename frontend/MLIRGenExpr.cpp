@@ -116,8 +116,8 @@ FailureOr<MLIRGen::Operand> MLIRGen::genExpr(const Expr &expr, Scope &scope) {
     }
     if (failed(requireFloat(operand->value, "'-'", expr.getLoc())))
       return failure();
-    result.value = create<mtf::NegateOp>(
-        location(expr.getLoc()), operand->value.getType(), operand->value);
+    result.value =
+        create<mtf::NegateOp>(location(expr.getLoc()), operand->value);
     return result;
   }
   case Expr::Kind::Binary: {

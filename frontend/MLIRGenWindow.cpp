@@ -46,18 +46,12 @@ FailureOr<mlir::Value> MLIRGen::genWindowOp(mlir::Value input,
   if (to.name != from.name && type.hasDim(to.name))
     return error(to.loc) << "the tensor already has dimension '" << to.name
                          << "' (its type is " << formatType(type) << ")";
-  llvm::SmallVector<mtf::NamedDim> dims;
-  for (const mtf::NamedDim &dim : type.getDims())
-    dims.push_back(dim.name.getValue() == from.name
-                       ? mtf::NamedDim{stringAttr(to.name), toInfo->size}
-                       : dim);
-  FailureOr<mtf::TensorType> result =
-      makeTensorType(dims, type.getElementType(), loc);
-  if (failed(result))
+  if (failed(checkTensorBytes(mtf::WindowOp::inferResultType(
+                                  input, from.name, to.name, toInfo->size),
+                              loc)))
     return failure();
-  return create<mtf::WindowOp>(location(loc), *result, input,
-                               stringAttr(from.name), stringAttr(to.name),
-                               builder.getI64IntegerAttr(offset))
+  return create<mtf::WindowOp>(location(loc), input, from.name, to.name,
+                               toInfo->size, offset)
       .getResult();
 }
 
