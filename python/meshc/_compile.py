@@ -87,6 +87,9 @@ class Program:
         self._explanation = explanation
         self.name = name
         """The name errors of the runtime give the program (its file)."""
+        self.search_report = ""
+        """``layout="auto"``'s report: the search's summary and best
+        layouts ("" otherwise)."""
 
     @classmethod
     def load(cls, path: PathLike) -> "Program":

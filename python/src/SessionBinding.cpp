@@ -144,14 +144,17 @@ public:
     return out;
   }
 
-  /// The scalar outputs, as floats.
+  /// The scalar outputs, as floats (an i32 one as its value).
   nb::dict scalars() const {
     nb::dict out;
     for (const Tensor &tensor : program->tensors)
       if (tensor.role == Role::Output && tensor.dims.empty()) {
-        float value = 0;
-        session->readBlock(tensor, 0, &value);
-        out[tensor.name.c_str()] = static_cast<double>(value);
+        char bytes[4];
+        session->readBlock(tensor, 0, bytes);
+        HostTensor value;
+        value.dtype = tensor.dtype;
+        value.data.assign(bytes, bytes + 4);
+        out[tensor.name.c_str()] = value.at(0);
       }
     return out;
   }
