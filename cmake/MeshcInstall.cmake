@@ -48,6 +48,14 @@ set(MESHC_PUBLIC_HEADERS
   runtime/Session.h
   runtime/Trace.h
 )
+# With the compiler: its compile API (meshc::compile, CompileOptions,
+# CompileResult; docs/architecture.md) and what those headers include. They
+# include MLIR's headers too, which meshcConfig.cmake finds.
+set(MESHC_COMPILER_PUBLIC_HEADERS
+  compiler/driver/Compile.h
+  compiler/driver/Registration.h
+  compiler/passes/Remat.h
+)
 # With the CUDA backend: registerCudaBackend() and what its header includes.
 set(MESHC_CUDA_PUBLIC_HEADERS
   cuda/CudaBackend.h
@@ -62,6 +70,13 @@ set(MESHC_INSTALL_TARGETS
   MeshcProgram=program
   MeshcRuntime=runtime
   MeshcCuda=cuda
+  MeshcDriver=compiler
+  MeshcInterpreter=compiler-interpreter
+  MeshcRegistration=compiler-registration
+  MeshcLowering=compiler-lowering
+  MeshcFrontend=compiler-frontend
+  MeshcPasses=compiler-passes
+  MeshcMtfDialect=compiler-dialect
   meshrun=meshrun
   meshc-calibrate=meshc-calibrate
   meshc=meshc
@@ -106,6 +121,15 @@ install(TARGETS ${meshc_executables}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set(meshc_headers ${MESHC_PUBLIC_HEADERS})
+set(MESHC_INSTALL_COMPILER OFF)
+if(TARGET MeshcDriver)
+  set(MESHC_INSTALL_COMPILER ON)
+  list(APPEND meshc_headers ${MESHC_COMPILER_PUBLIC_HEADERS})
+  # The compiler's libraries take their include folders from their
+  # directories (include_directories): the installed ones get meshc's.
+  target_include_directories(MeshcDriver INTERFACE
+    $<INSTALL_INTERFACE:${MESHC_INSTALL_INCLUDEDIR}>)
+endif()
 set(MESHC_INSTALL_CUDA OFF)
 set(MESHC_INSTALL_NCCL OFF)
 if(TARGET MeshcCuda)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The install test (docs/testing.md): install a meshc build into a fresh
 prefix, build tests/install/consumer against it with find_package(meshc),
-compile a model with the installed meshc, and run it through the consumer and
-through the installed meshrun with the same seed and steps. The scalar outputs
-must agree. Everything it writes is under --work (in the build tree)."""
+compile a model with the installed meshc and, through meshc::compile, with the
+consumer (the same program), and run it through the consumer and through the
+installed meshrun with the same seed and steps. The scalar outputs must agree. Everything it writes is under --work (in the build tree)."""
 
 import argparse
 import json
@@ -50,6 +50,7 @@ def main():
     run([args.cmake, "--install", args.build, "--prefix", prefix])
     for path in ["bin/meshc", "bin/meshc-opt", "bin/meshrun", "bin/meshc-calibrate",
                  "include/meshc/runtime/Session.h",
+                 "include/meshc/compiler/driver/Compile.h",
                  "include/meshc/runtime/core/layout/Mesh.h"]:
         if not os.path.exists(os.path.join(prefix, path)):
             sys.exit(f"embed_test: not installed: {path}")
@@ -69,6 +70,20 @@ def main():
     mprog = os.path.join(args.work, "model.mprog")
     run([os.path.join(prefix, "bin", "meshc"), args.model, "--mesh", MESH,
          "--layout", LAYOUT, "-o", mprog])
+
+    # The compiler installed (find_package(meshc), meshc::compiler): a
+    # program calling meshc::compile writes the same program.
+    compiler = os.path.join(consumer_build, "compile")
+    if not os.path.exists(compiler):
+        sys.exit("embed_test: the consumer did not build 'compile' "
+                 "(no meshc::compiler in the installed package)")
+    embedded_mprog = os.path.join(args.work, "embedded.mprog")
+    print(run([compiler, args.model, MESH, LAYOUT, embedded_mprog]), end="")
+    with open(mprog) as f, open(embedded_mprog) as g:
+        if json.load(f) != json.load(g):
+            sys.exit("embed_test: meshc::compile wrote another program than "
+                     "the installed meshc")
+    print("meshc::compile == meshc -o")
 
     embedded = {}
     printed = run([os.path.join(consumer_build, "embed"), mprog, str(STEPS),
