@@ -63,7 +63,7 @@ void copyBatchBlock(const NpyArray &data, RowOf rowOf,
     rowElements *= size;
   for (int64_t size : rowBlock)
     blockRowElements *= size;
-  char *rows = const_cast<char *>(data.data.data());
+  char *rows = const_cast<char *>(data.bytes());
   for (int64_t i = 0; i < blockShape[0]; ++i) {
     int64_t row = rowOf(blockOffset[0] + i);
     copyBlock(rowShape, rowOffset, rowBlock, rows + row * rowElements * 4,

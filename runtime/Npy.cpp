@@ -47,8 +47,7 @@ std::string npyBytes(DType dtype, const std::vector<int64_t> &shape,
 }
 
 void writeNpy(const std::string &path, const NpyArray &array) {
-  writeFileAtomically(path,
-                      npyBytes(array.dtype, array.shape, array.data.data()));
+  writeFileAtomically(path, npyBytes(array.dtype, array.shape, array.bytes()));
 }
 
 namespace {

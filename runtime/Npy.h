@@ -13,18 +13,27 @@
 #include "runtime/Program.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace meshc::runtime {
 
-/// An array read from a .npy file.
+/// An array read from a .npy file, or one in memory.
 struct NpyArray {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   /// The elements in C order, 4 bytes each.
   std::vector<char> data;
+  /// Instead of `data`: elements held elsewhere (C order, 4 bytes each, as
+  /// many as `shape` says), read in place and kept alive by `owner` (the
+  /// Python package's numpy arrays).
+  const char *view = nullptr;
+  std::shared_ptr<const void> owner;
+
+  /// The elements: the view's, else `data`'s.
+  const char *bytes() const { return view ? view : data.data(); }
 };
 
 /// Parses the contents `bytes` of a .npy file; `fileName` names it in

@@ -273,7 +273,8 @@ void Session::initializeParam(const Tensor &tensor,
     std::vector<int64_t> offset = tensor.blockOffset(program.mesh, localIds[i]);
     std::vector<float> block(product(blockShape));
     if (values)
-      copyBlock(values->shape, offset, blockShape, values->data.data(),
+      copyBlock(values->shape, offset, blockShape,
+                const_cast<char *>(values->bytes()),
                 reinterpret_cast<char *>(block.data()), true);
     else
       fillBlock(tensor.init, seedValue, tensor.name, tensor.globalShape(),
@@ -321,8 +322,7 @@ Session::InputFeed Session::prepareInput(const Tensor &tensor,
     }
     for (size_t d = 0; d < localIds.size(); ++d)
       copyBlock(globalShape, feed.blockOffsets[d], feed.blockShapes[d],
-                const_cast<char *>(array.data.data()), feed.blocks[d].data(),
-                true);
+                const_cast<char *>(array.bytes()), feed.blocks[d].data(), true);
   } else if (tensor.dtype == DType::F32) {
     InitSpec standardNormal{InitSpec::Kind::Normal, 0.0, 1.0};
     for (size_t d = 0; d < localIds.size(); ++d)

@@ -3,10 +3,10 @@
 //
 // _meshc.Session: a compiled program (.mprog text) loaded by the runtime's
 // loader and set up on devices (runtime/Session.h), its inputs bound from
-// numpy arrays, its runs made without the interpreter's lock, its params
-// and outputs returned as numpy arrays, and checkpoints written and read as
-// meshrun does. Runtime errors raise _meshc.RunError with the runtime's
-// message. meshc/_session.py wraps it.
+// numpy arrays (read in place, not copied), its runs made without the
+// interpreter's lock, its params and outputs returned as numpy arrays, and
+// checkpoints written and read as meshrun does. Runtime errors raise
+// _meshc.RunError with the runtime's message. meshc/_session.py wraps it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,9 +33,11 @@ namespace {
 
 using InputArray = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
 
-/// `array` (float32 or int32, C order) as the runtime's array: one copy.
-std::shared_ptr<const NpyArray> toNpy(const std::string &name,
-                                      const InputArray &array) {
+/// `array` (float32 or int32, C order) as the runtime's array, read in
+/// place: the runtime holds a reference to the numpy array (released with
+/// the interpreter's lock taken, whichever thread drops it last).
+std::shared_ptr<const NpyArray>
+toNpy(const std::string &name, const InputArray &array, nb::handle object) {
   auto npy = std::make_shared<NpyArray>();
   if (array.dtype() == nb::dtype<float>())
     npy->dtype = DType::F32;
@@ -46,9 +48,12 @@ std::shared_ptr<const NpyArray> toNpy(const std::string &name,
                        "': dtype is neither float32 nor int32");
   for (size_t d = 0; d < array.ndim(); ++d)
     npy->shape.push_back(static_cast<int64_t>(array.shape(d)));
-  npy->data.resize(array.nbytes());
-  if (array.nbytes())
-    std::memcpy(npy->data.data(), array.data(), array.nbytes());
+  npy->view = static_cast<const char *>(array.data());
+  object.inc_ref();
+  npy->owner = std::shared_ptr<const void>(object.ptr(), [](const void *held) {
+    nb::gil_scoped_acquire locked;
+    nb::handle(static_cast<PyObject *>(const_cast<void *>(held))).dec_ref();
+  });
   return npy;
 }
 
@@ -63,7 +68,10 @@ toArrays(const nb::dict &arrays,
     std::string name = nb::cast<std::string>(key);
     std::shared_ptr<const NpyArray> &array = copied[value.ptr()];
     if (!array)
-      array = toNpy(name, nb::cast<InputArray>(value));
+      // Without conversion: the view is `value`'s own buffer (meshc's
+      // wrapper passes C-ordered float32/int32 arrays).
+      array =
+          toNpy(name, nb::cast<InputArray>(value, /*convert=*/false), value);
     out[name] = array;
   }
   return out;

@@ -115,3 +115,36 @@ def test_float64_and_int64_arrays_are_narrowed(digits):
     narrow = meshc.Session(compile_mlp("b:2", "batch:b"))
     assert session.train(wide, steps=2) == narrow.train(digits["train"],
                                                          steps=2)
+
+
+def test_input_arrays_are_read_in_place(digits):
+    """No copy of the caller's arrays: a dataset changed between two runs
+    of one train() call is read changed (what docs/python.md says)."""
+    program = compile_mlp("b:2", "batch:b")
+    x = digits["train"]["x"].copy()
+    labels = digits["train"]["labels"].copy()
+
+    def zero_after_first(step, outputs):
+        if step == 1:
+            x[:] = 0.0
+    in_place = meshc.Session(program)
+    in_place.train({"x": x, "labels": labels}, steps=2,
+                   progress=zero_after_first)
+
+    expected = meshc.Session(program)
+    expected.train(digits["train"], steps=1)
+    expected.train({"x": np.zeros_like(x), "labels": labels}, steps=1)
+    for name, value in in_place.params.items():
+        np.testing.assert_array_equal(value, expected.params[name],
+                                      err_msg=name)
+
+
+def test_the_session_lets_go_of_the_arrays(digits):
+    import sys
+    x = digits["train"]["x"].copy()
+    before = sys.getrefcount(x)
+    session = meshc.Session(compile_mlp("b:2", "batch:b"))
+    session.train({"x": x, "labels": digits["train"]["labels"]}, steps=1)
+    assert sys.getrefcount(x) > before  # held while bound
+    del session
+    assert sys.getrefcount(x) == before
