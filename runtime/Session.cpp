@@ -10,6 +10,7 @@
 #include "runtime/Session.h"
 
 #include "runtime/CommLane.h"
+#include "runtime/DeviceThreads.h"
 #include "runtime/StartedCollectives.h"
 
 #include "runtime/Error.h"
@@ -140,6 +141,9 @@ Session::Session(const Program &program, const SessionOptions &options)
     devices.push_back(backend->createDevice(program.on(d), d));
     devices.back()->allocate(program.arenaBytes, program.scratchBytes);
   }
+  // Under a ProcessGroup the one device runs on the caller's thread.
+  if (!processes)
+    deviceThreads = std::make_unique<DeviceThreads>(localIds.size());
   Collectives &collectives =
       processes ? processes->collectives() : backend->collectives();
   for (const std::vector<std::string> &axes : program.groupAxes)
@@ -647,20 +651,7 @@ double Session::runSteps(const std::vector<const Step *> &steps,
   }
 
   auto start = std::chrono::steady_clock::now();
-  std::vector<std::thread> threads;
-  try {
-    for (size_t d = 0; d < localIds.size(); ++d)
-      threads.emplace_back(runDevice, d);
-  } catch (const std::system_error &error) {
-    // The started devices may wait for the missing ones in a collective.
-    backend->collectives().abort();
-    std::lock_guard<std::mutex> lock(errorMutex);
-    if (firstError.empty())
-      firstError = "cannot start the thread of device " +
-                   std::to_string(threads.size()) + ": " + error.what();
-  }
-  for (std::thread &thread : threads)
-    thread.join();
+  deviceThreads->run(runDevice);
   std::chrono::duration<double> elapsed =
       std::chrono::steady_clock::now() - start;
   if (!firstError.empty())

@@ -5,9 +5,9 @@
 // of every collective group, initialises the parameters (once) and prepares
 // each device's block of every input (from .npy files or the synthetic
 // generator, or a dataset's rows for each run). runStep() then executes the
-// whole program once on all devices, one thread per device (a training run:
-// every step; an eval run: the forward ones), and gather() reassembles a
-// global tensor from the device blocks.
+// whole program once on all devices, one thread per device (the session's,
+// started once; a training run: every step; an eval run: the forward ones), and
+// gather() reassembles a global tensor from the device blocks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +32,7 @@
 namespace meshc::runtime {
 
 class CommLane;
+class DeviceThreads;
 
 /// How to run a program.
 /// Whether started collectives run beside the next steps (on a lane thread
@@ -297,6 +298,9 @@ private:
   std::vector<const Step *> microbatchSteps, updateSteps;
   /// Set when tracing.
   std::unique_ptr<TraceRecorder> tracer;
+  /// The threads the local devices run on, one each, kept for the session
+  /// (none under a ProcessGroup). Last: they end first.
+  std::unique_ptr<DeviceThreads> deviceThreads;
 };
 
 } // namespace meshc::runtime
