@@ -39,7 +39,7 @@ def test_options_are_the_flags(tmp, flags, options):
     assert json.loads(program.json) == json.loads(out.read_text())
 
 
-def test_microbatches_and_pipeline_options(tmp):
+def test_microbatches_and_remat_options(tmp):
     charlm = ROOT / "examples" / "transformer" / "charlm.mtf"
     program = meshc.compile(charlm, mesh="b:2", layout="batch:b",
                             microbatches=2, remat="repeat")

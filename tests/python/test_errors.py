@@ -153,6 +153,9 @@ def test_devices_backend_and_checkpoints_are_checked(tmp):
         session.restore(tmp / "no-such-checkpoint")
     with pytest.raises(ValueError, match="steps must be"):
         session.train(steps=-1)
+    with pytest.raises(ValueError,
+                       match=r"keep must be an int >= 1, got 0"):
+        session.save(tmp / "ckpt", keep=0)
 
 
 def test_a_bad_mprog_is_refused(tmp):
@@ -161,5 +164,5 @@ def test_a_bad_mprog_is_refused(tmp):
     with pytest.raises(meshc.RunError, match="bad.mprog"):
         meshc.Session(meshc.Program.load(bad))
     bad.write_text("not json")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"bad.mprog: not a .mprog \(JSON\)"):
         meshc.Program.load(bad)
