@@ -54,6 +54,7 @@ set(MESHC_PUBLIC_HEADERS
 set(MESHC_COMPILER_PUBLIC_HEADERS
   compiler/driver/Compile.h
   compiler/driver/Registration.h
+  compiler/passes/Choices.h
   compiler/passes/Remat.h
 )
 # With the CUDA backend: registerCudaBackend() and what its header includes.

@@ -31,7 +31,7 @@ ParseResult parseNamedDimList(AsmParser &parser,
                               SmallVectorImpl<NamedDim> &dims) {
   auto parseOne = [&]() -> ParseResult {
     std::string name;
-    int64_t size;
+    int64_t size = 0;
     if (parser.parseKeywordOrString(&name) || parser.parseEqual() ||
         parser.parseInteger(size))
       return failure();
@@ -101,6 +101,13 @@ std::optional<unsigned> TensorType::getDimIndex(StringRef name) const {
     if (dim.name.getValue() == name)
       return index;
   return std::nullopt;
+}
+
+SmallVector<StringRef> TensorType::getDimNames() const {
+  SmallVector<StringRef> names;
+  for (const NamedDim &dim : getDims())
+    names.push_back(dim.name.getValue());
+  return names;
 }
 
 int64_t TensorType::getNumElements() const {

@@ -35,6 +35,8 @@ def Mtf_TensorType : TypeDef<Mtf_Dialect, "Tensor"> {
     std::optional<unsigned> getDimIndex(::llvm::StringRef name) const;
     /// Whether the tensor has a dimension called `name`.
     bool hasDim(::llvm::StringRef name) const { return getDimIndex(name).has_value(); }
+    /// The dimensions' names, in order (what EinsumOp's builder takes).
+    ::llvm::SmallVector<::llvm::StringRef> getDimNames() const;
     /// Product of all dimension sizes (1 for a scalar).
     int64_t getNumElements() const;
     /// Size in bytes of one element.

@@ -346,7 +346,7 @@ FailureOr<mlir::Value> MLIRGen::genRepeat(const RepeatExpr &repeat,
   if (options.loops && activeRepeats == 0 && !activeLoop)
     return genLoop(repeat, function, args, count);
   ++activeRepeats;
-  auto leave = llvm::make_scope_exit([&] { --activeRepeats; });
+  llvm::scope_exit leave([&] { --activeRepeats; });
   for (int64_t i = 0; i < count; ++i) {
     mlir::Operation *last = lastEmitted();
     FailureOr<mlir::Value> next =
@@ -416,7 +416,7 @@ FailureOr<mlir::Value> MLIRGen::genLoop(const RepeatExpr &repeat,
     mlir::OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToEnd(body.get());
     activeLoop = &frame;
-    auto leave = llvm::make_scope_exit([&] { activeLoop = nullptr; });
+    llvm::scope_exit leave([&] { activeLoop = nullptr; });
     llvm::SmallVector<mlir::Value> inner(body->getArguments().begin(),
                                          body->getArguments().end());
     // Stacked parameters' slices go between the carried value and the

@@ -447,8 +447,11 @@ void rowSumsAsReductions(Block &block) {
     if (!prefix)
       continue;
     OpBuilder builder(&op);
-    auto sum = mtf::ReduceSumOp::create(builder, op.getLoc(), out,
-                                        einsum.getInputs()[0]);
+    SmallVector<StringRef> reduced;
+    for (const mtf::NamedDim &dim : inDims.drop_front(outDims.size()))
+      reduced.push_back(dim.name.getValue());
+    auto sum = mtf::ReduceSumOp::create(builder, op.getLoc(),
+                                        einsum.getInputs()[0], reduced);
     sum->setAttrs(op.getAttrs());
     einsum.getResult().replaceAllUsesWith(sum.getResult());
     op.erase();

@@ -1,5 +1,4 @@
-//===- DeviceThreads.h - One thread per device, kept for a session -*- C++
-//-*-===//
+//===- DeviceThreads.h - One thread per device, kept for a session -------===//
 //
 // A Session runs each local device's steps on a thread of its own, all at
 // once (the devices meet in collectives). The threads are started once,

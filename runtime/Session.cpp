@@ -610,6 +610,24 @@ double Session::runSteps(const std::vector<const Step *> &steps,
         stepStart = end;
       }
     };
+    // The run's first error, named by its step and device; the other
+    // devices' collectives are aborted.
+    auto fail = [&](const std::string &message) {
+      {
+        std::lock_guard<std::mutex> lock(errorMutex);
+        if (firstError.empty()) {
+          std::string where = program.stepLabel(current->index);
+          if (!iterations.empty())
+            where += " in iteration " + std::to_string(iterations.back());
+          firstError = where + " (" + opName(current->op()) + ") on device " +
+                       std::to_string(id) + ": " + message;
+        }
+      }
+      backend->collectives().abort();
+      // The lane's collectives end (aborted) before the run does.
+      if (!lanes.empty())
+        lanes[d]->drain();
+    };
     try {
       for (const Step *shared : steps)
         run(&own == &program ? *shared : own.step(shared->index));
@@ -618,18 +636,11 @@ double Session::runSteps(const std::vector<const Step *> &steps,
       if (!lanes.empty())
         lanes[d]->drain();
     } catch (const std::exception &error) {
-      std::lock_guard<std::mutex> lock(errorMutex);
-      if (firstError.empty()) {
-        std::string where = program.stepLabel(current->index);
-        if (!iterations.empty())
-          where += " in iteration " + std::to_string(iterations.back());
-        firstError = where + " (" + opName(current->op()) + ") on device " +
-                     std::to_string(id) + ": " + error.what();
-      }
-      backend->collectives().abort();
-      // The lane's collectives end (aborted) before the run does.
-      if (!lanes.empty())
-        lanes[d]->drain();
+      fail(error.what());
+    } catch (...) {
+      // Not ours (a library's own type): still this run's error, never an
+      // escape that leaves the other devices waiting in a collective.
+      fail("an exception that is not a std::exception");
     }
   };
 

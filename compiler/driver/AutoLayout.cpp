@@ -91,7 +91,7 @@ std::optional<Figures> measure(ModuleOp module, const layout::Mesh &mesh,
                                const PartitionOptions &partition,
                                std::string &error) {
   diagnosticSink = &error;
-  auto reset = llvm::make_scope_exit([] { diagnosticSink = nullptr; });
+  llvm::scope_exit reset([] { diagnosticSink = nullptr; });
   OwningOpRef<ModuleOp> copy = module.clone();
   PartitionOptions unverified = partition;
   unverified.verifyEachPass = false;

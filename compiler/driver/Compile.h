@@ -15,6 +15,7 @@
 #ifndef MESHC_COMPILER_DRIVER_COMPILE_H
 #define MESHC_COMPILER_DRIVER_COMPILE_H
 
+#include "compiler/passes/Choices.h"
 #include "compiler/passes/Remat.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -24,6 +25,7 @@
 #include "llvm/Support/SourceMgr.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -32,6 +34,29 @@ namespace meshc {
 enum class EmitKind { Default, Import, Mtf, Spmd, Mprog };
 enum class PrecisionKind { F32, BF16 };
 enum class RepeatKind { Unroll, Loop };
+
+/// The spellings of --precision (meshc's flag, the Python package's keyword).
+inline llvm::ArrayRef<Choice<PrecisionKind>> precisionChoices() {
+  static constexpr Choice<PrecisionKind> choices[] = {
+      {PrecisionKind::F32, "f32", "everything in f32"},
+      {PrecisionKind::BF16, "bf16",
+       "activations and GEMM inputs in bf16; parameters, optimizer state, "
+       "statistics and the loss in f32"},
+  };
+  return choices;
+}
+
+/// The spellings of --repeat.
+inline llvm::ArrayRef<Choice<RepeatKind>> repeatChoices() {
+  static constexpr Choice<RepeatKind> choices[] = {
+      {RepeatKind::Loop, "loop",
+       "one mtf.loop over the layer dim, parameters stacked along it (the "
+       "default; unrolled under device weights)"},
+      {RepeatKind::Unroll, "unroll",
+       "one instance per layer, each with its own parameters"},
+  };
+  return choices;
+}
 
 /// meshc's options, one field per flag.
 struct CompileOptions {
@@ -120,6 +145,33 @@ mlir::LogicalResult compile(const CompileOptions &options,
                             mlir::MLIRContext &context,
                             PassManagerSetup setup = nullptr,
                             CompileResult *result = nullptr);
+
+/// How compileModel reads the model and reports what is wrong with it.
+struct ModelHooks {
+  /// The model's text, named options.input in diagnostics (a name ending
+  /// in .mlir is IR); unset: the file options.input ("-": standard input).
+  std::optional<std::string> text;
+  /// Where the model's diagnostics (errors, warnings and notes at places in
+  /// the model) are printed as meshc prints them; null: llvm::errs().
+  llvm::raw_ostream *diagnostics = nullptr;
+  /// Called with each of those diagnostics before it is printed.
+  std::function<void(mlir::Diagnostic &)> observe;
+  /// Check the diagnostics against the model's expected-* comments instead
+  /// of printing them (meshc --verify-diagnostics): the result is whether
+  /// they match.
+  bool verifyDiagnostics = false;
+  /// As compile()'s.
+  std::function<mlir::LogicalResult(mlir::PassManager &)> setup;
+};
+
+/// compile() with its model read and its context made: meshc's dialects
+/// (registerAll), diagnostics at the model's places without the op's IR. A
+/// file that cannot be read is an error "meshc: error: ..." as compile()'s
+/// other file errors (into result->errors, with a result). What the `meshc`
+/// tool, the Python package and other programs call.
+mlir::LogicalResult compileModel(const CompileOptions &options,
+                                 CompileResult *result = nullptr,
+                                 const ModelHooks &hooks = {});
 
 } // namespace meshc
 

@@ -1,24 +1,19 @@
 //===- Driver.cpp - the meshc command line --------------------------------===//
 //
 // meshc's flags (one per CompileOptions field, plus MLIR's printing and
-// pass-manager options), the input read into a SourceMgr, the context and
-// its diagnostic handler; then compile() (Compile.h) does the rest.
+// pass-manager options); then compileModel() (Compile.h) does the rest.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/driver/Driver.h"
 
 #include "compiler/driver/Compile.h"
-#include "compiler/driver/Registration.h"
 #include "runtime/core/cost/CostModel.h"
 
 #include "mlir/IR/AsmState.h"
-#include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 
 #include <csignal>
@@ -136,23 +131,12 @@ struct Options {
       cl::init(Remat::Marked), rematValues(), cl::cat(category)};
   cl::opt<RepeatKind> repeat{
       "repeat", cl::desc("how `repeat` is compiled (docs/language.md)"),
-      cl::init(RepeatKind::Loop),
-      cl::values(clEnumValN(RepeatKind::Loop, "loop",
-                            "one mtf.loop over the layer dim, parameters "
-                            "stacked along it (the default; unrolled under "
-                            "device weights)"),
-                 clEnumValN(RepeatKind::Unroll, "unroll",
-                            "one instance per layer, each with its own "
-                            "parameters")),
+      cl::init(RepeatKind::Loop), choiceValues(repeatChoices()),
       cl::cat(category)};
   cl::opt<PrecisionKind> precision{
       "precision",
       cl::desc("the element type of activations (docs/training.md)"),
-      cl::init(PrecisionKind::F32),
-      cl::values(clEnumValN(PrecisionKind::F32, "f32", "everything in f32"),
-                 clEnumValN(PrecisionKind::BF16, "bf16",
-                            "activations and GEMM inputs in bf16; parameters, "
-                            "optimizer state, statistics and the loss in f32")),
+      cl::init(PrecisionKind::F32), choiceValues(precisionChoices()),
       cl::cat(category)};
   cl::opt<int64_t> microbatches{
       "microbatches",
@@ -269,36 +253,10 @@ int meshcMain(int argc, char **argv) {
       "meshc: compiles a named-dimension model for a device mesh\n\n"
       "  meshc model.mtf --mesh \"b:4;m:2\" --layout \"batch:b;hidden:m\" "
       "--explain\n");
-  CompileOptions compileOptions = options.compileOptions();
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> buffer =
-      openInputFile(options.input, &error);
-  if (!buffer) {
-    llvm::errs() << "meshc: error: " << error << "\n";
-    return 1;
-  }
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-
-  DialectRegistry registry;
-  registerAll(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  // Diagnostics point at the model's source; an IR dump of the op would only
-  // confuse (meshc-opt keeps MLIR's default for pass work).
-  context.printOpOnDiagnostic(false);
-
-  if (options.verifyDiagnostics) {
-    SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context);
-    (void)compile(compileOptions, sourceMgr, context,
-                  applyPassManagerCLOptions);
-    return failed(handler.verify()) ? 1 : 0;
-  }
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  return failed(compile(compileOptions, sourceMgr, context,
-                        applyPassManagerCLOptions))
-             ? 1
-             : 0;
+  ModelHooks hooks;
+  hooks.verifyDiagnostics = options.verifyDiagnostics;
+  hooks.setup = applyPassManagerCLOptions;
+  return failed(compileModel(options.compileOptions(), nullptr, hooks)) ? 1 : 0;
 }
 
 } // namespace meshc

@@ -493,8 +493,9 @@ LogicalResult ProgramRun::loop(mtf::LoopOp op) {
     return part;
   };
   iterations.push_back(0);
-  for (int64_t k = 0; k < op.getCount(); ++k) {
-    int64_t i = op.getReverse() ? op.getCount() - 1 - k : k;
+  const int64_t count = static_cast<int64_t>(op.getCount());
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t i = op.getReverse() ? count - 1 - k : k;
     iterations.back() = i;
     for (auto [arg, value] : llvm::zip(op.getCarriedArgs(), carried))
       values.insert_or_assign(arg, value);

@@ -216,10 +216,9 @@ Value Pipeliner::stageVector(OpEmitter &emit, Value like, int64_t index) {
   Value one = emit.constant(
       1.0, TensorType::get(context, {NamedDim{s.last, 1}}, element));
   return emit
-      .tag(mtf::WindowOp::create(
-          emit.builder(), emit.getLoc(),
-          TensorType::get(context, {NamedDim{s.stage, s.stages}}, element), one,
-          s.last.getValue(), s.stage.getValue(), -index))
+      .tag(mtf::WindowOp::create(emit.builder(), emit.getLoc(), one,
+                                 s.last.getValue(), s.stage.getValue(),
+                                 s.stages, -index))
       ->getResult(0);
 }
 
@@ -240,11 +239,9 @@ Value Pipeliner::stagesVector(OpEmitter &emit, Value like,
         1.0,
         TensorType::get(context, {NamedDim{s.last, end - first}}, element));
     Value run =
-        emit.tag(mtf::WindowOp::create(
-                     emit.builder(), emit.getLoc(),
-                     TensorType::get(context, {NamedDim{s.stage, s.stages}},
-                                     element),
-                     ones, s.last.getValue(), s.stage.getValue(), -first))
+        emit.tag(mtf::WindowOp::create(emit.builder(), emit.getLoc(), ones,
+                                       s.last.getValue(), s.stage.getValue(),
+                                       s.stages, -first))
             ->getResult(0);
     sum = sum ? emit.add(sum, run) : run;
     first = end;
@@ -291,13 +288,10 @@ SmallVector<SmallVector<Value>> Pipeliner::layersOfStages(OpEmitter &emit) {
     for (int64_t k = 0; k < s.perStage; ++k) {
       Value slice = split;
       if (s.perStage > 1) {
-        SmallVector<NamedDim> unit(cut);
-        unit[1] = {s.last, 1};
-        slice = emit.tag(mtf::WindowOp::create(b, loc, withDims(type, unit),
-                                               split, s.layer.getValue(),
-                                               s.last.getValue(),
-                                               static_cast<int64_t>(k)))
-                    ->getResult(0);
+        slice =
+            emit.tag(mtf::WindowOp::create(b, loc, split, s.layer.getValue(),
+                                           s.last.getValue(), 1, k))
+                ->getResult(0);
       }
       layers.push_back(emit.sumTo(slice, layerType));
     }
@@ -425,10 +419,11 @@ void Pipeliner::rewrite() {
   // all-reduce of a microbatch where a slice would gather every stage).
   SmallVector<Value> current;
   for (auto [state, in] : llvm::zip(stateArgs, inArgs)) {
-    Value placed = tick.tag(mtf::EinsumOp::create(
-                                tb, loc, state.getType(),
-                                ValueRange{in, stageVector(tick, in, 0)}))
-                       ->getResult(0);
+    Value placed =
+        tick.tag(mtf::EinsumOp::create(tb, loc,
+                                       ValueRange{in, stageVector(tick, in, 0)},
+                                       tensorType(state).getDimNames()))
+            ->getResult(0);
     current.push_back(tick.add(state, placed));
   }
   // Each stage's layers, one after the other, on every stage at once.
@@ -479,16 +474,16 @@ void Pipeliner::rewrite() {
   SmallVector<Value> yielded, kept;
   for (auto [value, keptType] : llvm::zip(current, keptTypes))
     kept.push_back(
-        tick.tag(mtf::EinsumOp::create(
-                     tb, loc,
-                     mtf::LoopOp::sliceType(keptType, s.ticksDim.getValue(),
-                                            s.ticks),
-                     ValueRange{value, stageVector(tick, value, s.stages - 1)}))
+        tick
+            .tag(mtf::EinsumOp::create(
+                tb, loc,
+                ValueRange{value, stageVector(tick, value, s.stages - 1)},
+                mtf::LoopOp::sliceType(keptType, s.ticksDim.getValue(), s.ticks)
+                    .getDimNames()))
             ->getResult(0));
   for (Value value : current)
-    yielded.push_back(mtf::WindowOp::create(
-                          tb, loc, value.getType(), value, s.stage.getValue(),
-                          s.stage.getValue(), static_cast<int64_t>(-1))
+    yielded.push_back(mtf::WindowOp::create(tb, loc, value, s.stage.getValue(),
+                                            s.stage.getValue(), s.stages, -1)
                           .getResult());
   llvm::append_range(yielded, kept);
   mtf::YieldOp::create(tb, loc, yielded);

@@ -65,7 +65,7 @@ struct MtfPrecisionPass
         made = mtf::ConstantOp::create(builder, constant.getLoc(), type,
                                        constant.getValueAttr());
       else
-        made = mtf::CastOp::create(builder, user->getLoc(), type, value);
+        made = mtf::CastOp::create(builder, user->getLoc(), value, element);
       mtf::setGroupTags(made, group);
       return done = made->getResult(0);
     };

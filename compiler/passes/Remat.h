@@ -9,7 +9,7 @@
 #ifndef MESHC_COMPILER_PASSES_REMAT_H
 #define MESHC_COMPILER_PASSES_REMAT_H
 
-#include "llvm/Support/CommandLine.h"
+#include "compiler/passes/Choices.h"
 
 namespace meshc {
 
@@ -23,19 +23,25 @@ enum class Remat {
   Repeat,
 };
 
-/// The spellings of Remat, for a command-line option or a pass option.
-inline llvm::cl::ValuesClass rematValues() {
-  return llvm::cl::values(
-      clEnumValN(Remat::None, "none",
-                 "keep every activation for the backward pass, also "
-                 "those of checkpoint(...)"),
-      clEnumValN(Remat::Marked, "marked",
-                 "recompute what the model's checkpoint(...) "
-                 "expressions compute (the default)"),
-      clEnumValN(Remat::Repeat, "repeat",
-                 "also each repeat instance: it keeps only its inputs "
-                 "and is recomputed in the backward pass"));
+/// The spellings of Remat, for meshc's flag, the passes' option and the
+/// Python package.
+inline llvm::ArrayRef<Choice<Remat>> rematChoices() {
+  static constexpr Choice<Remat> choices[] = {
+      {Remat::None, "none",
+       "keep every activation for the backward pass, also those of "
+       "checkpoint(...)"},
+      {Remat::Marked, "marked",
+       "recompute what the model's checkpoint(...) expressions compute (the "
+       "default)"},
+      {Remat::Repeat, "repeat",
+       "also each repeat instance: it keeps only its inputs and is "
+       "recomputed in the backward pass"},
+  };
+  return choices;
 }
+
+/// rematChoices() as an option's values.
+inline ChoiceValues<Remat> rematValues() { return {rematChoices()}; }
 
 } // namespace meshc
 

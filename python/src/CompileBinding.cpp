@@ -1,10 +1,9 @@
-//===- CompileBinding.cpp - compile() of the extension _meshc
-//--------------===//
+//===- CompileBinding.cpp - compile() of the extension _meshc -------------===//
 //
 // _meshc.compile(source, name, from_file, options) runs meshc's compile
-// entry (compiler/driver/Compile.h) on a model file or source text, without
-// the interpreter's lock, and returns a dict: the .mprog text, the
-// explanation as JSON text, the search's report, and every diagnostic as
+// entry (compileModel, compiler/driver/Compile.h) on a model file or source
+// text, without the interpreter's lock, and returns a dict: the .mprog text,
+// the explanation as JSON text, the search's report, and every diagnostic as
 // data (severity, file, line, column, message, hint, notes) with the text
 // the meshc tool would print. meshc/_compile.py turns that into a Program or
 // a CompileError.
@@ -14,20 +13,14 @@
 #include "Bindings.h"
 
 #include "compiler/driver/Compile.h"
-#include "compiler/driver/Registration.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/SourceMgr.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
-#include <map>
 #include <stdexcept>
 #include <vector>
 
@@ -154,17 +147,14 @@ template <typename T> T take(nb::dict &options, const char *key) {
   return value;
 }
 
+/// The value of a keyword `option` spelt `value` (meshc's flag's spelling).
 template <typename Enum>
 Enum choose(const std::string &value, const char *option,
-            const std::map<std::string, Enum> &choices) {
-  auto found = choices.find(value);
-  if (found != choices.end())
-    return found->second;
-  std::string names;
-  for (const auto &[name, _] : choices)
-    names += (names.empty() ? "'" : ", '") + name + "'";
-  throw std::invalid_argument(option + std::string(" must be one of ") + names +
-                              ", got '" + value + "'");
+            llvm::ArrayRef<Choice<Enum>> choices) {
+  if (std::optional<Enum> found = findChoice(choices, value))
+    return *found;
+  throw std::invalid_argument(option + std::string(" must be one of ") +
+                              choiceNames(choices) + ", got '" + value + "'");
 }
 
 /// The CompileOptions of meshc/_compile.py's dict (its keys are the
@@ -177,17 +167,12 @@ CompileOptions toOptions(nb::dict options) {
   compile.axisWeights =
       take<std::optional<std::string>>(options, "axis_weights");
   compile.uneven = take<bool>(options, "uneven");
-  compile.precision = choose<PrecisionKind>(
-      take<std::string>(options, "precision"), "precision",
-      {{"f32", PrecisionKind::F32}, {"bf16", PrecisionKind::BF16}});
-  compile.remat = choose<Remat>(take<std::string>(options, "remat"), "remat",
-                                {{"none", Remat::None},
-                                 {"marked", Remat::Marked},
-                                 {"repeat", Remat::Repeat}});
+  compile.precision = choose(take<std::string>(options, "precision"),
+                             "precision", precisionChoices());
+  compile.remat =
+      choose(take<std::string>(options, "remat"), "remat", rematChoices());
   if (auto repeat = take<std::optional<std::string>>(options, "repeat"))
-    compile.repeat = choose<RepeatKind>(
-        *repeat, "repeat",
-        {{"loop", RepeatKind::Loop}, {"unroll", RepeatKind::Unroll}});
+    compile.repeat = choose(*repeat, "repeat", repeatChoices());
   compile.microbatches = take<int64_t>(options, "microbatches");
   compile.microbatchDim =
       take<std::optional<std::string>>(options, "microbatch_dim");
@@ -210,8 +195,8 @@ CompileOptions toOptions(nb::dict options) {
   return compile;
 }
 
-nb::dict compileModel(const std::string &source, const std::string &name,
-                      bool fromFile, nb::dict optionsDict) {
+nb::dict compileSource(const std::string &source, const std::string &name,
+                       bool fromFile, nb::dict optionsDict) {
   CompileOptions options = toOptions(optionsDict);
   options.input = name;
 
@@ -221,35 +206,16 @@ nb::dict compileModel(const std::string &source, const std::string &name,
   bool ok = false;
   {
     nb::gil_scoped_release unlocked;
-    llvm::SourceMgr sourceMgr;
-    std::unique_ptr<llvm::MemoryBuffer> buffer;
-    std::string openError;
-    if (fromFile)
-      buffer = mlir::openInputFile(name, &openError);
-    else
-      buffer = llvm::MemoryBuffer::getMemBufferCopy(source, name);
-    if (!buffer) {
-      result.errors = "meshc: error: " + openError + "\n";
-    } else {
-      sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-      mlir::DialectRegistry registry;
-      registerAll(registry);
-      mlir::MLIRContext context(registry);
-      context.loadAllAvailableDialects();
-      context.printOpOnDiagnostic(false);
-      llvm::raw_string_ostream printedStream(printed);
-      // The printer formats each diagnostic as meshc prints it; the
-      // collector, registered after it and so asked first, keeps it as data
-      // and passes it on.
-      mlir::SourceMgrDiagnosticHandler printer(sourceMgr, &context,
-                                               printedStream);
-      mlir::ScopedDiagnosticHandler collector(
-          &context, [&](mlir::Diagnostic &diag) {
-            diagnostics.push_back(fromMlir(diag));
-            return mlir::failure();
-          });
-      ok = succeeded(compile(options, sourceMgr, context, nullptr, &result));
-    }
+    llvm::raw_string_ostream printedStream(printed);
+    ModelHooks hooks;
+    if (!fromFile)
+      hooks.text = source;
+    // Each model diagnostic as data, and as meshc prints it.
+    hooks.diagnostics = &printedStream;
+    hooks.observe = [&](mlir::Diagnostic &diag) {
+      diagnostics.push_back(fromMlir(diag));
+    };
+    ok = succeeded(compileModel(options, &result, hooks));
   }
   for (Diagnostic &error : parseFlagErrors(result.errors))
     diagnostics.push_back(std::move(error));
@@ -276,7 +242,7 @@ nb::dict compileModel(const std::string &source, const std::string &name,
 } // namespace
 
 void defineCompile(nb::module_ &module) {
-  module.def("compile", &compileModel, nb::arg("source"), nb::arg("name"),
+  module.def("compile", &compileSource, nb::arg("source"), nb::arg("name"),
              nb::arg("from_file"), nb::arg("options"),
              "Compiles a model (meshc._compile wraps it).");
 }

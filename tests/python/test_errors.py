@@ -118,6 +118,19 @@ def test_bad_inputs(session, inputs, message):
     assert len(session.train(good, steps=1)) == 1
 
 
+def test_the_extension_refuses_a_dtype_it_cannot_read(session):
+    # meshc.Session narrows float64/int64 before the extension sees them;
+    # the extension itself still names any other dtype, never reads it.
+    with pytest.raises(meshc.RunError,
+                       match="input array 'x': dtype is neither float32 "
+                             "nor int32"):
+        session._session.bind({"x": np.zeros((64, 64), np.float64),
+                               "labels": np.zeros(64, np.int32)}, {}, False)
+    good = {"x": np.zeros((64, 64), np.float32),
+            "labels": np.zeros(64, np.int32)}
+    assert len(session.train(good, steps=1)) == 1
+
+
 def test_a_failed_run_stops_the_session():
     session = meshc.Session(meshc.compile(MLP, mesh="b:2", layout="batch:b"))
     bad = {"x": np.zeros((64, 64), np.float32),

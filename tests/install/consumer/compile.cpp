@@ -5,7 +5,7 @@
 //
 //   compile MODEL.mtf MESH LAYOUT OUT.mprog
 //
-// compiles the model through meshc::compile with the options set in code
+// compiles the model through meshc::compileModel with the options set in code
 // (no command line), takes the program and the explanation from the
 // CompileResult in memory, writes the program to OUT.mprog and prints the
 // number of collectives the explanation lists. The test compares the file
@@ -14,14 +14,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/driver/Compile.h"
-#include "compiler/driver/Registration.h"
 
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/SourceMgr.h"
 
 #include <cstdio>
 #include <fstream>
@@ -38,23 +32,8 @@ int main(int argc, char **argv) {
   options.layout = argv[3];
   options.explain = true;
 
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> buffer =
-      mlir::openInputFile(options.input, &error);
-  if (!buffer) {
-    std::fprintf(stderr, "compile: error: %s\n", error.c_str());
-    return 1;
-  }
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-  mlir::DialectRegistry registry;
-  meshc::registerAll(registry);
-  mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   meshc::CompileResult result;
-  if (mlir::failed(
-          meshc::compile(options, sourceMgr, context, nullptr, &result))) {
+  if (mlir::failed(meshc::compileModel(options, &result))) {
     std::fprintf(stderr, "%s", result.errors.c_str());
     return 1;
   }

@@ -1,28 +1,23 @@
-//===- CompileTest.cpp - compile() as a library
-//-----------------------------===//
+//===- CompileTest.cpp - compile() as a library ---------------------------===//
 //
-// compile() (compiler/driver/Compile.h) with options built in code, as a
+// compileModel() (compiler/driver/Compile.h) with options built in code, as a
 // program other than `meshc` calls it: what it writes, that an unset flag
 // keeps its default, and that an error fails with meshc's message.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/driver/Compile.h"
-#include "compiler/driver/Registration.h"
 
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/SourceMgr.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -35,22 +30,8 @@ const std::string kMlp =
 /// on stderr; with `result`, what compile() returns in memory.
 bool compileWith(const CompileOptions &options, std::string *errors = nullptr,
                  meshc::CompileResult *result = nullptr) {
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> buffer =
-      mlir::openInputFile(options.input, &error);
-  EXPECT_TRUE(buffer) << error;
-  if (!buffer)
-    return false;
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-  mlir::DialectRegistry registry;
-  meshc::registerAll(registry);
-  mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   testing::internal::CaptureStderr();
-  bool ok = mlir::succeeded(
-      meshc::compile(options, sourceMgr, context, nullptr, result));
+  bool ok = mlir::succeeded(meshc::compileModel(options, result));
   std::string printed = testing::internal::GetCapturedStderr();
   if (errors)
     *errors = printed;
@@ -224,6 +205,47 @@ TEST(CompileTest, ErrorsAndTheSearchReportGoIntoTheResult) {
   EXPECT_NE(searched.searchReport.find("chosen layout: "), std::string::npos)
       << searched.searchReport;
   EXPECT_TRUE(searched.program.has_value());
+}
+
+} // namespace
+
+namespace {
+
+TEST(CompileModel, TakesSourceTextAndHandsOnEachDiagnostic) {
+  CompileOptions options;
+  options.input = "inline.mtf";
+  meshc::ModelHooks hooks;
+  hooks.text = "dim batch = 4\ninput x : f32[batch]\ny = relu(z)\n"
+               "output y\n";
+  std::string printed;
+  llvm::raw_string_ostream stream(printed);
+  hooks.diagnostics = &stream;
+  std::vector<std::string> seen;
+  hooks.observe = [&](mlir::Diagnostic &diagnostic) {
+    seen.push_back(diagnostic.str());
+  };
+  meshc::CompileResult result;
+  EXPECT_TRUE(mlir::failed(meshc::compileModel(options, &result, hooks)));
+  ASSERT_FALSE(seen.empty());
+  // Printed as meshc prints it: the name the text was given, the place.
+  EXPECT_NE(printed.find("inline.mtf:3:"), std::string::npos) << printed;
+  EXPECT_NE(printed.find(seen.front()), std::string::npos) << printed;
+  EXPECT_EQ(result.errors, "");
+}
+
+TEST(CompileModel, AFileThatCannotBeReadIsAnErrorInTheResult) {
+  CompileOptions options;
+  options.input = "/nonexistent/model.mtf";
+  std::string printed;
+  meshc::CompileResult result;
+  EXPECT_FALSE(compileWith(options, &printed, &result));
+  EXPECT_EQ(printed, "");
+  EXPECT_EQ(result.errors.rfind("meshc: error: ", 0), 0u) << result.errors;
+  EXPECT_NE(result.errors.find("/nonexistent/model.mtf"), std::string::npos)
+      << result.errors;
+  // Without a result, on standard error.
+  EXPECT_FALSE(compileWith(options, &printed));
+  EXPECT_EQ(printed, result.errors);
 }
 
 } // namespace
