@@ -91,6 +91,10 @@ def Mtf_Dialect : Dialect {
     /// one of them has an entry, equal sizes and whole dims (no axes, one
     /// size) included.
     static constexpr ::llvm::StringLiteral kBlocksAttrName = "mtf.blocks";
+    /// On an op of a loop body: the numbers of the carried waits (mtf.wait
+    /// `carried`) whose collectives of the iteration before complete just
+    /// before it, array<i64: 0, 3> (mtf-overlap-collectives).
+    static constexpr ::llvm::StringLiteral kResumesAttrName = "mtf.resumes";
   private:
     void registerTypes();
     void registerAttributes();

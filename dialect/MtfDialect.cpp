@@ -102,6 +102,16 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a string, got " << attr.getValue();
     return success();
   }
+  if (attr.getName() == kResumesAttrName) {
+    auto numbers = llvm::dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!numbers || numbers.empty() ||
+        !llvm::isa_and_nonnull<LoopOp>(op->getParentOp()))
+      return op->emitError()
+             << "'" << kResumesAttrName
+             << "' must be a non-empty array<i64> on an op of a loop body, got "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kTrainingAttrName) {
     if (!llvm::isa<ProgramOp>(op) ||
         !llvm::isa<DictionaryAttr>(attr.getValue()))

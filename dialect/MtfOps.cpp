@@ -1253,7 +1253,72 @@ LogicalResult WaitOp::verify() {
                          << getKept().size();
   if (start->getBlock() != (*this)->getBlock())
     return emitOpError() << "its collective is in another block";
+  if (!getCarried())
+    return success();
+  // A carried wait: its collective completes in the next iteration.
+  auto loop = llvm::dyn_cast_or_null<LoopOp>((*this)->getParentOp());
+  if (!loop)
+    return emitOpError() << "is carried but not in a loop body";
+  if (!resultsOnlyStacked())
+    return emitOpError() << "is carried, so its results may only be "
+                            "yielded as stacked values (each iteration's "
+                            "own slice), through views or not";
+  Operation *resume = getResumePoint();
+  if (!resume)
+    return emitOpError() << "is carried (" << *getCarried()
+                         << ") but no op of its block resumes it ('"
+                         << MtfDialect::kResumesAttrName << "')";
+  if (start->isBeforeInBlock(resume))
+    return emitOpError() << "is carried, so it must resume at or before its "
+                            "collective";
   return success();
+}
+
+bool WaitOp::resultsOnlyStacked() {
+  auto loop = llvm::dyn_cast_or_null<LoopOp>((*this)->getParentOp());
+  if (!loop)
+    return false;
+  Operation *yield = (*this)->getBlock()->getTerminator();
+  SmallVector<Value> work(getResults());
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (user->hasTrait<View>() && user->getNumResults() == 1)
+        work.push_back(user->getResult(0));
+      else if (user != yield ||
+               use.getOperandNumber() < loop.getCarried().size())
+        return false;
+    }
+  }
+  return true;
+}
+
+Operation *WaitOp::getResumePoint() {
+  std::optional<uint64_t> number = getCarried();
+  if (!number)
+    return nullptr;
+  for (Operation &op : *(*this)->getBlock())
+    if (auto resumes =
+            op.getAttrOfType<DenseI64ArrayAttr>(MtfDialect::kResumesAttrName))
+      if (llvm::is_contained(resumes.asArrayRef(),
+                             static_cast<int64_t>(*number)))
+        return &op;
+  return nullptr;
+}
+
+SmallVector<Operation *> WaitOp::resumedAt(Operation *op) {
+  SmallVector<Operation *> waits;
+  auto resumes =
+      op->getAttrOfType<DenseI64ArrayAttr>(MtfDialect::kResumesAttrName);
+  if (!resumes)
+    return waits;
+  for (auto wait : op->getBlock()->getOps<WaitOp>())
+    if (std::optional<uint64_t> number = wait.getCarried();
+        number &&
+        llvm::is_contained(resumes.asArrayRef(), static_cast<int64_t>(*number)))
+      waits.push_back(wait);
+  return waits;
 }
 
 } // namespace mtf

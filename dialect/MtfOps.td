@@ -533,9 +533,19 @@ def Mtf_WaitOp : Mtf_Op<"wait", [Mtf_NoPrecisionRule, AttrSizedOperandSegments,
     %y = mtf.einsum ...
     %r = mtf.wait %s keep(%x : tensor<4xf32>) : tensor<4xf32>
     ```
+
+    A wait with `carried = N`, in a loop body, completes its collective in
+    the next iteration instead, before the op of the body whose
+    `mtf.resumes` lists N (the last iteration's when the loop ends): the
+    collective runs beside the rest of its iteration and the next one's ops
+    before that op, which touch none of its buffers either. Its results are
+    yielded as stacked values only (each iteration's own slice), so nothing
+    in the body reads them; the values are the same
+    (docs/mprog.md#collectives-carried-across-iterations).
   }];
   let arguments = (ins Variadic<AnyRankedTensor>:$values,
-                       Variadic<AnyRankedTensor>:$kept);
+                       Variadic<AnyRankedTensor>:$kept,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$carried);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
     $values `keep` `(` ($kept^ `:` type($kept))? `)` attr-dict `:`
@@ -550,6 +560,18 @@ def Mtf_WaitOp : Mtf_Op<"wait", [Mtf_NoPrecisionRule, AttrSizedOperandSegments,
     /// `value`, or where a wait defines it, the collective's result it
     /// stands for (its blocks, dims and buffer).
     static ::mlir::Value throughWait(::mlir::Value value);
+    /// Whether the results, through any chain of views, are only yielded
+    /// as stacked values of the loop whose body holds this op (what a
+    /// carried wait needs: nothing in the body reads them).
+    bool resultsOnlyStacked();
+    /// Where a carried wait completes its collective of the iteration
+    /// before: the op of its block whose `mtf.resumes` lists its number;
+    /// null for a wait that is not carried.
+    ::mlir::Operation *getResumePoint();
+    /// The carried waits (mtf.wait ops) whose collectives complete before
+    /// `op` (those its `mtf.resumes` lists), in its block.
+    static ::llvm::SmallVector<::mlir::Operation *>
+    resumedAt(::mlir::Operation *op);
   }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {

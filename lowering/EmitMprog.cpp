@@ -185,6 +185,20 @@ private:
   llvm::DenseMap<Value, int64_t> stackedSlices;
   /// Started collectives (mtf.wait) -> their tickets, in order of writing.
   llvm::DenseMap<Operation *, int64_t> tickets;
+  /// The carried waits written as such: their collectives' results are
+  /// stacked slices (a wait whose results are not is written where it is).
+  llvm::DenseSet<Operation *> carriedWaits;
+
+  /// The ticket of started collective `start`, given on first ask.
+  int64_t ticketOf(Operation *start) {
+    auto [it, fresh] =
+        tickets.try_emplace(start, static_cast<int64_t>(tickets.size()));
+    return it->second;
+  }
+  /// Keeps the buffers of the collectives carried waits complete live over
+  /// their loop's whole body: their collective of one iteration runs into
+  /// the next.
+  void planCarriedWaits();
 };
 
 /// What an op is to the program's interface with the world: a tensor the
@@ -486,6 +500,7 @@ LogicalResult MprogEmitter::assignBuffers() {
   }
   for (BufferInfo &info : buffers)
     info.lastUse = std::max(info.lastUse, info.firstDef);
+  planCarriedWaits();
 
   // An output of a parameter that the step assigns shows the value the step
   // read: it is copied into a buffer of its own before the update.
@@ -509,6 +524,30 @@ LogicalResult MprogEmitter::assignBuffers() {
     buffers.push_back(copy);
   }
   return success();
+}
+
+void MprogEmitter::planCarriedWaits() {
+  for (auto [index, op] : llvm::enumerate(order)) {
+    mtf::LoopOp loop = loops.lookup(op);
+    if (!loop)
+      continue;
+    for (auto wait : loop.getBodyBlock().getOps<mtf::WaitOp>()) {
+      if (!wait.getCarried() ||
+          !llvm::all_of(wait.getValues(), [&](Value result) {
+            return infoOf(result).sliceOf.has_value();
+          }))
+        continue;
+      carriedWaits.insert(wait);
+      // Its inputs, from the body's first step to its end.
+      for (Value kept : wait.getKept()) {
+        BufferInfo &info = infoOf(kept);
+        if (info.pinned || info.sliceOf)
+          continue;
+        info.firstDef = std::min(info.firstDef, static_cast<int64_t>(index));
+        info.lastUse = std::max(info.lastUse, loopEnd.lookup(op));
+      }
+    }
+  }
 }
 
 void MprogEmitter::planMemory() {
@@ -847,6 +886,17 @@ LogicalResult MprogEmitter::emitStep(Operation &op) {
     return op.emitError() << "'" << op.getName()
                           << "' cannot be written to a .mprog: it states no "
                              "steps (StepOpInterface)";
+  // The carried waits resumed here complete their collectives of the
+  // iteration before first; a carried wait writes no step where it is.
+  for (Operation *wait : mtf::WaitOp::resumedAt(&op))
+    if (carriedWaits.contains(wait))
+      push(runtime::OpKind::Wait,
+           json::Object{
+               {"tickets", json::Array{ticketOf(
+                               llvm::cast<mtf::WaitOp>(wait).getStart())}},
+               {"carried", true}});
+  if (carriedWaits.contains(&op))
+    return success();
   size_t first = steps.size();
   if (failed(step.writeSteps(*this)))
     return failure();
@@ -862,9 +912,7 @@ LogicalResult MprogEmitter::emitStep(Operation &op) {
   if (!kind || runtime::stepGroup(*kind) != runtime::StepGroup::Collective)
     return op.emitError() << "a started collective must end in a collective "
                              "step";
-  int64_t ticket = static_cast<int64_t>(tickets.size());
-  tickets[&op] = ticket;
-  (*last)["start"] = ticket;
+  (*last)["start"] = ticketOf(&op);
   return success();
 }
 

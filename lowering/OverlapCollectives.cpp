@@ -95,10 +95,13 @@ private:
       bytes += meshc::largestLocalBytes(value);
     StringRef phase = mtf::phaseOf(collective);
     // (An assign writes its parameter's buffer by name, not through a value
-    // the collective could share: no end moves past one.)
+    // the collective could share: no end moves past one. Nor past where a
+    // carried wait resumes: what moved above it would run beside that
+    // collective of the iteration before.)
     auto passes = [&](Operation *op) {
       return !touching.contains(op) && !op->hasTrait<OpTrait::IsTerminator>() &&
              mtf::phaseOf(op) == phase && !llvm::isa<mtf::AssignOp>(op) &&
+             !op->hasAttr(mtf::MtfDialect::kResumesAttrName) &&
              inFlight.lookup(op) + bytes <= limit;
     };
 
@@ -130,9 +133,10 @@ private:
     }
     OpBuilder builder(collective->getContext());
     builder.setInsertionPointAfter(last);
-    auto wait = mtf::WaitOp::create(builder, collective->getLoc(),
-                                    collective->getResults(),
-                                    collective->getOperands());
+    auto wait =
+        mtf::WaitOp::create(builder, collective->getLoc(),
+                            collective->getResults(), collective->getOperands(),
+                            /*carried=*/nullptr);
     if (auto phaseAttr = collective->getAttr(mtf::MtfDialect::kPhaseAttrName))
       wait->setAttr(mtf::MtfDialect::kPhaseAttrName, phaseAttr);
     for (auto [value, result] :
@@ -147,6 +151,51 @@ private:
     }
     for (Operation *op = collective->getNextNode(); op != wait.getOperation();
          op = op->getNextNode())
+      inFlight[op] += bytes;
+    carry(collective, wait, touching, bytes, passes);
+  }
+
+  /// A wait that reached the end of a loop body, whose results are only
+  /// yielded as stacked values (each iteration's own slice), becomes a
+  /// carried wait: its collective also runs beside the next iteration's
+  /// ops up to the first that does not pass (the ops that define its
+  /// inputs touch its buffers), and completes before that one.
+  void carry(Operation *collective, mtf::WaitOp wait,
+             const llvm::DenseSet<Operation *> &touching, int64_t bytes,
+             llvm::function_ref<bool(Operation *)> passes) {
+    auto loop = llvm::dyn_cast_or_null<mtf::LoopOp>(block.getParentOp());
+    if (!loop || loop.getCount() < 2 || !wait.resultsOnlyStacked())
+      return;
+    // It reached the body's end: only views and other waits after it.
+    for (Operation *op = wait->getNextNode();
+         !op->hasTrait<OpTrait::IsTerminator>(); op = op->getNextNode())
+      if (!op->hasTrait<mtf::View>() && !llvm::isa<mtf::WaitOp>(op))
+        return;
+    // Its buffers are the body's own: an argument's is the loop's, written
+    // between iterations.
+    for (Value value : buffersOf(collective))
+      if (llvm::isa<BlockArgument>(value))
+        return;
+    Operation *resume = &block.front();
+    bool any = false;
+    while (resume != collective && !touching.contains(resume) &&
+           passes(resume)) {
+      any = any || computes(resume);
+      resume = resume->getNextNode();
+    }
+    if (!any)
+      return;
+    auto number = static_cast<int64_t>(carried++);
+    wait.setCarried(number);
+    SmallVector<int64_t> resumes;
+    if (auto listed = resume->getAttrOfType<DenseI64ArrayAttr>(
+            mtf::MtfDialect::kResumesAttrName))
+      llvm::append_range(resumes, listed.asArrayRef());
+    resumes.push_back(number);
+    resume->setAttr(
+        mtf::MtfDialect::kResumesAttrName,
+        DenseI64ArrayAttr::get(block.getParentOp()->getContext(), resumes));
+    for (Operation *op = &block.front(); op != resume; op = op->getNextNode())
       inFlight[op] += bytes;
   }
 
@@ -191,6 +240,8 @@ private:
 
   Block &block;
   int64_t limit;
+  /// The carried waits numbered so far in the block.
+  uint64_t carried = 0;
   /// The bytes of the collectives in flight at each op of the block.
   llvm::DenseMap<Operation *, int64_t> inFlight;
 };

@@ -209,6 +209,16 @@ def MtfOverlapCollectives
     collective reads the same inputs and writes the same results, and
     nothing in between looks at them.
 
+    Across iterations: in a loop body of two or more iterations, a wait that
+    reaches the body's end and whose results are only yielded as stacked
+    values (each iteration's own slice; a gradient of the layer) becomes a
+    carried wait (`carried = N`): the collective also runs beside the next
+    iteration's ops from the body's start up to the first that does not
+    pass (usually the one that makes its input again), which gets
+    `mtf.resumes` listing N; there the iteration before's collective
+    completes, and the last one when the loop ends. Its buffers must be the
+    body's own (no loop argument). No later end moves past a resume point.
+
     `meshc --overlap-limit` sets `in-flight-bytes` (0: the pass is
     skipped). Runs last, after `mtf-combine-collectives`.
   }];

@@ -291,19 +291,36 @@ void repeat(StepClock &clock, int64_t count, llvm::function_ref<void()> once) {
   }
 }
 
+/// Whether `op` is a carried wait (it completes its collective in the
+/// next iteration, where it resumes).
+bool isCarriedWait(Operation *op) {
+  auto wait = llvm::dyn_cast<mtf::WaitOp>(op);
+  return wait && wait.getCarried();
+}
+
 /// Runs steps `ops` on `clock`, each loop's body once per iteration.
 void simulate(ArrayRef<Operation *> ops, StepCosts &costs, StepClock &clock) {
   for (Operation *op : ops) {
     std::optional<runtime::OpKind> kind = mtf::stepKindOf(op);
     if (!kind)
       continue;
+    // The iteration before's carried collectives complete here (in the
+    // first iteration none ran: the clock finds them done).
+    for (Operation *carried : mtf::WaitOp::resumedAt(op))
+      clock.wait(llvm::cast<mtf::WaitOp>(carried).getStart());
     if (kind == runtime::OpKind::Loop) {
       SmallVector<Operation *> body;
       for (Operation &inner : op->getRegion(0).front())
         body.push_back(&inner);
       repeat(clock, loopCount(*op), [&] { simulate(body, costs, clock); });
+      // The last iteration's with the loop.
+      for (Operation *inner : body)
+        if (isCarriedWait(inner))
+          clock.wait(llvm::cast<mtf::WaitOp>(inner).getStart());
       continue;
     }
+    if (isCarriedWait(op))
+      continue;
     if (kind == runtime::OpKind::Wait) {
       clock.wait(llvm::cast<mtf::WaitOp>(op).getStart());
       continue;
@@ -343,6 +360,10 @@ double StepClock::wait(Operation *start) {
 void StepClock::advance(double seconds) {
   device += seconds;
   lane += seconds;
+  // Collectives still in flight (carried into the next iteration) end as
+  // much later.
+  for (auto &[op, end] : done)
+    end += seconds;
 }
 
 ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
@@ -421,9 +442,21 @@ void forEachPredictedStep(
       if (kind == runtime::OpKind::Loop) {
         int64_t count = loopCount(op);
         bool reverse = op.hasAttr("reverse");
+        Block &body = op.getRegion(0).front();
         for (int64_t i = 0; i < count; ++i)
-          for (Operation &inner : op.getRegion(0).front())
-            walkOne(inner, reverse ? count - 1 - i : i);
+          for (Operation &inner : body) {
+            // The iteration before's carried collectives complete before
+            // the op they resume at; a carried wait itself runs there.
+            if (i > 0)
+              for (Operation *carried : mtf::WaitOp::resumedAt(&inner))
+                walkOne(*carried, reverse ? count - 1 - i : i);
+            if (!isCarriedWait(&inner))
+              walkOne(inner, reverse ? count - 1 - i : i);
+          }
+        // The last iteration's with the loop.
+        for (auto carried : body.getOps<mtf::WaitOp>())
+          if (carried.getCarried())
+            walkOne(*carried, reverse ? 0 : count - 1);
         return;
       }
       PredictedStep step = costs.of(op, *kind);

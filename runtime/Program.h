@@ -380,6 +380,11 @@ struct AttentionGradAttrs : AttentionSpec {
 /// (docs/mprog.md#overlapped-collectives).
 struct WaitAttrs {
   std::vector<int64_t> tickets;
+  /// A carried wait (docs/mprog.md#collectives-carried-across-iterations):
+  /// in a loop body, it completes the collectives its tickets started later
+  /// in the body in the iteration before (none in the first); the loop
+  /// completes the last iteration's when it ends.
+  bool carried = false;
 };
 
 namespace detail {

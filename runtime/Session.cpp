@@ -529,14 +529,24 @@ void Session::runLoop(const Step &loop, const Program &own,
   context.shifts = shifts.data();
   context.iterations = &iterations;
   iterations.push_back(0);
+  auto carriedWait = [](const Step &step) {
+    return step.op() == OpKind::Wait && step.as<WaitAttrs>().carried;
+  };
   for (int64_t k = 0; k < attrs.count; ++k) {
     int64_t i = attrs.reverse ? attrs.count - 1 - k : k;
     iterations.back() = i;
     for (size_t s = 0; s < attrs.stacked.size(); ++s)
       shifts[attrs.stacked[s].buffer] = base[s] + i * attrs.stacked[s].stride;
     for (const Step &step : own.bodyOf(loop))
-      run(step);
+      // A carried wait completes the iteration before's collectives: the
+      // first iteration has none.
+      if (k > 0 || !carriedWait(step))
+        run(step);
   }
+  // The last iteration's carried collectives complete with the loop.
+  for (const Step &step : own.bodyOf(loop))
+    if (carriedWait(step))
+      run(step);
   iterations.pop_back();
   for (size_t s = 0; s < attrs.stacked.size(); ++s)
     shifts[attrs.stacked[s].buffer] = base[s];

@@ -30,6 +30,9 @@ struct InFlight {
   size_t list = 0;
   std::vector<std::pair<size_t, Range>> ranges;
   Range scratch;
+  /// Completed by a carried wait (in the next iteration or when the loop
+  /// ends), not by the end of its body.
+  bool carried = false;
 };
 
 class Planner {
@@ -44,6 +47,9 @@ public:
 
   void walk(const std::vector<JsonNode> &nodes, std::vector<Step> &steps,
             size_t list) {
+    // The collectives a carried wait completes are in flight from the
+    // body's first step (started in the iteration before) to that wait.
+    std::vector<int64_t> carriedHere = carryIn(nodes, steps, list);
     for (size_t i = 0; i < steps.size(); ++i) {
       Step &step = steps[i];
       const JsonNode &node = nodes[i];
@@ -61,14 +67,76 @@ public:
         begin(node, step, list);
     }
     for (const InFlight &flight : inFlight)
-      if (flight.list == list)
+      if (flight.list == list && !flight.carried)
         flight.node->member("start").fail(
             describe(flight) + " is not waited for by the end of its " +
             (list == 0 ? "steps" : "loop body") +
             "; a wait step there must complete it");
+    // The carried ones complete when the loop ends; their scratch is free
+    // after it.
+    inFlight.erase(std::remove_if(inFlight.begin(), inFlight.end(),
+                                  [&](const InFlight &flight) {
+                                    return flight.list == list;
+                                  }),
+                   inFlight.end());
+    for (int64_t ticket : carriedHere) {
+      Range scratch = carried.at(ticket);
+      reserved.erase(std::remove_if(reserved.begin(), reserved.end(),
+                                    [&](const Range &range) {
+                                      return range.begin == scratch.begin &&
+                                             range.end == scratch.end;
+                                    }),
+                     reserved.end());
+    }
   }
 
   int64_t scratchBytes() const { return scratchEnd; }
+
+  /// Checks the carried waits of step list `list` (a loop body's; a carried
+  /// wait elsewhere is refused) and puts each collective they complete in
+  /// flight, its scratch reserved for the whole body. Returns their
+  /// tickets.
+  std::vector<int64_t> carryIn(const std::vector<JsonNode> &nodes,
+                               std::vector<Step> &steps, size_t list) {
+    std::vector<int64_t> tickets;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].op() != OpKind::Wait || !steps[i].as<WaitAttrs>().carried)
+        continue;
+      const JsonNode &node = nodes[i];
+      if (list == 0)
+        node.member("carried").fail(
+            "a carried wait completes collectives of a loop body's iteration "
+            "before; this wait is not in a loop body");
+      std::vector<JsonNode> names = node.member("tickets").elements();
+      const std::vector<int64_t> &waited = steps[i].as<WaitAttrs>().tickets;
+      for (size_t t = 0; t < waited.size(); ++t) {
+        size_t at = i + 1;
+        while (at < steps.size() && steps[at].ticket != waited[t])
+          ++at;
+        std::string ticket = "ticket " + std::to_string(waited[t]);
+        if (at == steps.size())
+          names[t].fail(ticket +
+                        " is not started after this carried wait in its loop "
+                        "body; a carried wait completes the collectives the "
+                        "body starts after it, in the iteration before");
+        if (carried.count(waited[t]))
+          names[t].fail(ticket + " is waited for by another carried wait");
+        if (steps[at].phase != steps[i].phase)
+          names[t].fail(ticket + " starts in the " +
+                        phaseName(steps[at].phase) +
+                        " phase; its wait must too (this one is " +
+                        phaseName(steps[i].phase) + ")");
+        InFlight flight = inFlightOf(nodes[at], steps[at], list);
+        flight.carried = true;
+        flight.scratch = reserve(steps[at].scratchBytes);
+        reserved.push_back(flight.scratch);
+        carried[waited[t]] = flight.scratch;
+        inFlight.push_back(std::move(flight));
+        tickets.push_back(waited[t]);
+      }
+    }
+    return tickets;
+  }
 
 private:
   static int64_t align(int64_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -104,13 +172,9 @@ private:
     }
   }
 
-  void begin(const JsonNode &node, Step &step, size_t list) {
-    auto [earlier, fresh] = started.emplace(step.ticket, &step);
-    if (!fresh)
-      node.member("start").fail(
-          "ticket " + std::to_string(step.ticket) + " is started by " +
-          program.stepLabel(earlier->second->index) +
-          " already; each started collective has a ticket of its own");
+  /// The started collective `step`, in flight (its scratch still to place).
+  InFlight inFlightOf(const JsonNode &node, const Step &step,
+                      size_t list) const {
     InFlight flight;
     flight.ticket = step.ticket;
     flight.start = &step;
@@ -118,23 +182,43 @@ private:
     flight.list = list;
     for (const Operand *operand : step.operands())
       flight.ranges.emplace_back(operand->buffer, rangeOf(*operand));
-    // First fit above the scratch of the steps that run to completion.
-    int64_t at = firstSlot, bytes = align(step.scratchBytes);
-    if (bytes > 0) {
-      std::vector<Range> taken;
-      for (const InFlight &other : inFlight)
-        if (other.scratch.end > other.scratch.begin)
-          taken.push_back(other.scratch);
-      std::sort(taken.begin(), taken.end(), [](const Range &a, const Range &b) {
-        return a.begin < b.begin;
-      });
-      for (const Range &range : taken)
-        if (Range{at, at + bytes}.overlaps(range))
-          at = range.end;
-      flight.scratch = {at, at + bytes};
-      scratchEnd = std::max(scratchEnd, at + bytes);
-    }
-    step.scratchOffset = at;
+    return flight;
+  }
+
+  /// `bytes` of scratch, first fit above the scratch of the steps that run
+  /// to completion, beside that of the collectives in flight and reserved.
+  Range reserve(int64_t bytes) {
+    bytes = align(bytes);
+    if (bytes == 0)
+      return {firstSlot, firstSlot};
+    std::vector<Range> taken(reserved);
+    for (const InFlight &other : inFlight)
+      if (other.scratch.end > other.scratch.begin)
+        taken.push_back(other.scratch);
+    std::sort(taken.begin(), taken.end(),
+              [](const Range &a, const Range &b) { return a.begin < b.begin; });
+    int64_t at = firstSlot;
+    for (const Range &range : taken)
+      if (Range{at, at + bytes}.overlaps(range))
+        at = range.end;
+    scratchEnd = std::max(scratchEnd, at + bytes);
+    return {at, at + bytes};
+  }
+
+  void begin(const JsonNode &node, Step &step, size_t list) {
+    auto [earlier, fresh] = started.emplace(step.ticket, &step);
+    if (!fresh)
+      node.member("start").fail(
+          "ticket " + std::to_string(step.ticket) + " is started by " +
+          program.stepLabel(earlier->second->index) +
+          " already; each started collective has a ticket of its own");
+    InFlight flight = inFlightOf(node, step, list);
+    // A carried collective keeps the scratch reserved for it over the body.
+    auto reservedFor = carried.find(step.ticket);
+    flight.carried = reservedFor != carried.end();
+    flight.scratch =
+        flight.carried ? reservedFor->second : reserve(step.scratchBytes);
+    step.scratchOffset = flight.scratch.begin;
     inFlight.push_back(std::move(flight));
   }
 
@@ -146,6 +230,10 @@ private:
           std::find_if(inFlight.begin(), inFlight.end(),
                        [&](const InFlight &f) { return f.ticket == names[t]; });
       std::string ticket = "ticket " + std::to_string(names[t]);
+      if (!wait.as<WaitAttrs>().carried && carried.count(names[t]))
+        tickets[t].fail(ticket +
+                        " is completed by a carried wait; no other wait may "
+                        "complete it");
       if (flight == inFlight.end())
         tickets[t].fail(ticket + (started.count(names[t])
                                       ? " is waited for already"
@@ -167,6 +255,10 @@ private:
   Program &program;
   std::vector<InFlight> inFlight;
   std::map<int64_t, const Step *> started;
+  /// The tickets carried waits complete -> the scratch reserved for them.
+  std::map<int64_t, Range> carried;
+  /// The scratch of the carried collectives of the body being walked.
+  std::vector<Range> reserved;
   int64_t firstSlot = 0, scratchEnd = 0;
 };
 

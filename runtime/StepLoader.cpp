@@ -550,6 +550,8 @@ void StepParser::parseAttrs(WaitAttrs &attrs) {
         ticket.fail("ticket " + std::to_string(value) + " is listed twice");
     attrs.tickets.push_back(value);
   }
+  if (std::optional<JsonNode> carried = node.optionalMember("carried"))
+    attrs.carried = carried->boolean();
 }
 
 void StepParser::requireSizesUsed() const {

@@ -494,6 +494,67 @@ TEST(LoaderTest, StartedCollectiveErrors) {
             "body; a wait step there must complete it");
 }
 
+/// The program's two steps as a loop of `count` iterations whose body is
+/// `body(einsum, gather)` (the all_gather started under ticket 0).
+template <typename Body> auto inLoop(Body body) {
+  return [body](json &p) {
+    json einsum = p["steps"][0], gather = p["steps"][1];
+    gather["start"] = 0;
+    p["steps"] = json::array(
+        {{{"op", "loop"}, {"count", 3}, {"body", body(einsum, gather)}}});
+  };
+}
+
+TEST(LoaderTest, CarriedWaits) {
+  json carried = {{"op", "wait"}, {"tickets", {0}}, {"carried", true}};
+  // The iteration before's gather completes before the einsum writes its
+  // input again; the last one with the loop (no wait at the body's end).
+  EXPECT_EQ(errorAfter(inLoop([&](json einsum, json gather) {
+              return json::array({carried, einsum, gather});
+            })),
+            "");
+  json program = validProgram();
+  inLoop([&](json einsum, json gather) {
+    return json::array({carried, einsum, gather});
+  })(program);
+  Program loaded = parseProgram(program.dump(), "p.mprog");
+  const std::vector<Step> &body = loaded.bodyOf(loaded.steps[0]);
+  ASSERT_EQ(body.size(), 3u);
+  EXPECT_TRUE(body[0].as<WaitAttrs>().carried);
+  EXPECT_EQ(body[2].ticket, 0);
+
+  EXPECT_EQ(errorAfter(started([&](json &steps) { steps.push_back(carried); })),
+            "p.mprog: steps[2].carried: a carried wait completes collectives "
+            "of a loop body's iteration before; this wait is not in a loop "
+            "body");
+  EXPECT_EQ(errorAfter(inLoop([&](json einsum, json gather) {
+              return json::array({einsum, gather, carried});
+            })),
+            "p.mprog: steps[0].body[2].tickets[0]: ticket 0 is not started "
+            "after this carried wait in its loop body; a carried wait "
+            "completes the collectives the body starts after it, in the "
+            "iteration before");
+  // The einsum before the carried wait would write the gather's input
+  // while the iteration before's gather reads it.
+  EXPECT_EQ(errorAfter(inLoop([&](json einsum, json gather) {
+              return json::array({einsum, carried, gather});
+            })),
+            "p.mprog: steps[0].body[0]: buffer 2 [64, 80) overlaps buffer 2 "
+            "[64, 80) of ticket 0 (step 0 (loop) body step 2, all_gather), "
+            "which runs until its wait; use it after the wait");
+  EXPECT_EQ(errorAfter(inLoop([&](json einsum, json gather) {
+              return json::array({carried, einsum, gather,
+                                  {{"op", "wait"}, {"tickets", {0}}}});
+            })),
+            "p.mprog: steps[0].body[3].tickets[0]: ticket 0 is completed by "
+            "a carried wait; no other wait may complete it");
+  EXPECT_EQ(errorAfter(inLoop([&](json einsum, json gather) {
+              return json::array({carried, carried, einsum, gather});
+            })),
+            "p.mprog: steps[0].body[1].tickets[0]: ticket 0 is waited for by "
+            "another carried wait");
+}
+
 TEST(LoaderTest, CombinedMoveErrors) {
   // Step 1 as a combined all_gather of two parts: its own tensor and one
   // more (buffers 4 -> 5, the same shapes).
