@@ -542,12 +542,13 @@ TEST(LoaderTest, CarriedWaits) {
             "p.mprog: steps[0].body[0]: buffer 2 [64, 80) overlaps buffer 2 "
             "[64, 80) of ticket 0 (step 0 (loop) body step 2, all_gather), "
             "which runs until its wait; use it after the wait");
-  EXPECT_EQ(errorAfter(inLoop([&](json einsum, json gather) {
-              return json::array({carried, einsum, gather,
-                                  {{"op", "wait"}, {"tickets", {0}}}});
-            })),
-            "p.mprog: steps[0].body[3].tickets[0]: ticket 0 is completed by "
-            "a carried wait; no other wait may complete it");
+  EXPECT_EQ(
+      errorAfter(inLoop([&](json einsum, json gather) {
+        return json::array(
+            {carried, einsum, gather, {{"op", "wait"}, {"tickets", {0}}}});
+      })),
+      "p.mprog: steps[0].body[3].tickets[0]: ticket 0 is completed by "
+      "a carried wait; no other wait may complete it");
   EXPECT_EQ(errorAfter(inLoop([&](json einsum, json gather) {
               return json::array({carried, carried, einsum, gather});
             })),
