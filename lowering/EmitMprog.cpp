@@ -538,7 +538,11 @@ void MprogEmitter::planCarriedWaits() {
           }))
         continue;
       carriedWaits.insert(wait);
-      // Its inputs, from the body's first step to its end.
+      // Its inputs, from the body's first step to its end (unless it reads
+      // them only where it starts).
+      std::optional<runtime::OpKind> kind = mtf::stepKindOf(wait.getStart());
+      if (kind && runtime::readsInputsAtStart(*kind))
+        continue;
       for (Value kept : wait.getKept()) {
         BufferInfo &info = infoOf(kept);
         if (info.pinned || info.sliceOf)

@@ -158,6 +158,50 @@ void hoist(mtf::LoopOp loop, int64_t bucketBytes) {
   }
 }
 
+/// Casts that end a stacked value (the bf16 rounding of a gradient after its
+/// collective): each acts on each element alone, so the stacked tensor is
+/// cast once after the loop instead, and the body stacks the value before
+/// them. The collective's results are then only stacked: its wait may be
+/// carried into the next iteration (mtf-overlap-collectives). Only where
+/// the stacked result keeps its type (a pair f32 -> bf16 -> f32).
+void sinkStackedCasts(mtf::LoopOp loop) {
+  Operation *yield = loop.getBodyBlock().getTerminator();
+  size_t carried = loop.getFinals().size();
+  StringRef dim = loop.getDim();
+  int64_t count = loop.getCount();
+  for (size_t i = 0; i < loop.getStackedResults().size(); ++i) {
+    Value yielded = yield->getOperand(carried + i);
+    SmallVector<mtf::CastOp> casts;
+    Value value = yielded;
+    while (auto cast = value.getDefiningOp<mtf::CastOp>()) {
+      if (!singleUse(cast) || cast->getBlock() != &loop.getBodyBlock() ||
+          cast->hasAttr(mtf::MtfDialect::kBlocksAttrName))
+        break;
+      casts.insert(casts.begin(), cast);
+      value = cast.getInput();
+    }
+    if (casts.empty() || value.getType() != yielded.getType())
+      continue;
+    yield->setOperand(carried + i, value);
+    Value stacked = loop.getStackedResults()[i];
+    OpBuilder builder(loop->getContext());
+    builder.setInsertionPointAfter(loop);
+    Value last = stacked;
+    Operation *first = nullptr;
+    for (mtf::CastOp cast : casts) {
+      auto type = mtf::LoopOp::stackedType(
+          llvm::cast<mtf::TensorType>(cast.getType()), dim, count);
+      Operation *copy = cloneAfter(builder, cast, type, loop);
+      copy->setOperand(0, last);
+      first = first ? first : copy;
+      last = copy->getResult(0);
+    }
+    stacked.replaceAllUsesExcept(last, first);
+    for (auto cast : llvm::reverse(casts))
+      cast->erase();
+  }
+}
+
 /// Whether `value` is a zero constant.
 bool isZero(Value value) {
   auto constant = value.getDefiningOp<mtf::ConstantOp>();
@@ -209,6 +253,7 @@ struct MtfHoistLoopReductionsPass
         program.walk([&](mtf::LoopOp loop) {
           hoist(loop, bucketBytes);
           hoistCarriedSums(loop);
+          sinkStackedCasts(loop);
         });
   }
 };

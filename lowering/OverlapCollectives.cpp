@@ -40,12 +40,11 @@ bool computes(Operation *op) {
          *kind != meshc::runtime::OpKind::Wait;
 }
 
-/// The values that share a buffer with `op`'s operands and results: those,
-/// and the views of them (both ways, through any chain of views).
-llvm::DenseSet<Value> buffersOf(Operation *op) {
+/// The values that share a buffer with `roots`: those, and the views of
+/// them (both ways, through any chain of views).
+llvm::DenseSet<Value> buffersOf(ArrayRef<Value> roots) {
   llvm::DenseSet<Value> seen;
-  SmallVector<Value> work(op->getOperands());
-  llvm::append_range(work, op->getResults());
+  SmallVector<Value> work(roots.begin(), roots.end());
   while (!work.empty()) {
     Value value = work.pop_back_val();
     if (!seen.insert(value).second)
@@ -65,6 +64,10 @@ public:
   Overlap(Block &block, int64_t limit) : block(block), limit(limit) {}
 
   void run() {
+    // Carried waits already there (IR read back) keep their numbers.
+    for (auto wait : block.getOps<mtf::WaitOp>())
+      if (std::optional<uint64_t> number = wait.getCarried())
+        carried = std::max(carried, *number + 1);
     SmallVector<Operation *> collectives;
     // (One started already, in IR read back, stays as it is.)
     for (Operation &op : block)
@@ -75,11 +78,12 @@ public:
   }
 
 private:
-  void overlap(Operation *collective) {
-    // The ops of the block that touch its buffers: define, read or write
-    // one (at any depth of their regions).
+  /// The ops of the block that touch `buffers`: define, read or write one
+  /// (at any depth of their regions), but `collective`.
+  llvm::DenseSet<Operation *> touchingOf(const llvm::DenseSet<Value> &buffers,
+                                         Operation *collective) {
     llvm::DenseSet<Operation *> touching;
-    for (Value value : buffersOf(collective)) {
+    for (Value value : buffers) {
       if (Operation *def = value.getDefiningOp())
         if (Operation *at = block.findAncestorOpInBlock(*def))
           touching.insert(at);
@@ -88,6 +92,23 @@ private:
           touching.insert(at);
     }
     touching.erase(collective);
+    return touching;
+  }
+
+  void overlap(Operation *collective) {
+    SmallVector<Value> all(collective->getOperands());
+    llvm::append_range(all, collective->getResults());
+    SmallVector<Value> results(collective->getResults());
+    // What touches its buffers before it starts, and after: a collective
+    // that copies its inputs into its scratch where it starts
+    // (readsInputsAtStart) leaves them free after its start.
+    llvm::DenseSet<Operation *> touching =
+        touchingOf(buffersOf(all), collective);
+    std::optional<meshc::runtime::OpKind> kind = mtf::stepKindOf(collective);
+    bool packs = kind && meshc::runtime::readsInputsAtStart(*kind);
+    llvm::DenseSet<Value> busyBuffers = buffersOf(packs ? results : all);
+    llvm::DenseSet<Operation *> touchingAfter =
+        packs ? touchingOf(busyBuffers, collective) : touching;
     int64_t bytes = 0;
     for (Value value : collective->getOperands())
       bytes += meshc::largestLocalBytes(value);
@@ -98,12 +119,15 @@ private:
     // the collective could share: no end moves past one. Nor past where a
     // carried wait resumes: what moved above it would run beside that
     // collective of the iteration before.)
-    auto passes = [&](Operation *op) {
-      return !touching.contains(op) && !op->hasTrait<OpTrait::IsTerminator>() &&
+    auto passesWith = [&](const llvm::DenseSet<Operation *> &touches,
+                          Operation *op) {
+      return !touches.contains(op) && !op->hasTrait<OpTrait::IsTerminator>() &&
              mtf::phaseOf(op) == phase && !llvm::isa<mtf::AssignOp>(op) &&
              !op->hasAttr(mtf::MtfDialect::kResumesAttrName) &&
              inFlight.lookup(op) + bytes <= limit;
     };
+    auto passesUp = [&](Operation *op) { return passesWith(touching, op); };
+    auto passes = [&](Operation *op) { return passesWith(touchingAfter, op); };
 
     // The earliest start and the latest wait: the views of the inputs
     // move up with the start, those of the results down after the wait
@@ -112,7 +136,7 @@ private:
     SmallVector<Operation *> lifted, carried;
     Operation *first = reach(collective, /*up=*/true,
                              viewChain(collective->getOperands(), /*up=*/true),
-                             passes, lifted);
+                             passesUp, lifted);
     Operation *last = reach(collective, /*up=*/false,
                             viewChain(collective->getResults(), /*up=*/false),
                             passes, carried);
@@ -152,16 +176,18 @@ private:
     for (Operation *op = collective->getNextNode(); op != wait.getOperation();
          op = op->getNextNode())
       inFlight[op] += bytes;
-    carry(collective, wait, touching, bytes, passes);
+    carry(collective, wait, busyBuffers, bytes, passes);
   }
 
   /// A wait that reached the end of a loop body, whose results are only
   /// yielded as stacked values (each iteration's own slice), becomes a
   /// carried wait: its collective also runs beside the next iteration's
-  /// ops up to the first that does not pass (the ops that define its
-  /// inputs touch its buffers), and completes before that one.
+  /// ops up to the first that does not pass (one that touches its busy
+  /// buffers, `busyBuffers`: the ops that make its inputs again, unless it
+  /// copies them where it starts; another phase, an assign, the limit), and
+  /// completes before that one.
   void carry(Operation *collective, mtf::WaitOp wait,
-             const llvm::DenseSet<Operation *> &touching, int64_t bytes,
+             const llvm::DenseSet<Value> &busyBuffers, int64_t bytes,
              llvm::function_ref<bool(Operation *)> passes) {
     auto loop = llvm::dyn_cast_or_null<mtf::LoopOp>(block.getParentOp());
     if (!loop || loop.getCount() < 2 || !wait.resultsOnlyStacked())
@@ -173,13 +199,12 @@ private:
         return;
     // Its buffers are the body's own: an argument's is the loop's, written
     // between iterations.
-    for (Value value : buffersOf(collective))
+    for (Value value : busyBuffers)
       if (llvm::isa<BlockArgument>(value))
         return;
     Operation *resume = &block.front();
     bool any = false;
-    while (resume != collective && !touching.contains(resume) &&
-           passes(resume)) {
+    while (resume != collective && passes(resume)) {
       any = any || computes(resume);
       resume = resume->getNextNode();
     }

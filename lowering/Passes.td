@@ -130,7 +130,14 @@ def MtfHoistLoopReductions
     body reads) adds the partial sums instead, and its final is all-reduced
     once after the loop, whatever its size: the gradient of a weight that a
     pipeline's loop over ticks reads in every tick (docs/pipeline.md), its
-    data-parallel all-reduce once per step instead of once per tick. `meshc
+    data-parallel all-reduce once per step instead of once per tick.
+
+    And casts that end a stacked value (each read only by the next, the last
+    by the yield; the stacked type unchanged, as f32 -> bf16 -> f32) move
+    after the loop onto the stacked tensor: the body stacks the value before
+    them. Same values and work; the collective that made the value (a large
+    gradient's reduce-scatter) then only has its result stacked, so
+    mtf-overlap-collectives can carry its wait into the next iteration. `meshc
     --bucket-size` sets it (0: the pass is skipped, as combining is). Runs
     after `mtf-partition`, before `mtf-fuse`.
   }];

@@ -279,15 +279,18 @@ bool isUpdate(Operation &op) {
 
 namespace {
 
-/// Runs `once` `count` times on `clock`: the first two runs step by step,
-/// the rest taking the second's time (each run starts as the one before it
-/// ends: every collective a run starts, it waits for).
-void repeat(StepClock &clock, int64_t count, llvm::function_ref<void()> once) {
+/// Runs `once` (the steps `ops`) `count` times on `clock`: the first two
+/// runs step by step, the rest taking the second's time (each run starts
+/// as the one before it ends; a collective of `ops` still in flight, carried
+/// into the next run, ends as much later).
+void repeat(StepClock &clock, int64_t count, ArrayRef<Operation *> ops,
+            llvm::function_ref<void()> once) {
   for (int64_t i = 0; i < std::min<int64_t>(count, 2); ++i) {
     double before = clock.now();
     once();
     if (i == 1 && count > 2)
-      clock.advance((clock.now() - before) * static_cast<double>(count - 2));
+      clock.advance((clock.now() - before) * static_cast<double>(count - 2),
+                    ops);
   }
 }
 
@@ -301,18 +304,20 @@ bool isCarriedWait(Operation *op) {
 /// Runs steps `ops` on `clock`, each loop's body once per iteration.
 void simulate(ArrayRef<Operation *> ops, StepCosts &costs, StepClock &clock) {
   for (Operation *op : ops) {
+    // The iteration before's carried collectives complete here (in the
+    // first iteration none ran: the clock finds them done), also before an
+    // op that is no step.
+    for (Operation *carried : mtf::WaitOp::resumedAt(op))
+      clock.wait(llvm::cast<mtf::WaitOp>(carried).getStart());
     std::optional<runtime::OpKind> kind = mtf::stepKindOf(op);
     if (!kind)
       continue;
-    // The iteration before's carried collectives complete here (in the
-    // first iteration none ran: the clock finds them done).
-    for (Operation *carried : mtf::WaitOp::resumedAt(op))
-      clock.wait(llvm::cast<mtf::WaitOp>(carried).getStart());
     if (kind == runtime::OpKind::Loop) {
       SmallVector<Operation *> body;
       for (Operation &inner : op->getRegion(0).front())
         body.push_back(&inner);
-      repeat(clock, loopCount(*op), [&] { simulate(body, costs, clock); });
+      repeat(clock, loopCount(*op), body,
+             [&] { simulate(body, costs, clock); });
       // The last iteration's with the loop.
       for (Operation *inner : body)
         if (isCarriedWait(inner))
@@ -357,13 +362,14 @@ double StepClock::wait(Operation *start) {
   return begin;
 }
 
-void StepClock::advance(double seconds) {
+void StepClock::advance(double seconds, ArrayRef<Operation *> repeated) {
   device += seconds;
   lane += seconds;
-  // Collectives still in flight (carried into the next iteration) end as
-  // much later.
-  for (auto &[op, end] : done)
-    end += seconds;
+  // The repeated steps' collectives still in flight (carried into the next
+  // iteration) end as much later; one started before them runs on.
+  for (Operation *op : repeated)
+    if (auto end = done.find(op); end != done.end())
+      end->second += seconds;
 }
 
 ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
@@ -417,7 +423,8 @@ ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
     SmallVector<Operation *> perMicrobatch, once;
     for (Operation &op : program.getBodyBlock())
       (microbatches > 1 && isUpdate(op) ? once : perMicrobatch).push_back(&op);
-    repeat(clock, microbatches, [&] { simulate(perMicrobatch, costs, clock); });
+    repeat(clock, microbatches, perMicrobatch,
+           [&] { simulate(perMicrobatch, costs, clock); });
     simulate(once, costs, clock);
     double sum = result.prediction.compute + result.prediction.communication;
     // (The two sums add in different orders: a last-bit difference is

@@ -75,8 +75,9 @@ public:
   /// The wait for started collective `start`; returns when it began (its
   /// stall is now() minus that).
   double wait(mlir::Operation *start);
-  /// Moves both clocks on by `seconds` (iterations known to repeat).
-  void advance(double seconds);
+  /// Moves both clocks on by `seconds` (iterations of the steps `repeated`
+  /// known to repeat), and the end of those steps' collectives in flight.
+  void advance(double seconds, llvm::ArrayRef<mlir::Operation *> repeated);
   /// When the device is free.
   double now() const { return device; }
   /// When the device and the lane are both free.

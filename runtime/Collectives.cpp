@@ -187,7 +187,8 @@ std::vector<StridedCopy> intoPackedChunks(std::vector<StridedCopy> copies,
 void runCombinedMove(const Step &step, const std::vector<MovePart> &parts,
                      Communicator &comm, DType dtype,
                      const std::function<char *(const Operand &)> &at,
-                     char *scratch, const CopyRunner &copy) {
+                     char *scratch, const CopyRunner &copy,
+                     CollectivePart part) {
   int64_t bytes = dtypeBytes(dtype);
   int64_t n = comm.size(), rank = comm.rank();
   bool gather = step.op() == OpKind::AllGather;
@@ -200,7 +201,7 @@ void runCombinedMove(const Step &step, const std::vector<MovePart> &parts,
     prefix.push_back(total);
     total += chunk.back();
   }
-  for (size_t i = 0; i < parts.size(); ++i) {
+  for (size_t i = 0; i < parts.size() && part != CollectivePart::Rest; ++i) {
     if (gather) {
       copy(contiguous(rank * total + prefix[i], 0, chunk[i]), at(parts[i].in),
            scratch);
@@ -213,6 +214,8 @@ void runCombinedMove(const Step &step, const std::vector<MovePart> &parts,
              chunk[i], total, prefix[i], true),
          at(parts[i].in), scratch);
   }
+  if (part == CollectivePart::Pack)
+    return;
   if (gather)
     comm.allGather(scratch, total);
   else
@@ -239,17 +242,26 @@ void runCombinedMove(const Step &step, const std::vector<MovePart> &parts,
 void runMoveStep(const Step &step, Communicator &comm, DType dtype,
                  const char *in, char *out, char *scratch,
                  const CopyRunner &copy,
-                 const std::function<char *(const Operand &)> &at) {
+                 const std::function<char *(const Operand &)> &at,
+                 CollectivePart part) {
   int64_t bytes = dtypeBytes(dtype);
   int64_t n = comm.size(), rank = comm.rank();
   const NamedShape &inShape = step.in[0].shape;
+  if (part != CollectivePart::Whole && !readsInputsAtStart(step.op()))
+    throw RuntimeError("step " + std::to_string(step.index) + " (" +
+                       opName(step.op()) +
+                       ") does not read its inputs at its start: it runs "
+                       "whole");
+  // The copies out of the inputs (Pack), then the rest (Rest).
+  bool pack = part != CollectivePart::Rest, rest = part != CollectivePart::Pack;
   if (const auto *gather = std::get_if<AllGatherAttrs>(&step.attrs);
       gather && !gather->parts.empty())
-    return runCombinedMove(step, gather->parts, comm, dtype, at, scratch, copy);
+    return runCombinedMove(step, gather->parts, comm, dtype, at, scratch, copy,
+                           part);
   if (const auto *scatter = std::get_if<ReduceScatterAttrs>(&step.attrs);
       scatter && !scatter->parts.empty())
-    return runCombinedMove(step, scatter->parts, comm, dtype, at, scratch,
-                           copy);
+    return runCombinedMove(step, scatter->parts, comm, dtype, at, scratch, copy,
+                           part);
   switch (step.op()) {
   case OpKind::AllGather: {
     const AllGatherAttrs &gather = step.as<AllGatherAttrs>();
@@ -259,8 +271,11 @@ void runMoveStep(const Step &step, Communicator &comm, DType dtype,
         chunkSizes(view.outer, view.inner, blocks, bytes);
     // With the dim outermost the chunks are the output itself.
     char *chunks = view.outer == 1 ? out : scratch;
-    copy(contiguous(blockStarts(chunkBytes)[rank], 0, chunkBytes[rank]), in,
-         chunks);
+    if (pack)
+      copy(contiguous(blockStarts(chunkBytes)[rank], 0, chunkBytes[rank]), in,
+           chunks);
+    if (!rest)
+      return;
     if (gather.blocks.empty())
       comm.allGather(chunks, chunkBytes[0]);
     else
@@ -273,7 +288,10 @@ void runMoveStep(const Step &step, Communicator &comm, DType dtype,
     const ReduceScatterAttrs &scatter = step.as<ReduceScatterAttrs>();
     Around view = around(inShape, scatter.dim);
     std::vector<int64_t> blocks = groupBlocks(scatter.blocks, n, view.size);
-    copy(splitCopies(view.outer, view.inner, blocks, bytes), in, scratch);
+    if (pack)
+      copy(splitCopies(view.outer, view.inner, blocks, bytes), in, scratch);
+    if (!rest)
+      return;
     std::vector<int64_t> counts = chunkSizes(view.outer, view.inner, blocks, 1);
     if (scatter.blocks.empty())
       comm.reduceScatter(scratch, counts[0], dtype, scatter.reduction);
@@ -295,7 +313,11 @@ void runMoveStep(const Step &step, Communicator &comm, DType dtype,
     std::vector<int64_t> concatBlocks = groupBlocks(
         allToAll.concatBlocks, n, n * around(inShape, allToAll.concatDim).size);
     int64_t inBytes = inShape.elements() * bytes;
-    copy(splitCopies(view.outer, view.inner, splitBlocks, bytes), in, scratch);
+    if (pack)
+      copy(splitCopies(view.outer, view.inner, splitBlocks, bytes), in,
+           scratch);
+    if (!rest)
+      return;
     std::vector<int64_t> sendBytes =
         chunkSizes(view.outer, view.inner, splitBlocks, bytes);
     std::vector<int64_t> receiveBytes =

@@ -149,6 +149,12 @@ void runAllReduceStep(const Step &step, Communicator &comm, DType dtype,
                       const std::function<char *(const Operand &)> &at,
                       char *scratch, const CopyRunner &copy);
 
+/// Which part of a collective step to run: all of it, or for a started one
+/// of a kind that reads its inputs at its start (readsInputsAtStart) the
+/// copy of its inputs into its scratch where it starts (on the device's
+/// thread), then the rest (on the session's lane).
+enum class CollectivePart { Whole, Pack, Rest };
+
 /// Runs the all_gather, reduce_scatter, all_to_all or slice `step` through
 /// `comm` for every backend: `in` and `out` are the step's operands' bytes,
 /// `scratch` its scratch, `dtype` their element type, and `copy` moves bytes
@@ -157,11 +163,13 @@ void runAllReduceStep(const Step &step, Communicator &comm, DType dtype,
 /// the step lists none. A combined all_gather or reduce_scatter ("parts")
 /// packs its parts' blocks into `scratch` (member g's chunk holding block g
 /// of every part, in part order), moves them in one collective and unpacks
-/// them; `at` gives each part's operands' bytes.
+/// them; `at` gives each part's operands' bytes. `part`: all of it, only the
+/// copies out of the inputs (Pack), or everything after them (Rest).
 void runMoveStep(const Step &step, Communicator &comm, DType dtype,
                  const char *in, char *out, char *scratch,
                  const CopyRunner &copy,
-                 const std::function<char *(const Operand &)> &at);
+                 const std::function<char *(const Operand &)> &at,
+                 CollectivePart part = CollectivePart::Whole);
 
 /// A backend's collectives: a factory of communicators.
 class Collectives {

@@ -36,6 +36,9 @@ struct RunContext {
   /// Inside loop steps: the iteration of each active loop, outermost first
   /// (a dropout mask in a loop body is drawn anew per iteration).
   const std::vector<int64_t> *iterations = nullptr;
+  /// For a collective step: the part to run (a started one that reads its
+  /// inputs at its start is run in two: CollectivePart).
+  CollectivePart part = CollectivePart::Whole;
 
   /// The bytes buffer `buffer` is moved by.
   int64_t shift(size_t buffer) const { return shifts ? shifts[buffer] : 0; }

@@ -562,11 +562,22 @@ void Session::runOnLane(CommLane &lane, Device &device, const Step &step,
   std::vector<int64_t> iterations;
   if (context.iterations)
     iterations = *context.iterations;
-  auto work = [&device, &step, comm, context, shifts = std::move(shifts),
+  // A started collective that reads its inputs at its start copies them
+  // into its scratch here, on the device's thread: the steps after the
+  // start may write them (readsInputsAtStart).
+  bool packHere = step.ticket >= 0 && readsInputsAtStart(step.op());
+  if (packHere) {
+    RunContext pack = context;
+    pack.part = CollectivePart::Pack;
+    device.run(step, comm, pack);
+  }
+  auto work = [&device, &step, comm, context, packHere,
+               shifts = std::move(shifts),
                iterations = std::move(iterations)]() mutable {
     RunContext own = context;
     own.shifts = own.shifts ? shifts.data() : nullptr;
     own.iterations = own.iterations ? &iterations : nullptr;
+    own.part = packHere ? CollectivePart::Rest : CollectivePart::Whole;
     device.run(step, comm, own);
   };
   if (step.ticket >= 0)

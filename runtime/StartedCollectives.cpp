@@ -20,6 +20,24 @@ struct Range {
   }
 };
 
+/// The operands a started collective keeps busy until its wait: all of
+/// them, or for one that copies its inputs into its scratch where it starts
+/// (readsInputsAtStart) those it writes.
+std::vector<const Operand *> busyOperands(const Step &step) {
+  if (!readsInputsAtStart(step.op()))
+    return step.operands();
+  std::vector<const Operand *> busy = step.outputs();
+  auto outs = [&](const std::vector<MovePart> &parts) {
+    for (const MovePart &part : parts)
+      busy.push_back(&part.out);
+  };
+  if (const auto *gather = std::get_if<AllGatherAttrs>(&step.attrs))
+    outs(gather->parts);
+  if (const auto *scatter = std::get_if<ReduceScatterAttrs>(&step.attrs))
+    outs(scatter->parts);
+  return busy;
+}
+
 /// A started collective between its start and its wait.
 struct InFlight {
   int64_t ticket = 0;
@@ -119,18 +137,17 @@ public:
                         " is not started after this carried wait in its loop "
                         "body; a carried wait completes the collectives the "
                         "body starts after it, in the iteration before");
-        if (carried.count(waited[t]))
-          names[t].fail(ticket + " is waited for by another carried wait");
-        if (steps[at].phase != steps[i].phase)
-          names[t].fail(ticket + " starts in the " +
-                        phaseName(steps[at].phase) +
-                        " phase; its wait must too (this one is " +
-                        phaseName(steps[i].phase) + ")");
+        if (auto other = carriedBy.find(waited[t]); other != carriedBy.end())
+          names[t].fail(ticket + " is waited for by the carried wait " +
+                        program.stepLabel(other->second->index) + " already");
+        // (A body's steps all run in its loop's phase: the loader's rule.)
         InFlight flight = inFlightOf(nodes[at], steps[at], list);
         flight.carried = true;
         flight.scratch = reserve(steps[at].scratchBytes);
-        reserved.push_back(flight.scratch);
+        if (flight.scratch.end > flight.scratch.begin)
+          reserved.push_back(flight.scratch);
         carried[waited[t]] = flight.scratch;
+        carriedBy[waited[t]] = &steps[i];
         inFlight.push_back(std::move(flight));
         tickets.push_back(waited[t]);
       }
@@ -180,7 +197,7 @@ private:
     flight.start = &step;
     flight.node = node;
     flight.list = list;
-    for (const Operand *operand : step.operands())
+    for (const Operand *operand : busyOperands(step))
       flight.ranges.emplace_back(operand->buffer, rangeOf(*operand));
     return flight;
   }
@@ -255,8 +272,10 @@ private:
   Program &program;
   std::vector<InFlight> inFlight;
   std::map<int64_t, const Step *> started;
-  /// The tickets carried waits complete -> the scratch reserved for them.
+  /// The tickets carried waits complete -> the scratch reserved for them,
+  /// and the carried wait.
   std::map<int64_t, Range> carried;
+  std::map<int64_t, const Step *> carriedBy;
   /// The scratch of the carried collectives of the body being walked.
   std::vector<Range> reserved;
   int64_t firstSlot = 0, scratchEnd = 0;

@@ -154,7 +154,8 @@ struct ModelHooks {
   /// Where the model's diagnostics (errors, warnings and notes at places in
   /// the model) are printed as meshc prints them; null: llvm::errs().
   llvm::raw_ostream *diagnostics = nullptr;
-  /// Called with each of those diagnostics before it is printed.
+  /// Called with each of those diagnostics before it is printed (not with
+  /// verifyDiagnostics).
   std::function<void(mlir::Diagnostic &)> observe;
   /// Check the diagnostics against the model's expected-* comments instead
   /// of printing them (meshc --verify-diagnostics): the result is whether

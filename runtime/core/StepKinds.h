@@ -62,6 +62,15 @@ constexpr StepGroup stepGroup(OpKind op) {
 /// True for the steps that run over a group of devices (the collectives,
 /// and slice, which needs the device's rank in its group).
 constexpr bool usesGroup(OpKind op) { return stepGroup(op) != StepGroup::None; }
+/// True for the collectives that copy their inputs into their scratch
+/// before they communicate (all_gather, reduce_scatter, all_to_all; plain
+/// or combined): started, they read their inputs only where they start, so
+/// a step after the start may write them before the wait
+/// (docs/mprog.md#overlapped-collectives).
+constexpr bool readsInputsAtStart(OpKind op) {
+  return op == OpKind::AllGather || op == OpKind::ReduceScatter ||
+         op == OpKind::AllToAll;
+}
 /// The step trace's category of `op` ("elementwise", "reduction", "gemm",
 /// "collective", "copy").
 constexpr const char *opCategory(OpKind op) {

@@ -150,7 +150,7 @@ void CpuDevice::run(const Step &step, Communicator *comm,
   // A collective may run on the session's communication lane beside the
   // steps after it (a started collective): it touches no member state.
   if (stepGroup(step.op()) == StepGroup::Collective) {
-    runCollective(step, *comm, context.shifts);
+    runCollective(step, *comm, context.shifts, context.part);
     return;
   }
   if (step.op() == OpKind::Wait)
@@ -454,7 +454,8 @@ int64_t CpuDevice::rowParts(int64_t elements) const {
 }
 
 void CpuDevice::runCollective(const Step &step, Communicator &comm,
-                              const int64_t *stepShifts) const {
+                              const int64_t *stepShifts,
+                              CollectivePart part) const {
   const Operand &out = step.out;
   DType dtype = program.buffers[out.buffer].dtype;
   auto copy = [](const std::vector<StridedCopy> &copies, const char *src,
@@ -475,7 +476,8 @@ void CpuDevice::runCollective(const Step &step, Communicator &comm,
     runAllReduceStep(step, comm, dtype, at(out), at, ownScratch, copy);
     return;
   }
-  runMoveStep(step, comm, dtype, at(step.in[0]), at(out), ownScratch, copy, at);
+  runMoveStep(step, comm, dtype, at(step.in[0]), at(out), ownScratch, copy, at,
+              part);
 }
 
 CpuBackend::CpuBackend() { openblas_set_num_threads(1); }

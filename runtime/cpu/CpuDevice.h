@@ -83,9 +83,11 @@ private:
   /// Runs a step for which usesGroup() holds, its buffers moved by
   /// `stepShifts` (RunContext::shifts), in its own part of the scratch
   /// (Step::scratchOffset). Touches no member state, so that a started
-  /// collective may run on another thread beside the next steps.
+  /// collective may run on another thread beside the next steps. `part`:
+  /// all of it, or the copy of its inputs / the rest (CollectivePart).
   void runCollective(const Step &step, Communicator &comm,
-                     const int64_t *stepShifts) const;
+                     const int64_t *stepShifts,
+                     CollectivePart part = CollectivePart::Whole) const;
 
   /// Fills a dropout step's output with its mask for this device's block.
   void runDropout(const Step &step, const RunContext &context);

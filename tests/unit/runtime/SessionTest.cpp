@@ -347,6 +347,51 @@ TEST(SessionTest, StartedCollectivesEqualBlockingOnes) {
   }
 }
 
+// A started reduce_scatter copies its input into its scratch where it
+// starts (readsInputsAtStart), so the fill after its start may zero that
+// input before its wait: on lanes the result is still the blocking one's
+// (were the copy left to the lane, the fill would usually win the race).
+TEST(SessionTest, AStartedReduceScatterReadsItsInputWhereItStarts) {
+  auto program = [](bool overlapped) {
+    json text = json::parse(R"({
+      "format": "meshc-mprog", "version": 1, "program": "packed",
+      "mesh": [{"name": "m", "size": 2}],
+      "seed": 3, "arena_bytes": 384,
+      "buffers": [
+        {"id": 0, "dtype": "f32", "shape": [64], "offset": 0, "bytes": 256},
+        {"id": 1, "dtype": "f32", "shape": [32], "offset": 256, "bytes": 128}],
+      "tensors": [
+        {"role": "input", "name": "x", "buffer": 0, "dtype": "f32",
+         "dims": [{"name": "c", "size": 64}]},
+        {"role": "output", "name": "y", "buffer": 1, "dtype": "f32",
+         "dims": [{"name": "c", "size": 64, "axes": ["m"]}]}],
+      "steps": [
+        {"op": "reduce_scatter", "in": {"buf": 0, "dims": ["c"]},
+         "out": {"buf": 1, "dims": ["c"]}, "dim": "c", "axes": ["m"],
+         "reduction": "sum", "sizes": {"c": 64}, "start": 0},
+        {"op": "fill", "out": 0, "value": 0.0},
+        {"op": "wait", "tickets": [0]}]})");
+    if (!overlapped)
+      text["steps"] = withoutStarts(text["steps"]);
+    return parseProgram(text.dump(), "packed.mprog");
+  };
+  Program overlapped = program(true), blocking = program(false);
+  SessionOptions lanes;
+  lanes.overlap = Overlap::On;
+  Session one(overlapped, lanes), two(blocking, {});
+  for (int run = 0; run < 20; ++run) {
+    one.runStep();
+    two.runStep();
+    HostTensor got = one.gather(*overlapped.findTensor(Role::Output, "y"));
+    HostTensor want = two.gather(*blocking.findTensor(Role::Output, "y"));
+    ASSERT_EQ(got.elements(), want.elements());
+    for (int64_t i = 0; i < got.elements(); ++i) {
+      ASSERT_NE(want.at(i), 0.0f) << "element " << i;
+      ASSERT_EQ(got.at(i), want.at(i)) << "element " << i << ", run " << run;
+    }
+  }
+}
+
 // A combined all_gather and a combined reduce_scatter ("parts"): two
 // tensors each, one cut along an inner dim (strided blocks) and one along
 // its outer dim, moved in one collective; the results equal the single
