@@ -36,15 +36,26 @@ struct StackedReduction {
 
 bool singleUse(Operation *op) { return op->getResult(0).hasOneUse(); }
 
+/// The casts that end `yielded` (each read only by the next, the last by
+/// the yield), in program order; `yielded` goes back to the value before
+/// them.
+SmallVector<mtf::CastOp> castTail(Value &yielded) {
+  SmallVector<mtf::CastOp> casts;
+  while (auto cast = yielded.getDefiningOp<mtf::CastOp>()) {
+    if (!singleUse(cast))
+      break;
+    casts.insert(casts.begin(), cast);
+    yielded = cast.getInput();
+  }
+  return casts;
+}
+
 std::optional<StackedReduction> stackedReduction(Value yielded) {
   StackedReduction found;
   Value value = yielded;
-  while (auto cast = value.getDefiningOp<mtf::CastOp>()) {
-    if (!singleUse(cast))
-      return std::nullopt;
-    found.casts.insert(found.casts.begin(), cast);
-    value = cast.getInput();
-  }
+  found.casts = castTail(value);
+  if (value.getDefiningOp<mtf::CastOp>())
+    return std::nullopt; // a cast read twice
   found.fromTensor = value.getDefiningOp<mtf::FromTensorOp>();
   if (!found.fromTensor || !singleUse(found.fromTensor))
     return std::nullopt;
@@ -87,6 +98,27 @@ Operation *cloneAfter(OpBuilder &builder, Operation *op, Type type,
   else
     copy->removeAttr(mtf::MtfDialect::kPhaseAttrName);
   return copy;
+}
+
+/// `casts` cloned after `after` (in `loop`'s phase) onto `value`, a stacked
+/// tensor of `loop`: each takes the stacked form of its type. Returns the
+/// last one's result, and the first cast (the one new reader of `value`) in
+/// `first`.
+Value castAfter(ArrayRef<mtf::CastOp> casts, Operation *after, Value value,
+                mtf::LoopOp loop, Operation *&first) {
+  OpBuilder builder(loop->getContext());
+  builder.setInsertionPointAfter(after);
+  first = nullptr;
+  for (mtf::CastOp cast : casts) {
+    auto type =
+        mtf::LoopOp::stackedType(llvm::cast<mtf::TensorType>(cast.getType()),
+                                 loop.getDim(), loop.getCount());
+    Operation *copy = cloneAfter(builder, cast, type, loop);
+    copy->setOperand(0, value);
+    first = first ? first : copy;
+    value = copy->getResult(0);
+  }
+  return value;
 }
 
 /// `found`'s all-reduce cloned after `loop` onto `value` (of type `type`):
@@ -139,16 +171,9 @@ void hoist(mtf::LoopOp loop, int64_t bucketBytes) {
     Operation *to = nullptr;
     Operation *from =
         reduceAfter(*found, loop, stacked, reducedType, "stacked", to);
-    OpBuilder builder(loop->getContext());
-    builder.setInsertionPointAfter(from);
-    Value last = from->getResult(0);
-    for (mtf::CastOp cast : found->casts) {
-      auto type = mtf::LoopOp::stackedType(
-          llvm::cast<mtf::TensorType>(cast.getType()), dim, count);
-      Operation *copy = cloneAfter(builder, cast, type, loop);
-      copy->setOperand(0, last);
-      last = copy->getResult(0);
-    }
+    Operation *firstCast = nullptr;
+    Value last =
+        castAfter(found->casts, from, from->getResult(0), loop, firstCast);
     stacked.replaceAllUsesExcept(last, to);
     for (auto cast : llvm::reverse(found->casts))
       cast->erase();
@@ -167,35 +192,21 @@ void hoist(mtf::LoopOp loop, int64_t bucketBytes) {
 void sinkStackedCasts(mtf::LoopOp loop) {
   Operation *yield = loop.getBodyBlock().getTerminator();
   size_t carried = loop.getFinals().size();
-  StringRef dim = loop.getDim();
-  int64_t count = loop.getCount();
   for (size_t i = 0; i < loop.getStackedResults().size(); ++i) {
     Value yielded = yield->getOperand(carried + i);
-    SmallVector<mtf::CastOp> casts;
     Value value = yielded;
-    while (auto cast = value.getDefiningOp<mtf::CastOp>()) {
-      if (!singleUse(cast) || cast->getBlock() != &loop.getBodyBlock() ||
-          cast->hasAttr(mtf::MtfDialect::kBlocksAttrName))
-        break;
-      casts.insert(casts.begin(), cast);
-      value = cast.getInput();
-    }
-    if (casts.empty() || value.getType() != yielded.getType())
+    SmallVector<mtf::CastOp> casts = castTail(value);
+    // In the body, on equal blocks (device weights cut per op).
+    if (casts.empty() || value.getType() != yielded.getType() ||
+        llvm::any_of(casts, [&](mtf::CastOp cast) {
+          return cast->getBlock() != &loop.getBodyBlock() ||
+                 cast->hasAttr(mtf::MtfDialect::kBlocksAttrName);
+        }))
       continue;
     yield->setOperand(carried + i, value);
     Value stacked = loop.getStackedResults()[i];
-    OpBuilder builder(loop->getContext());
-    builder.setInsertionPointAfter(loop);
-    Value last = stacked;
     Operation *first = nullptr;
-    for (mtf::CastOp cast : casts) {
-      auto type = mtf::LoopOp::stackedType(
-          llvm::cast<mtf::TensorType>(cast.getType()), dim, count);
-      Operation *copy = cloneAfter(builder, cast, type, loop);
-      copy->setOperand(0, last);
-      first = first ? first : copy;
-      last = copy->getResult(0);
-    }
+    Value last = castAfter(casts, loop, stacked, loop, first);
     stacked.replaceAllUsesExcept(last, first);
     for (auto cast : llvm::reverse(casts))
       cast->erase();

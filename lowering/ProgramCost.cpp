@@ -301,41 +301,62 @@ bool isCarriedWait(Operation *op) {
   return wait && wait.getCarried();
 }
 
-/// Runs steps `ops` on `clock`, each loop's body once per iteration.
-void simulate(ArrayRef<Operation *> ops, StepCosts &costs, StepClock &clock) {
-  for (Operation *op : ops) {
-    // The iteration before's carried collectives complete here (in the
-    // first iteration none ran: the clock finds them done), also before an
-    // op that is no step.
-    for (Operation *carried : mtf::WaitOp::resumedAt(op))
-      clock.wait(llvm::cast<mtf::WaitOp>(carried).getStart());
-    std::optional<runtime::OpKind> kind = mtf::stepKindOf(op);
-    if (!kind)
-      continue;
-    if (kind == runtime::OpKind::Loop) {
-      SmallVector<Operation *> body;
-      for (Operation &inner : op->getRegion(0).front())
-        body.push_back(&inner);
-      repeat(clock, loopCount(*op), body,
-             [&] { simulate(body, costs, clock); });
-      // The last iteration's with the loop.
-      for (Operation *inner : body)
-        if (isCarriedWait(inner))
-          clock.wait(llvm::cast<mtf::WaitOp>(inner).getStart());
-      continue;
-    }
-    if (isCarriedWait(op))
-      continue;
-    if (kind == runtime::OpKind::Wait) {
-      clock.wait(llvm::cast<mtf::WaitOp>(op).getStart());
-      continue;
-    }
-    PredictedStep step = costs.of(*op, *kind);
-    if (step.collective)
-      clock.collective(op, step.seconds, bool(mtf::WaitOp::of(op)));
-    else
-      clock.compute(step.seconds);
+/// Visits the ops of one iteration of loop body `body` in the order a
+/// device runs them (Session::runLoop): before an op, the carried waits
+/// that resume there (none in the `first` iteration); a carried wait not
+/// where it stands.
+void forEachInIteration(Block &body, bool first,
+                        llvm::function_ref<void(Operation &)> visit) {
+  for (Operation &op : body) {
+    if (!first)
+      for (Operation *carried : mtf::WaitOp::resumedAt(&op))
+        visit(*carried);
+    if (!isCarriedWait(&op))
+      visit(op);
   }
+}
+
+/// Visits what runs after a loop's last iteration: its body's carried
+/// waits (the loop completes that iteration's collectives).
+void forEachAfterLoop(Block &body,
+                      llvm::function_ref<void(Operation &)> visit) {
+  for (Operation &op : body)
+    if (isCarriedWait(&op))
+      visit(op);
+}
+
+/// Runs step `op` on `clock`, a loop's body once per iteration.
+void simulate(Operation &op, StepCosts &costs, StepClock &clock) {
+  std::optional<runtime::OpKind> kind = mtf::stepKindOf(&op);
+  if (!kind)
+    return;
+  if (kind == runtime::OpKind::Loop) {
+    Block &body = op.getRegion(0).front();
+    SmallVector<Operation *> ops;
+    for (Operation &inner : body)
+      ops.push_back(&inner);
+    int64_t iteration = 0;
+    auto one = [&](Operation &inner) { simulate(inner, costs, clock); };
+    repeat(clock, loopCount(op), ops,
+           [&] { forEachInIteration(body, iteration++ == 0, one); });
+    forEachAfterLoop(body, one);
+    return;
+  }
+  if (kind == runtime::OpKind::Wait) {
+    clock.wait(llvm::cast<mtf::WaitOp>(op).getStart());
+    return;
+  }
+  PredictedStep step = costs.of(op, *kind);
+  if (step.collective)
+    clock.collective(&op, step.seconds, bool(mtf::WaitOp::of(&op)));
+  else
+    clock.compute(step.seconds);
+}
+
+/// Runs steps `ops` on `clock`.
+void simulate(ArrayRef<Operation *> ops, StepCosts &costs, StepClock &clock) {
+  for (Operation *op : ops)
+    simulate(*op, costs, clock);
 }
 
 } // namespace
@@ -451,19 +472,12 @@ void forEachPredictedStep(
         bool reverse = op.hasAttr("reverse");
         Block &body = op.getRegion(0).front();
         for (int64_t i = 0; i < count; ++i)
-          for (Operation &inner : body) {
-            // The iteration before's carried collectives complete before
-            // the op they resume at; a carried wait itself runs there.
-            if (i > 0)
-              for (Operation *carried : mtf::WaitOp::resumedAt(&inner))
-                walkOne(*carried, reverse ? count - 1 - i : i);
-            if (!isCarriedWait(&inner))
-              walkOne(inner, reverse ? count - 1 - i : i);
-          }
-        // The last iteration's with the loop.
-        for (auto carried : body.getOps<mtf::WaitOp>())
-          if (carried.getCarried())
-            walkOne(*carried, reverse ? 0 : count - 1);
+          forEachInIteration(body, i == 0, [&](Operation &inner) {
+            walkOne(inner, reverse ? count - 1 - i : i);
+          });
+        forEachAfterLoop(body, [&](Operation &carried) {
+          walkOne(carried, reverse ? 0 : count - 1);
+        });
         return;
       }
       PredictedStep step = costs.of(op, *kind);

@@ -6,7 +6,9 @@
 // starting threads per run cost every run the copy of each loaded
 // library's static TLS (CUDA's libcublasLt alone holds 94 KB) into each new
 // thread, 0.4 ms of a 1.2 ms step on 8 CPU devices (docs/performance.md,
-// "meshc from Python"). Thread d always runs device d.
+// "meshc from Python"). Thread d always runs device d: the devices meet in
+// collectives, so every one must run at once (a WorkerPool's threads take
+// chunks from a shared counter, one thread possibly running two).
 //
 //===----------------------------------------------------------------------===//
 

@@ -128,7 +128,7 @@ struct Options {
   cl::opt<Remat> remat{
       "remat",
       cl::desc("activation recomputation when training (docs/training.md)"),
-      cl::init(Remat::Marked), rematValues(), cl::cat(category)};
+      cl::init(Remat::Marked), choiceValues(rematChoices()), cl::cat(category)};
   cl::opt<RepeatKind> repeat{
       "repeat", cl::desc("how `repeat` is compiled (docs/language.md)"),
       cl::init(RepeatKind::Loop), choiceValues(repeatChoices()),

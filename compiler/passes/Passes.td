@@ -150,7 +150,7 @@ def MtfAutodiff : Pass<"mtf-autodiff", "::mlir::mtf::ProgramOp"> {
            "--remat: none (the forward loop stacks them), marked "
            "(checkpoint(...) ops recomputed, the rest stacked) or repeat "
            "(each layer recomputed from its input)",
-           "::meshc::rematValues()">,
+           "::meshc::choiceValues(::meshc::rematChoices())">,
   ];
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }

@@ -40,9 +40,6 @@ inline llvm::ArrayRef<Choice<Remat>> rematChoices() {
   return choices;
 }
 
-/// rematChoices() as an option's values.
-inline ChoiceValues<Remat> rematValues() { return {rematChoices()}; }
-
 } // namespace meshc
 
 #endif // MESHC_COMPILER_PASSES_REMAT_H

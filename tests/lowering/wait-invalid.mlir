@@ -122,3 +122,21 @@ mtf.program @resumes_outside_a_loop local {
   // expected-error @+1 {{'mtf.resumes' must be a non-empty array<i64> on an op of a loop body, got array<i64: 0>}}
   %y = mtf.tanh %x {mtf.resumes = array<i64: 0>} : !mtf.tensor<[d=8], f32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2)
+mtf.program @carried_resumes_after_its_start local {
+  %x = mtf.input "x" : !mtf.tensor<[d=4], f32>
+  %f, %s = mtf.loop "layers" 3 carry(%x : !mtf.tensor<[d=4], f32>) -> (!mtf.tensor<[d=4], f32>) stacked(!mtf.tensor<[layers=3, d=4], f32>) {
+  ^bb0(%h: !mtf.tensor<[d=4], f32>):
+    %g = mtf.tanh %h : !mtf.tensor<[d=4], f32>
+    %gt = mtf.to_tensor %g : !mtf.tensor<[d=4], f32> -> tensor<4xf32>
+    %gr = shard.all_reduce %gt on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    %n = mtf.exp %h {mtf.resumes = array<i64: 0>} : !mtf.tensor<[d=4], f32>
+    // expected-error @+1 {{'mtf.wait' op is carried, so it must resume at or before its collective}}
+    %w = mtf.wait %gr keep(%gt : tensor<4xf32>) {carried = 0 : i64} : tensor<4xf32>
+    %go = mtf.from_tensor %w : tensor<4xf32> -> !mtf.tensor<[d=4], f32>
+    mtf.yield %n, %go : !mtf.tensor<[d=4], f32>, !mtf.tensor<[d=4], f32>
+  }
+}

@@ -277,6 +277,34 @@ json withoutStarts(const json &steps) {
 // unary step, an all_reduce started and waited at once, and one started in
 // each iteration of a loop over a stacked buffer: on the communication lanes
 // the outputs equal the blocking program's bit for bit, run after run.
+/// Runs `overlapped` on lanes and `blocking` (its steps withoutStarts)
+/// `runs` training runs side by side: after each, outputs `names` are equal
+/// bit for bit (and, with `nonzero`, the blocking ones hold no zero).
+void expectOverlapEqualsBlocking(const Program &overlapped,
+                                 const Program &blocking,
+                                 std::initializer_list<const char *> names,
+                                 int runs, bool nonzero = false) {
+  SessionOptions lanes;
+  lanes.overlap = Overlap::On; // on lanes on any machine
+  Session one(overlapped, lanes), two(blocking, {});
+  for (int run = 0; run < runs; ++run) {
+    one.runStep();
+    two.runStep();
+    for (const char *name : names) {
+      HostTensor got = one.gather(*overlapped.findTensor(Role::Output, name));
+      HostTensor want = two.gather(*blocking.findTensor(Role::Output, name));
+      ASSERT_EQ(got.elements(), want.elements());
+      for (int64_t i = 0; i < got.elements(); ++i) {
+        if (nonzero) {
+          ASSERT_NE(want.at(i), 0.0f) << name << " element " << i;
+        }
+        ASSERT_EQ(got.at(i), want.at(i))
+            << name << " element " << i << " after run " << run;
+      }
+    }
+  }
+}
+
 TEST(SessionTest, StartedCollectivesEqualBlockingOnes) {
   auto program = [](bool overlapped) {
     json text = json::parse(R"({
@@ -330,21 +358,7 @@ TEST(SessionTest, StartedCollectivesEqualBlockingOnes) {
   Program overlapped = program(true), blocking = program(false);
   ASSERT_EQ(overlapped.steps[0].ticket, 0);
   ASSERT_EQ(blocking.steps[0].ticket, -1);
-  SessionOptions lanes;
-  lanes.overlap = Overlap::On; // on lanes on any machine
-  Session one(overlapped, lanes), two(blocking, {});
-  for (int run = 0; run < 3; ++run) {
-    one.runStep();
-    two.runStep();
-    for (const char *name : {"x", "z", "v", "s"}) {
-      HostTensor got = one.gather(*overlapped.findTensor(Role::Output, name));
-      HostTensor want = two.gather(*blocking.findTensor(Role::Output, name));
-      ASSERT_EQ(got.elements(), want.elements());
-      for (int64_t i = 0; i < got.elements(); ++i)
-        ASSERT_EQ(got.at(i), want.at(i))
-            << name << " element " << i << " after run " << run;
-    }
-  }
+  expectOverlapEqualsBlocking(overlapped, blocking, {"x", "z", "v", "s"}, 3);
 }
 
 // A started reduce_scatter copies its input into its scratch where it
@@ -376,20 +390,8 @@ TEST(SessionTest, AStartedReduceScatterReadsItsInputWhereItStarts) {
     return parseProgram(text.dump(), "packed.mprog");
   };
   Program overlapped = program(true), blocking = program(false);
-  SessionOptions lanes;
-  lanes.overlap = Overlap::On;
-  Session one(overlapped, lanes), two(blocking, {});
-  for (int run = 0; run < 20; ++run) {
-    one.runStep();
-    two.runStep();
-    HostTensor got = one.gather(*overlapped.findTensor(Role::Output, "y"));
-    HostTensor want = two.gather(*blocking.findTensor(Role::Output, "y"));
-    ASSERT_EQ(got.elements(), want.elements());
-    for (int64_t i = 0; i < got.elements(); ++i) {
-      ASSERT_NE(want.at(i), 0.0f) << "element " << i;
-      ASSERT_EQ(got.at(i), want.at(i)) << "element " << i << ", run " << run;
-    }
-  }
+  expectOverlapEqualsBlocking(overlapped, blocking, {"y"}, 20,
+                              /*nonzero=*/true);
 }
 
 // A combined all_gather and a combined reduce_scatter ("parts"): two
