@@ -348,7 +348,8 @@ void simulate(Operation &op, StepCosts &costs, StepClock &clock) {
   }
   PredictedStep step = costs.of(op, *kind);
   if (step.collective)
-    clock.collective(&op, step.seconds, bool(mtf::WaitOp::of(&op)));
+    clock.collective(&op, step.seconds, bool(mtf::WaitOp::of(&op)),
+                     StepClock::linkOf(*step.collective));
   else
     clock.compute(step.seconds);
 }
@@ -367,7 +368,9 @@ double StepClock::compute(double seconds) {
   return start;
 }
 
-double StepClock::collective(Operation *op, double seconds, bool started) {
+double StepClock::collective(Operation *op, double seconds, bool started,
+                             Link link) {
+  double &lane = lanes[link];
   double start = std::max(device, lane);
   lane = start + seconds;
   if (started && overlaps)
@@ -375,6 +378,10 @@ double StepClock::collective(Operation *op, double seconds, bool started) {
   else
     device = lane;
   return start;
+}
+
+double StepClock::end() const {
+  return std::max(device, *std::max_element(lanes.begin(), lanes.end()));
 }
 
 double StepClock::wait(Operation *start) {
@@ -385,7 +392,8 @@ double StepClock::wait(Operation *start) {
 
 void StepClock::advance(double seconds, ArrayRef<Operation *> repeated) {
   device += seconds;
-  lane += seconds;
+  for (double &lane : lanes)
+    lane += seconds;
   // The repeated steps' collectives still in flight (carried into the next
   // iteration) end as much later; one started before them runs on.
   for (Operation *op : repeated)

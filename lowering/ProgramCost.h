@@ -25,6 +25,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 namespace meshc {
@@ -56,36 +57,49 @@ struct ProgramCost {
 };
 
 /// One device's clocks as the cost model runs a program's steps in order:
-/// a compute stream, and one lane on which collectives run one after
-/// another in program order (the runtime's, runtime/CommLane.h). A blocking
-/// collective waits for the lane and holds the device; a started one
-/// (mtf.wait completes it) only queues on the lane; a wait holds the device
-/// until its collective is done. On a machine whose communication takes
-/// the computing cores, every collective blocks.
+/// a compute stream, and one lane per link class (Link) on which that
+/// class's collectives run one after another in program order: NCCL
+/// communicators on a stream of their own per class, as Megatron-LM runs
+/// its tensor-parallel collectives inside a node beside its data-parallel
+/// ones between nodes. A blocking collective waits for its lane and holds
+/// the device; a started one (mtf.wait completes it) only queues on its
+/// lane; a wait holds the device until its collective is done. On a machine
+/// whose communication takes the computing cores, every collective blocks.
+/// (The CPU runtimes give a device one lane, runtime/CommLane.h; their
+/// profiles have one link class in use or overlap nothing.)
 class StepClock {
 public:
+  /// The link classes, one lane each.
+  enum Link { InNode = 0, BetweenNodes = 1, LinkCount = 2 };
+  /// The class of `collective`'s link.
+  static Link linkOf(const CollectiveCost &collective) {
+    return collective.interNode ? BetweenNodes : InNode;
+  }
+
   /// `overlaps`: whether started collectives run beside the steps
   /// (MachineProfile::overlapsCommunication); without, they block.
   explicit StepClock(bool overlaps = true) : overlaps(overlaps) {}
   /// A computing step of `seconds`; returns when it starts.
   double compute(double seconds);
-  /// Collective `op` of `seconds`, started (true) or blocking; returns
-  /// when it starts on the lane.
-  double collective(mlir::Operation *op, double seconds, bool started);
+  /// Collective `op` of `seconds` on a link of class `link`, started (true)
+  /// or blocking; returns when it starts on its lane.
+  double collective(mlir::Operation *op, double seconds, bool started,
+                    Link link);
   /// The wait for started collective `start`; returns when it began (its
   /// stall is now() minus that).
   double wait(mlir::Operation *start);
-  /// Moves both clocks on by `seconds` (iterations of the steps `repeated`
+  /// Moves every clock on by `seconds` (iterations of the steps `repeated`
   /// known to repeat), and the end of those steps' collectives in flight.
   void advance(double seconds, llvm::ArrayRef<mlir::Operation *> repeated);
   /// When the device is free.
   double now() const { return device; }
-  /// When the device and the lane are both free.
-  double end() const { return std::max(device, lane); }
+  /// When the device and every lane are free.
+  double end() const;
 
 private:
   bool overlaps;
-  double device = 0, lane = 0;
+  double device = 0;
+  std::array<double, LinkCount> lanes = {};
   llvm::DenseMap<mlir::Operation *, double> done;
 };
 

@@ -25,7 +25,8 @@ std::string sourceOf(Operation *op) {
 }
 
 /// One complete event of `seconds` at `start` (seconds), in microseconds,
-/// on track `track` (0: the device, 1: its collective lane).
+/// on track `track` (0: the device, 1 + StepClock::Link: a collective
+/// lane).
 llvm::json::Object event(llvm::StringRef name, llvm::StringRef category,
                          double start, double seconds, int64_t track,
                          llvm::json::Object args) {
@@ -62,8 +63,11 @@ void writePredictedTimeline(ModuleOp spmd, const layout::Mesh &mesh,
       {"args", llvm::json::Object{{"name", "meshc --timeline (predicted on " +
                                                machine.name + ")"}}}});
   events.push_back(trackName(0, "every device (predicted)"));
+  events.push_back(trackName(1 + StepClock::InNode,
+                             "its started collectives in a node (predicted)"));
   events.push_back(
-      trackName(1, "its started collectives (predicted, runtime/CommLane.h)"));
+      trackName(1 + StepClock::BetweenNodes,
+                "its started collectives between nodes (predicted)"));
   // The steps on one device's clocks (StepClock): started collectives on
   // their lane, the device stalled only where a wait finds one unfinished.
   StepClock clock(machine.overlapsCommunication);
@@ -90,8 +94,9 @@ void writePredictedTimeline(ModuleOp spmd, const layout::Mesh &mesh,
       bool started = bool(mtf::WaitOp::of(step.op));
       if (started)
         args["started"] = true;
-      track = started && machine.overlapsCommunication ? 1 : 0;
-      start = clock.collective(step.op, step.seconds, started);
+      StepClock::Link link = StepClock::linkOf(*collective);
+      track = started && machine.overlapsCommunication ? 1 + link : 0;
+      start = clock.collective(step.op, step.seconds, started, link);
       communicating += step.seconds;
     } else {
       start = clock.compute(step.seconds);

@@ -5,8 +5,8 @@ one (device 0, the last run traced).
 
 Prints whether both list the same steps in the same order (by op and loop
 iteration; copies apart: the emitter adds some the cost model does not
-price), whether the predicted events of each track (the device, its lane
-of started collectives) run one at a time and end at the predicted step, and whether that step is --explain's (EXPLAIN.txt, printed
+price), whether the predicted events of each track (the device, its lanes
+of started collectives, one per link class) run one at a time and end at the predicted step, and whether that step is --explain's (EXPLAIN.txt, printed
 to 3 digits).
 """
 import json
@@ -40,8 +40,8 @@ def in_order(track):
                for a, b in zip(mine, mine[1:]))
 
 
-# The device's steps (track 0) and its started collectives (track 1, the
-# lane) each run one at a time.
+# The device's steps (track 0) and its started collectives (tracks 1 and
+# 2, a lane per link class) each run one at a time.
 ordered = all(in_order(track) for track in {e["tid"] for e in events})
 print(f"one at a time on each track: {ordered}; "
       f"events end at the predicted step: {abs(end - total) <= 1e-6 * total}")
