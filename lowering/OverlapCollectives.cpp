@@ -12,6 +12,7 @@
 #include "compiler/passes/LayoutBridge.h"
 #include "dialect/MtfDialect.h"
 #include "lowering/Passes.h"
+#include "lowering/ScheduleForOverlap.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
@@ -281,6 +282,8 @@ struct MtfOverlapCollectivesPass
     for (auto program : getOperation().getOps<mtf::ProgramOp>()) {
       Overlap(program.getBodyBlock(), inFlightBytes).run();
       program.getBodyBlock().walk([&](mtf::LoopOp loop) {
+        if (schedule)
+          meshc::scheduleForOverlap(loop.getBodyBlock());
         Overlap(loop.getBodyBlock(), inFlightBytes).run();
       });
     }

@@ -196,6 +196,12 @@ def MtfOverlapCollectives
   let summary = "starts each collective as early as its inputs allow and "
                 "waits for it just before its result is first used";
   let description = [{
+    First each loop body's ops are reordered for overlap (with `schedule`,
+    the default; lowering/ScheduleForOverlap.h): uses after definitions, a
+    collective as soon as its inputs are made, the ops that lead to the
+    first collective the body reads before the others, and the ops that
+    need no collective in flight before those that do.
+
     In every local program (and each loop's body, once), a collective that
     communicates (all-reduce, all-gather, reduce-scatter, all-to-all,
     collective permute; plain or combined) becomes a started collective and
@@ -233,6 +239,10 @@ def MtfOverlapCollectives
     Option<"inFlightBytes", "in-flight-bytes", "int64_t",
            /*default=*/"1 << 30",
            "the most bytes of collectives in flight at once">,
+    Option<"schedule", "schedule", "bool", /*default=*/"true",
+           "reorder each loop body's ops first so that the ops that do not "
+           "need a collective's result run before its first reader "
+           "(lowering/ScheduleForOverlap.h)">,
   ];
   let dependentDialects = ["::mlir::mtf::MtfDialect",
                            "::mlir::shard::ShardDialect"];

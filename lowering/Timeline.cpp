@@ -84,7 +84,9 @@ void writePredictedTimeline(ModuleOp spmd, const layout::Mesh &mesh,
     if (step.kind == runtime::OpKind::Wait) {
       start = clock.wait(llvm::cast<mtf::WaitOp>(step.op).getStart());
       seconds = clock.now() - start;
-    } else if (const CollectiveCost *collective = step.collective) {
+    } else if (const CollectiveCost *collective = step.collective;
+               collective && runtime::stepGroup(step.kind) ==
+                                 runtime::StepGroup::Collective) {
       std::string axes;
       for (size_t axis : collective->axes)
         axes += (axes.empty() ? "" : ",") + mesh.axisName(axis);

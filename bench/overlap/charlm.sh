@@ -2,11 +2,13 @@
 # Overlapped collectives on a real model (docs/performance.md#overlapped-collectives):
 # charlm on b:2;m:2 in Megatron's layout (its backward pass's partial sums
 # over m start before the weight gradients' einsums), compiled with every
-# collective blocking (--overlap-limit 0) and with started collectives (the
-# default), the latter run with meshrun --overlap off (where they start:
-# what --overlap auto picks on a machine with fewer than 2 cores per device)
-# and --overlap on (lanes). The three alternate, ROUNDS times, STEPS steps a
-# run, on CPU threads; prints each run's median step.
+# collective blocking (--overlap-limit 0), with started collectives in the
+# loop bodies' own order (--no-schedule) and with started collectives in the
+# order for overlap (the default), the last two run with meshrun --overlap
+# off (where they start: what --overlap auto picks on a machine with fewer
+# than 2 cores per device) and the default one also with --overlap on
+# (lanes). The four alternate, ROUNDS times, STEPS steps a run, on CPU
+# threads; prints each run's median step.
 #
 # usage: bench/overlap/charlm.sh [BUILD]   (default build; ROUNDS, STEPS,
 #        MESH, LAYOUT from the environment)
@@ -22,6 +24,8 @@ model="$root/examples/transformer/charlm.mtf"
 "$build/bin/meshc" "$model" --mesh "$mesh" --layout "$layout" \
   --overlap-limit 0 -o "$work/blocking.mprog"
 "$build/bin/meshc" "$model" --mesh "$mesh" --layout "$layout" \
+  --no-schedule -o "$work/kept.mprog"
+"$build/bin/meshc" "$model" --mesh "$mesh" --layout "$layout" \
   -o "$work/started.mprog"
 run() { # run PROGRAM OVERLAP
   "$build/bin/meshrun" "$work/$1.mprog" --overlap "$2" --steps "$steps" \
@@ -33,6 +37,7 @@ echo "charlm $mesh ($layout), $steps steps a run, median ms per step" \
   "($(nproc) cores)"
 for round in $(seq "$rounds"); do
   echo "round $round: blocking $(run blocking off) ms," \
+    "started in the bodies' order --overlap off $(run kept off) ms," \
     "started --overlap off $(run started off) ms," \
     "started --overlap on $(run started on) ms"
 done

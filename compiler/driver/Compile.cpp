@@ -403,6 +403,7 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   partitionOptions.fuse = !options.noFuse;
   partitionOptions.bucketBytes = *bucketBytes;
   partitionOptions.overlapBytes = *overlapBytes;
+  partitionOptions.schedule = !options.noSchedule;
   if (predicts || search) {
     layout::Result<cost::MachineProfile> loaded = cost::loadMachineProfile(
         options.machine.value_or(cost::kDefaultMachine));

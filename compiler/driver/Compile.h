@@ -95,6 +95,7 @@ struct CompileOptions {
   bool shardOptimizer = false;
   bool noFuse = false;
   bool noFuseAttention = false;
+  bool noSchedule = false;
   std::string dumpIR;
   std::string showLayout;
   std::string reference;

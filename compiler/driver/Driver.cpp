@@ -164,6 +164,12 @@ struct Options {
       cl::desc("keep softmax attention as einsums and a softmax that store "
                "the scores (skip mtf-fuse-attention)"),
       cl::cat(category)};
+  cl::opt<bool> noSchedule{
+      "no-schedule",
+      cl::desc("keep each loop body's op order (skip ordering it for "
+               "overlap in mtf-overlap-collectives: less memory, less "
+               "communication hidden; docs/spmd.md)"),
+      cl::cat(category)};
   cl::opt<std::string> dumpIR{"dump-ir",
                               cl::desc("write the IR after import and after "
                                        "every pass into this directory"),
@@ -228,6 +234,7 @@ struct Options {
     o.shardOptimizer = shardOptimizer;
     o.noFuse = noFuse;
     o.noFuseAttention = noFuseAttention;
+    o.noSchedule = noSchedule;
     o.dumpIR = dumpIR;
     o.showLayout = showLayout;
     o.reference = reference;

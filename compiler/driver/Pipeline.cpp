@@ -39,7 +39,8 @@ void addPartitionPasses(OpPassManager &pm, ModuleOp module,
   if (options.bucketBytes > 0)
     pm.addPass(createMtfCombineCollectives({options.bucketBytes}));
   if (options.overlapBytes > 0)
-    pm.addPass(createMtfOverlapCollectives({options.overlapBytes}));
+    pm.addPass(
+        createMtfOverlapCollectives({options.overlapBytes, options.schedule}));
 }
 
 bool accumulatesGradients(ModuleOp module) {

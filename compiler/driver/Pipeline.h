@@ -46,6 +46,9 @@ struct PartitionOptions {
   /// The most bytes of collectives in flight at once
   /// (mtf-overlap-collectives; 0: every collective blocks).
   int64_t overlapBytes = int64_t(1) << 30;
+  /// Order each loop body's ops for overlap first (mtf-overlap-collectives'
+  /// schedule).
+  bool schedule = true;
 };
 
 /// Adds the passes that turn the laid-out `module` into its local SPMD

@@ -188,6 +188,7 @@ def compile(model: Union[PathLike, str], *,
             overlap_limit: str = "1GiB",
             fuse: bool = True,
             fuse_attention: bool = True,
+            schedule: bool = True,
             seed: int = 0,
             output_grads: bool = False) -> Program:
     """Compiles a model for a mesh and layout, as the ``meshc`` tool does.
@@ -204,7 +205,7 @@ def compile(model: Union[PathLike, str], *,
     checks = {
         "uneven": (uneven, bool), "shard_optimizer": (shard_optimizer, bool),
         "fuse": (fuse, bool), "fuse_attention": (fuse_attention, bool),
-        "output_grads": (output_grads, bool),
+        "schedule": (schedule, bool), "output_grads": (output_grads, bool),
         "microbatches": (microbatches, int), "seed": (seed, int),
     }
     for key, (value, kind) in checks.items():
@@ -222,7 +223,7 @@ def compile(model: Union[PathLike, str], *,
         "shard_optimizer": shard_optimizer, "machine": machine,
         "memory_limit": memory_limit, "bucket_size": bucket_size,
         "overlap_limit": overlap_limit, "fuse": fuse,
-        "fuse_attention": fuse_attention, "seed": seed,
+        "fuse_attention": fuse_attention, "schedule": schedule, "seed": seed,
         "output_grads": output_grads,
     }
     result = _meshc.compile(source, name, from_file, options)

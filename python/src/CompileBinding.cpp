@@ -184,6 +184,7 @@ CompileOptions toOptions(nb::dict options) {
   compile.overlapLimit = take<std::string>(options, "overlap_limit");
   compile.noFuse = !take<bool>(options, "fuse");
   compile.noFuseAttention = !take<bool>(options, "fuse_attention");
+  compile.noSchedule = !take<bool>(options, "schedule");
   compile.seed = take<uint64_t>(options, "seed");
   compile.outputGrads = take<bool>(options, "output_grads");
   if (options.size() != 0)

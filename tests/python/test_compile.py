@@ -39,6 +39,22 @@ def test_options_are_the_flags(tmp, flags, options):
     assert json.loads(program.json) == json.loads(out.read_text())
 
 
+def test_schedule_option_is_the_flag(tmp):
+    # charlm in Megatron's layout: its loop bodies are ordered for overlap
+    # unless schedule=False (--no-schedule), which keeps another program.
+    charlm = ROOT / "examples" / "transformer" / "charlm.mtf"
+    layout = "batch:b;heads:m;d_ff:m"
+    kept = meshc.compile(charlm, mesh="b:2;m:2", layout=layout,
+                         schedule=False)
+    ordered = meshc.compile(charlm, mesh="b:2;m:2", layout=layout)
+    out = tmp / "c.mprog"
+    tool = run_tool("meshc", str(charlm), "--mesh", "b:2;m:2", "--layout",
+                    layout, "--no-schedule", "-o", str(out))
+    assert tool.returncode == 0, tool.stderr
+    assert json.loads(kept.json) == json.loads(out.read_text())
+    assert json.loads(kept.json)["steps"] != json.loads(ordered.json)["steps"]
+
+
 def test_microbatches_and_remat_options(tmp):
     charlm = ROOT / "examples" / "transformer" / "charlm.mtf"
     program = meshc.compile(charlm, mesh="b:2", layout="batch:b",
