@@ -13,6 +13,7 @@
 #include "dialect/MtfDialect.h"
 #include "lowering/Passes.h"
 #include "lowering/ScheduleForOverlap.h"
+#include "lowering/StepOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
@@ -26,12 +27,8 @@ using namespace mlir;
 
 namespace {
 
-/// Whether `op` is a step that communicates over a device group.
-bool communicates(Operation *op) {
-  std::optional<meshc::runtime::OpKind> kind = mtf::stepKindOf(op);
-  return kind && meshc::runtime::stepGroup(*kind) ==
-                     meshc::runtime::StepGroup::Collective;
-}
+using meshc::buffersOf;
+using meshc::communicates;
 
 /// Whether `op` is a step that computes (neither a collective, a wait nor
 /// an op that becomes no step).
@@ -39,25 +36,6 @@ bool computes(Operation *op) {
   std::optional<meshc::runtime::OpKind> kind = mtf::stepKindOf(op);
   return kind && !meshc::runtime::usesGroup(*kind) &&
          *kind != meshc::runtime::OpKind::Wait;
-}
-
-/// The values that share a buffer with `roots`: those, and the views of
-/// them (both ways, through any chain of views).
-llvm::DenseSet<Value> buffersOf(ArrayRef<Value> roots) {
-  llvm::DenseSet<Value> seen;
-  SmallVector<Value> work(roots.begin(), roots.end());
-  while (!work.empty()) {
-    Value value = work.pop_back_val();
-    if (!seen.insert(value).second)
-      continue;
-    if (Operation *def = value.getDefiningOp();
-        def && def->hasTrait<mtf::View>())
-      work.push_back(def->getOperand(0));
-    for (Operation *user : value.getUsers())
-      if (user->hasTrait<mtf::View>())
-        work.push_back(user->getResult(0));
-  }
-  return seen;
 }
 
 class Overlap {

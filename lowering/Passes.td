@@ -198,9 +198,10 @@ def MtfOverlapCollectives
   let description = [{
     First each loop body's ops are reordered for overlap (with `schedule`,
     the default; lowering/ScheduleForOverlap.h): uses after definitions, a
-    collective as soon as its inputs are made, the ops that lead to the
-    first collective the body reads before the others, and the ops that
-    need no collective in flight before those that do.
+    collective as soon as its inputs are made (an all-reduce or permute
+    after the other readers of its inputs), the ops that lead to the first
+    collective the body reads before the others, and the ops that need no
+    collective in flight before those that do.
 
     In every local program (and each loop's body, once), a collective that
     communicates (all-reduce, all-gather, reduce-scatter, all-to-all,
@@ -210,7 +211,9 @@ def MtfOverlapCollectives
     goes down, past such ops, to just before the first op that reads its
     result. The ops in between run while the collective communicates
     (docs/mprog.md#overlapped-collectives). An op touches a buffer when it
-    reads or writes the collective's inputs or results or a view of them;
+    reads or writes the collective's inputs or results or a view of them
+    (after the start of an all-gather, reduce-scatter or all-to-all, which
+    copy their inputs where they start, only their results count);
     neither end moves past an op of another phase, an `mtf.assign` (it
     writes its parameter by name), or out of its block. A collective with no computing step to overlap
     stays as it was.

@@ -378,6 +378,7 @@ double StepClock::compute(double seconds) {
 double StepClock::collective(Operation *op, double seconds, bool started,
                              Link link) {
   double &lane = lanes[link];
+  lastOnLane[link] = op;
   double start = std::max(device, lane);
   lane = start + seconds;
   if (started && overlaps)
@@ -399,8 +400,9 @@ double StepClock::wait(Operation *start) {
 
 void StepClock::advance(double seconds, ArrayRef<Operation *> repeated) {
   device += seconds;
-  for (double &lane : lanes)
-    lane += seconds;
+  for (auto [lane, last] : llvm::zip(lanes, lastOnLane))
+    if (last && llvm::is_contained(repeated, last))
+      lane += seconds;
   // The repeated steps' collectives still in flight (carried into the next
   // iteration) end as much later; one started before them runs on.
   for (Operation *op : repeated)
@@ -408,20 +410,26 @@ void StepClock::advance(double seconds, ArrayRef<Operation *> repeated) {
       end->second += seconds;
 }
 
+double stepRunOverhead(ModuleOp spmd, const cost::MachineProfile &machine) {
+  double overhead = machine.runOverhead;
+  spmd.walk([&](mtf::ProgramOp program) {
+    if (int64_t microbatches = microbatchCount(program); microbatches > 1)
+      overhead = machine.runOverhead * static_cast<double>(microbatches + 1);
+  });
+  return overhead;
+}
+
 ProgramCost predictProgram(ModuleOp spmd, const layout::Mesh &mesh,
                            const cost::MachineProfile &machine) {
   ProgramCost result;
-  result.prediction.overhead = machine.runOverhead;
+  result.prediction.overhead = stepRunOverhead(spmd, machine);
   spmd.walk([&](mtf::ProgramOp program) {
     StepCosts costs(program, mesh, machine);
     // With microbatches the forward and backward steps run once per
     // microbatch, the update steps once.
     int64_t microbatches = microbatchCount(program);
-    if (microbatches > 1) {
+    if (microbatches > 1)
       result.microbatches = microbatches;
-      result.prediction.overhead =
-          machine.runOverhead * static_cast<double>(microbatches + 1);
-    }
     // The ops of `block`, each run `count` times per step.
     std::function<void(Block &, int64_t)> predict = [&](Block &block,
                                                         int64_t count) {

@@ -88,8 +88,10 @@ public:
   /// The wait for started collective `start`; returns when it began (its
   /// stall is now() minus that).
   double wait(mlir::Operation *start);
-  /// Moves every clock on by `seconds` (iterations of the steps `repeated`
-  /// known to repeat), and the end of those steps' collectives in flight.
+  /// Moves the device on by `seconds` (iterations of the steps `repeated`
+  /// known to repeat), and the end of those steps' collectives in flight
+  /// and of the lanes they were queued on last; a lane whose last
+  /// collective started before them keeps its end.
   void advance(double seconds, llvm::ArrayRef<mlir::Operation *> repeated);
   /// When the device is free.
   double now() const { return device; }
@@ -100,6 +102,8 @@ private:
   bool overlaps;
   double device = 0;
   std::array<double, LinkCount> lanes = {};
+  /// The collective queued last on each lane (its end is the lane's).
+  std::array<mlir::Operation *, LinkCount> lastOnLane = {};
   llvm::DenseMap<mlir::Operation *, double> done;
 };
 
@@ -107,6 +111,12 @@ private:
 /// `spmd` on `mesh`, on a machine like `machine`.
 ProgramCost predictProgram(mlir::ModuleOp spmd, const layout::Mesh &mesh,
                            const cost::MachineProfile &machine);
+
+/// The run overhead of one training step of the program in `spmd`: the
+/// machine's per run, once per run (a run per microbatch and one for the
+/// update with microbatches).
+double stepRunOverhead(mlir::ModuleOp spmd,
+                       const cost::MachineProfile &machine);
 
 /// One step a run launches, as the cost model sees it.
 struct PredictedStep {

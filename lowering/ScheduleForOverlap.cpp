@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lowering/ScheduleForOverlap.h"
+#include "lowering/StepOps.h"
 
 #include "dialect/MtfDialect.h"
 
@@ -24,12 +25,6 @@ namespace meshc {
 using namespace mlir;
 
 namespace {
-
-/// Whether `op` is a step that communicates over a device group.
-bool communicates(Operation *op) {
-  std::optional<runtime::OpKind> kind = mtf::stepKindOf(op);
-  return kind && runtime::stepGroup(*kind) == runtime::StepGroup::Collective;
-}
 
 /// Whether the scheduler may move `op`: it has no effect but its results
 /// (a collective's effect is its results too), and nothing already tied to
@@ -59,11 +54,10 @@ public:
               if (at->second != index)
                 defs.insert(at->second);
       });
-      for (size_t def : defs) {
-        users[def].push_back(index);
-        ++pending[index];
-      }
+      for (size_t def : defs)
+        addEdge(def, index);
     }
+    keepInputsReadersFirst();
   }
 
   /// The ops in their new order.
@@ -73,7 +67,8 @@ public:
     // leads to, through its users; an op that leads to none has none.
     constexpr size_t none = std::numeric_limits<size_t>::max();
     SmallVector<size_t> key(ops.size(), none);
-    for (size_t i = ops.size(); i-- > 0;)
+    SmallVector<size_t> topological = topologicalOrder();
+    for (size_t i : llvm::reverse(topological))
       for (size_t user : users[i])
         key[i] = std::min(key[i], urgent[user] ? user : key[user]);
 
@@ -132,10 +127,72 @@ public:
         if (--pending[user] == 0)
           ready.insert(user);
     }
+    // (Every op is placed: the edges keepInputsReadersFirst adds make no
+    // cycle. Were one left out, the old order stands.)
+    if (result.size() != ops.size())
+      return SmallVector<Operation *>(ops.begin(), ops.end());
     return result;
   }
 
 private:
+  /// The ops in an order that keeps every edge (Kahn's), or fewer of them
+  /// if the edges had a cycle.
+  SmallVector<size_t> topologicalOrder() {
+    SmallVector<size_t> left(pending), order;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (left[i] == 0)
+        order.push_back(i);
+    for (size_t next = 0; next < order.size(); ++next)
+      for (size_t user : users[order[next]])
+        if (--left[user] == 0)
+          order.push_back(user);
+    return order;
+  }
+
+  /// `before` must come before `after`.
+  void addEdge(size_t before, size_t after) {
+    if (!edges.insert({before, after}).second)
+      return;
+    users[before].push_back(after);
+    ++pending[after];
+  }
+
+  /// The op of the segment that holds `op` (itself, or an ancestor of an op
+  /// in one of its regions), if any.
+  std::optional<size_t> segmentOpOf(Operation *op) {
+    for (; op; op = op->getParentOp())
+      if (auto at = position.find(op); at != position.end())
+        return at->second;
+    return std::nullopt;
+  }
+
+  /// A collective that reads its inputs until its wait (an all-reduce, a
+  /// collective permute: not runtime::readsInputsAtStart) waits for the
+  /// other ops that read or view its inputs, unless they depend on it:
+  /// mtf-overlap-collectives lets no such op between its start and its
+  /// wait, so one placed after the start would leave it blocking.
+  void keepInputsReadersFirst() {
+    for (size_t index = 0; index < ops.size(); ++index) {
+      std::optional<runtime::OpKind> kind = mtf::stepKindOf(ops[index]);
+      if (!communicates(ops[index]) || runtime::readsInputsAtStart(*kind))
+        continue;
+      // What depends on it, through the edges so far (an edge from one of
+      // those would close a cycle).
+      llvm::DenseSet<size_t> after;
+      SmallVector<size_t> work{index};
+      while (!work.empty())
+        for (size_t user : users[work.pop_back_val()])
+          if (after.insert(user).second)
+            work.push_back(user);
+      SmallVector<Value> inputs(ops[index]->getOperands());
+      for (Value value : buffersOf(inputs))
+        for (Operation *user : value.getUsers())
+          if (std::optional<size_t> reader = segmentOpOf(user);
+              reader && *reader != index && !after.contains(*reader))
+            addEdge(*reader, index);
+    }
+  }
+
   /// The ops of the segment whose results `index` reads.
   SmallVector<size_t> defsOf(size_t index) {
     SmallVector<size_t> defs;
@@ -194,6 +251,7 @@ private:
   llvm::DenseMap<Operation *, size_t> position;
   SmallVector<SmallVector<size_t>> users;
   SmallVector<size_t> pending;
+  llvm::DenseSet<std::pair<size_t, size_t>> edges;
   SmallVector<bool> urgent;
 };
 

@@ -20,8 +20,10 @@ namespace meshc {
 /// but their results, it picks, of the ops whose operands are made: a
 /// collective; else an op that reads no collective in flight, leading to
 /// the collective (read in the body) that came first; else any op that
-/// reads none in flight; else the first in the old order. Ops that stay in
-/// place (waits, resume points, loops, writes) bound the runs.
+/// reads none in flight; else the first in the old order. A collective that
+/// reads its inputs until its wait comes after the other readers of its
+/// inputs. Ops that stay in place (waits, started collectives, resume
+/// points, loops, writes) bound the runs.
 void scheduleForOverlap(mlir::Block &body);
 
 } // namespace meshc

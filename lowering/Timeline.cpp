@@ -108,11 +108,12 @@ void writePredictedTimeline(ModuleOp spmd, const layout::Mesh &mesh,
                            runtime::opCategory(step.kind), start, seconds,
                            track, std::move(args)));
   });
-  double now = clock.end();
-  events.push_back(event("run overhead", "overhead", now, machine.runOverhead,
-                         0, llvm::json::Object{}));
+  // (With microbatches, every run's overhead, one event.)
+  double now = clock.end(), overhead = stepRunOverhead(spmd, machine);
+  events.push_back(event("run overhead", "overhead", now, overhead, 0,
+                         llvm::json::Object{}));
   double exposed = std::max(0.0, now - computing);
-  now += machine.runOverhead;
+  now += overhead;
   llvm::json::Object top{
       {"displayTimeUnit", "ms"},
       {"otherData",

@@ -85,3 +85,36 @@ mtf.program @earliest_collective_first local {
   }
   mtf.output "f" %f : !mtf.tensor<[d=4], f32>
 }
+
+// -----
+
+// An all-reduce reads its input until its wait, so the other readers of
+// its input (the tanh) go before its start: placed after it, one would keep
+// the wait from passing and leave it blocking. The negate, which reads
+// neither, runs beside it.
+// CHECK-LABEL: mtf.program @input_readers_first
+// CHECK: ^bb0
+// CHECK-NEXT: mtf.exp
+// CHECK-NEXT: mtf.to_tensor
+// CHECK-NEXT: mtf.tanh
+// CHECK-NEXT: shard.all_reduce
+// CHECK-NEXT: mtf.negate
+// CHECK-NEXT: mtf.wait
+shard.grid @mesh(shape = 2)
+mtf.program @input_readers_first local {
+  %x = mtf.input "x" : !mtf.tensor<[d=4], f32>
+  %f, %s, %s2 = mtf.loop "layers" 3 reverse carry(%x : !mtf.tensor<[d=4], f32>) -> (!mtf.tensor<[d=4], f32>) stacked(!mtf.tensor<[layers=3, d=4], f32>, !mtf.tensor<[layers=3, d=4], f32>) attributes {mtf.phase = "backward"} {
+  ^bb0(%g: !mtf.tensor<[d=4], f32>):
+    %p = mtf.exp %g {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32>
+    %t = mtf.to_tensor %p {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32> -> tensor<4xf32>
+    %r = shard.all_reduce %t on @mesh grid_axes = [0] {mtf.phase = "backward"} : tensor<4xf32> -> tensor<4xf32>
+    %xr = mtf.tanh %p {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32>
+    %y = mtf.negate %g {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32>
+    %o = mtf.from_tensor %r {mtf.phase = "backward"} : tensor<4xf32> -> !mtf.tensor<[d=4], f32>
+    %n = mtf.add %o, %g {mtf.phase = "backward"} : !mtf.tensor<[d=4], f32>, !mtf.tensor<[d=4], f32> -> !mtf.tensor<[d=4], f32>
+    mtf.yield %n, %xr, %y : !mtf.tensor<[d=4], f32>, !mtf.tensor<[d=4], f32>, !mtf.tensor<[d=4], f32>
+  }
+  mtf.output "f" %f : !mtf.tensor<[d=4], f32>
+  mtf.output "s" %s : !mtf.tensor<[layers=3, d=4], f32>
+  mtf.output "s2" %s2 : !mtf.tensor<[layers=3, d=4], f32>
+}

@@ -94,4 +94,19 @@ TEST_F(StepClockTest, AdvanceMovesTheRepeatedStepsInFlight) {
   EXPECT_EQ(clock.end(), 14.0);
 }
 
+TEST_F(StepClockTest, AdvanceKeepsALaneWhoseLastCollectiveCameBefore) {
+  // A collective between nodes started before a loop whose iterations
+  // queue theirs in a node: the loop's iterations do not push its end.
+  StepClock clock;
+  clock.collective(ops[0], 10.0, true, StepClock::BetweenNodes);
+  clock.collective(ops[1], 0.5, true, StepClock::InNode);
+  clock.compute(1.0);
+  clock.wait(ops[1]);
+  clock.advance(5.0, {ops[1]});
+  EXPECT_EQ(clock.now(), 6.0);
+  EXPECT_EQ(clock.end(), 10.0);
+  EXPECT_EQ(clock.wait(ops[0]), 6.0);
+  EXPECT_EQ(clock.now(), 10.0);
+}
+
 } // namespace
