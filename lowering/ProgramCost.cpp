@@ -241,8 +241,11 @@ private:
         collective.kind, bytes, collective.group);
     const cost::Link &link = cost::linkOf(machine, mesh, collective.axes);
     collective.interNode = &link == &machine.interNode;
+    // (A library's tree all-reduce: across nodes, where NCCL uses its
+    // double binary trees; inside a node it rings.)
     collective.seconds =
-        cost::collectiveSeconds(collective.kind, bytes, collective.group, link);
+        cost::collectiveSeconds(collective.kind, bytes, collective.group, link,
+                                machine.treeAllReduce && collective.interNode);
     entry.seconds = collective.seconds;
     entry.collective = collective;
     return entry;

@@ -52,12 +52,21 @@ int64_t ringSteps(layout::CollectiveKind kind, int64_t group) {
                                                    : group - 1;
 }
 
+int64_t treeSteps(int64_t group) {
+  int64_t depth = 0;
+  while ((int64_t(1) << depth) < group)
+    ++depth;
+  return 2 * depth;
+}
+
 double collectiveSeconds(layout::CollectiveKind kind, int64_t bytes,
-                         int64_t group, const Link &link) {
+                         int64_t group, const Link &link, bool tree) {
   double received =
       static_cast<double>(layout::collectiveBytesPerDevice(kind, bytes, group));
-  return static_cast<double>(ringSteps(kind, group)) * link.latency +
-         received / link.bandwidth;
+  int64_t steps = ringSteps(kind, group);
+  if (tree && kind == layout::CollectiveKind::AllReduce)
+    steps = std::min(steps, treeSteps(group));
+  return static_cast<double>(steps) * link.latency + received / link.bandwidth;
 }
 
 std::string formatSeconds(double seconds) {

@@ -60,11 +60,17 @@ const Link &linkOf(const MachineProfile &machine, const layout::Mesh &mesh,
 /// group of one.
 int64_t ringSteps(layout::CollectiveKind kind, int64_t group);
 
+/// The latency steps of a tree all-reduce over `group` devices (a double
+/// binary tree: up and down, 2 ceil(log2 g)); 0 for a group of one.
+int64_t treeSteps(int64_t group);
+
 /// Seconds a collective of `kind` takes on `link` whose local buffer holds
 /// `bytes` (the output for an all-gather, else the input) over `group`
-/// devices.
+/// devices. With `tree`, an all-reduce takes the tree's latency steps where
+/// they are fewer than the ring's (the bytes are the ring's: a double
+/// binary tree moves them at full bandwidth).
 double collectiveSeconds(layout::CollectiveKind kind, int64_t bytes,
-                         int64_t group, const Link &link);
+                         int64_t group, const Link &link, bool tree = false);
 
 /// A program's predicted time per run, in parts: its steps' compute, its
 /// collectives, and the machine's run overhead.

@@ -73,7 +73,7 @@ public:
                               "attention_flops", "memory_bandwidth",
                               "step_overhead", "gemm_call_overhead",
                               "run_overhead", "overlaps_communication",
-                              "links", "sources"}))
+                              "tree_all_reduce", "links", "sources"}))
       return *e;
     MachineProfile profile;
     const Json *name = member(root, "", "name", true);
@@ -126,11 +126,22 @@ public:
     if (const Json *overlaps =
             member(root, "", "overlaps_communication", false)) {
       if (!overlaps->is_boolean())
-        return fail(jsonMemberPath("", "overlaps_communication") +
-                        ": expected true or false, got " + describe(*overlaps),
-                    "", locations.valueLoc(jsonMemberPath(
-                            "", "overlaps_communication")));
+        return fail(
+            jsonMemberPath("", "overlaps_communication") +
+                ": expected true or false, got " + describe(*overlaps),
+            "",
+            locations.valueLoc(jsonMemberPath("", "overlaps_communication")));
       profile.overlapsCommunication = overlaps->get<bool>();
+    } else if (failed) {
+      return error;
+    }
+    if (const Json *tree = member(root, "", "tree_all_reduce", false)) {
+      if (!tree->is_boolean())
+        return fail(jsonMemberPath("", "tree_all_reduce") +
+                        ": expected true or false, got " + describe(*tree),
+                    "",
+                    locations.valueLoc(jsonMemberPath("", "tree_all_reduce")));
+      profile.treeAllReduce = tree->get<bool>();
     } else if (failed) {
       return error;
     }

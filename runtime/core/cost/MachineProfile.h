@@ -68,6 +68,11 @@ struct MachineProfile {
   /// the computing cores and meshrun --overlap auto runs them where they
   /// start: the cost model then prices them as blocking.
   bool overlapsCommunication = true;
+  /// Whether the collective library all-reduces across nodes with a tree
+  /// where that is faster than a ring ("tree_all_reduce"; default false):
+  /// NCCL's double binary trees, 2 ceil(log2 g) latency steps at the ring's
+  /// bandwidth (CostModel.h treeSteps).
+  bool treeAllReduce = false;
   /// Devices numbered 0..n-1 fill nodes of this many in order.
   int64_t devicesPerNode = 1;
   Link intraNode;

@@ -83,6 +83,31 @@ TEST(CostModelTest, CollectivesCostRingStepsAndReceivedBytes) {
   EXPECT_EQ(collectiveSeconds(CollectiveKind::Permute, 4096, 1, link), 0);
 }
 
+TEST(CostModelTest, ATreeAllReduceTakesLogarithmicSteps) {
+  Link link{1e-5, 1e9};
+  using layout::CollectiveKind;
+  EXPECT_EQ(treeSteps(1), 0);
+  EXPECT_EQ(treeSteps(2), 2);
+  EXPECT_EQ(treeSteps(5), 6);
+  EXPECT_EQ(treeSteps(512), 18);
+  // 4 bytes over 512 devices: 18 steps where the ring takes 1022; the same
+  // bytes received.
+  auto bytes = static_cast<double>(
+      layout::collectiveBytesPerDevice(CollectiveKind::AllReduce, 4, 512));
+  EXPECT_DOUBLE_EQ(collectiveSeconds(CollectiveKind::AllReduce, 4, 512, link),
+                   1022 * 1e-5 + bytes / 1e9);
+  EXPECT_DOUBLE_EQ(
+      collectiveSeconds(CollectiveKind::AllReduce, 4, 512, link, true),
+      18 * 1e-5 + bytes / 1e9);
+  // Over 2 the ring is no longer; other kinds ring.
+  EXPECT_DOUBLE_EQ(
+      collectiveSeconds(CollectiveKind::AllReduce, 4096, 2, link, true),
+      collectiveSeconds(CollectiveKind::AllReduce, 4096, 2, link));
+  EXPECT_DOUBLE_EQ(
+      collectiveSeconds(CollectiveKind::AllGather, 4096, 512, link, true),
+      collectiveSeconds(CollectiveKind::AllGather, 4096, 512, link));
+}
+
 TEST(CostModelTest, AGroupInsideOneNodeTakesTheNodesLink) {
   MachineProfile m = machine();
   // 16 nodes of 8: the minor axis m stays in a node, b crosses nodes.

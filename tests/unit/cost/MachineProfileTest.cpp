@@ -23,11 +23,12 @@ TEST(MachineProfileTest, AMinimalProfileGetsItsDefaults) {
   auto profile = parseMachineProfile(kMinimal, "box.json");
   ASSERT_TRUE(profile.ok()) << profile.error().str();
   EXPECT_TRUE(profile->overlapsCommunication); // the default
+  EXPECT_FALSE(profile->treeAllReduce);        // rings only
   EXPECT_EQ(profile->name, "box");
   EXPECT_EQ(profile->gemmF32, 1e11);
   EXPECT_EQ(profile->gemmBf16, 1e11);
   EXPECT_EQ(profile->vectorFlops, 2e10);
-  EXPECT_EQ(profile->fusedFlops, 2e10);   // the vector rate
+  EXPECT_EQ(profile->fusedFlops, 2e10);  // the vector rate
   EXPECT_EQ(profile->attentionFlops, 0); // the GEMM rate of its type
   EXPECT_EQ(profile->memoryBandwidth, 1e10);
   EXPECT_EQ(profile->stepOverhead, 0);
@@ -75,7 +76,8 @@ TEST(MachineProfileTest, ErrorsNameThePlaceAndTheValue) {
       "\"vector_flops\", \"fused_flops\", \"attention_flops\", "
       "\"memory_bandwidth\", \"step_overhead\", "
       "\"gemm_call_overhead\", \"run_overhead\", "
-      "\"overlaps_communication\", \"links\" and \"sources\"",
+      "\"overlaps_communication\", \"tree_all_reduce\", \"links\" and "
+      "\"sources\"",
       1, 15);
   std::string overlaps = kMinimal;
   overlaps.replace(overlaps.find("\"name\""), 6,
@@ -83,6 +85,12 @@ TEST(MachineProfileTest, ErrorsNameThePlaceAndTheValue) {
   EXPECT_LAYOUT_ERROR(
       parseMachineProfile(overlaps, "m.json"),
       "\"overlaps_communication\": expected true or false, got 1", "", 2, 29);
+  std::string tree = kMinimal;
+  tree.replace(tree.find("\"name\""), 6,
+               "\"tree_all_reduce\": \"yes\", \"name\"");
+  EXPECT_LAYOUT_ERROR(
+      parseMachineProfile(tree, "m.json"),
+      "\"tree_all_reduce\": expected true or false, got \"yes\"", "", 2, 22);
   std::string negative = kMinimal;
   negative.replace(negative.find("2e10"), 4, "-2e0");
   EXPECT_LAYOUT_ERROR(parseMachineProfile(negative, "m.json"),
