@@ -45,18 +45,9 @@ public:
       position[op] = index;
     users.resize(ops.size());
     pending.assign(ops.size(), 0);
-    for (auto [index, op] : llvm::enumerate(ops)) {
-      llvm::SmallSetVector<size_t, 4> defs;
-      op->walk([&](Operation *inner) {
-        for (Value operand : inner->getOperands())
-          if (Operation *def = operand.getDefiningOp())
-            if (auto at = position.find(def); at != position.end())
-              if (at->second != index)
-                defs.insert(at->second);
-      });
-      for (size_t def : defs)
+    for (size_t index = 0; index < ops.size(); ++index)
+      for (size_t def : defsOf(index))
         addEdge(def, index);
-    }
     keepInputsReadersFirst();
   }
 
@@ -73,7 +64,6 @@ public:
         key[i] = std::min(key[i], urgent[user] ? user : key[user]);
 
     SmallVector<Operation *> result;
-    SmallVector<bool> done(ops.size(), false);
     // The collectives started and not yet read: an op that reads one (or a
     // view of one) waits for it.
     llvm::DenseSet<size_t> inFlight;
@@ -115,7 +105,6 @@ public:
           better(i, [](size_t index) { return index; });
       size_t index = *pick;
       ready.remove(index);
-      done[index] = true;
       result.push_back(ops[index]);
       // Reading a collective's result (through any views) completes it.
       if (!ops[index]->hasTrait<mtf::View>())
