@@ -297,11 +297,6 @@ void repeat(StepClock &clock, int64_t count, ArrayRef<Operation *> ops,
   }
 }
 
-/// Whether steps of kind `kind` communicate (and so run on a lane).
-bool communicates(runtime::OpKind kind) {
-  return runtime::stepGroup(kind) == runtime::StepGroup::Collective;
-}
-
 /// Whether `op` is a carried wait (it completes its collective in the
 /// next iteration, where it resumes).
 bool isCarriedWait(Operation *op) {
@@ -357,7 +352,7 @@ void simulate(Operation &op, StepCosts &costs, StepClock &clock) {
   PredictedStep step = costs.of(op, *kind);
   // (A slice takes the device's block without communicating: it runs on
   // the device, not on a lane, as the runtimes run it.)
-  if (step.collective && communicates(*kind))
+  if (step.collective && runtime::communicates(*kind))
     clock.collective(&op, step.seconds, bool(mtf::WaitOp::of(&op)),
                      StepClock::linkOf(*step.collective));
   else

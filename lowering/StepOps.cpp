@@ -10,7 +10,7 @@ using namespace mlir;
 
 bool communicates(Operation *op) {
   std::optional<runtime::OpKind> kind = mtf::stepKindOf(op);
-  return kind && runtime::stepGroup(*kind) == runtime::StepGroup::Collective;
+  return kind && runtime::communicates(*kind);
 }
 
 llvm::DenseSet<Value> buffersOf(ArrayRef<Value> roots) {

@@ -85,8 +85,7 @@ void writePredictedTimeline(ModuleOp spmd, const layout::Mesh &mesh,
       start = clock.wait(llvm::cast<mtf::WaitOp>(step.op).getStart());
       seconds = clock.now() - start;
     } else if (const CollectiveCost *collective = step.collective;
-               collective && runtime::stepGroup(step.kind) ==
-                                 runtime::StepGroup::Collective) {
+               collective && runtime::communicates(step.kind)) {
       std::string axes;
       for (size_t axis : collective->axes)
         axes += (axes.empty() ? "" : ",") + mesh.axisName(axis);

@@ -618,8 +618,7 @@ double Session::runSteps(const std::vector<const Step *> &steps,
       if (!lanes.empty() && step.op() == OpKind::Wait) {
         for (int64_t ticket : step.as<WaitAttrs>().tickets)
           lanes[d]->wait(ticket);
-      } else if (!lanes.empty() &&
-                 stepGroup(step.op()) == StepGroup::Collective) {
+      } else if (!lanes.empty() && communicates(step.op())) {
         runOnLane(*lanes[d], *devices[d], step, comm, stepContext);
       } else {
         devices[d]->run(step, comm, stepContext);

@@ -62,6 +62,11 @@ constexpr StepGroup stepGroup(OpKind op) {
 /// True for the steps that run over a group of devices (the collectives,
 /// and slice, which needs the device's rank in its group).
 constexpr bool usesGroup(OpKind op) { return stepGroup(op) != StepGroup::None; }
+/// True for the steps that communicate over their group (the collectives;
+/// not slice): the runtimes run them on a device's lane.
+constexpr bool communicates(OpKind op) {
+  return stepGroup(op) == StepGroup::Collective;
+}
 /// True for the collectives that copy their inputs into their scratch
 /// before they communicate (all_gather, reduce_scatter, all_to_all; plain
 /// or combined): started, they read their inputs only where they start, so

@@ -123,28 +123,10 @@ public:
                      profile.gemmCallOverhead) ||
         !nonNegative(root, "", "run_overhead", profile.runOverhead))
       return error;
-    if (const Json *overlaps =
-            member(root, "", "overlaps_communication", false)) {
-      if (!overlaps->is_boolean())
-        return fail(
-            jsonMemberPath("", "overlaps_communication") +
-                ": expected true or false, got " + describe(*overlaps),
-            "",
-            locations.valueLoc(jsonMemberPath("", "overlaps_communication")));
-      profile.overlapsCommunication = overlaps->get<bool>();
-    } else if (failed) {
+    if (!boolean(root, "", "overlaps_communication",
+                 profile.overlapsCommunication) ||
+        !boolean(root, "", "tree_all_reduce", profile.treeAllReduce))
       return error;
-    }
-    if (const Json *tree = member(root, "", "tree_all_reduce", false)) {
-      if (!tree->is_boolean())
-        return fail(jsonMemberPath("", "tree_all_reduce") +
-                        ": expected true or false, got " + describe(*tree),
-                    "",
-                    locations.valueLoc(jsonMemberPath("", "tree_all_reduce")));
-      profile.treeAllReduce = tree->get<bool>();
-    } else if (failed) {
-      return error;
-    }
     double perNode = 1;
     if (!positive(root, "", "devices_per_node", false, perNode))
       return error;
@@ -237,6 +219,23 @@ private:
                    kProfileExample, locations.valueLoc(path));
     }
     return nullptr;
+  }
+
+  /// Reads optional member `key` as true or false into `out` (left alone
+  /// when absent); false with `error` set when wrong.
+  bool boolean(const Json &object, const std::string &path, const char *key,
+               bool &out) {
+    const Json *value = member(object, path, key, false);
+    if (!value)
+      return !failed;
+    std::string at = jsonMemberPath(path, key);
+    if (!value->is_boolean()) {
+      error = fail(at + ": expected true or false, got " + describe(*value), "",
+                   locations.valueLoc(at));
+      return false;
+    }
+    out = value->get<bool>();
+    return true;
   }
 
   /// Reads member `key` as a finite number > 0 into `out` (left alone when

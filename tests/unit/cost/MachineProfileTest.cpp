@@ -62,9 +62,13 @@ TEST(MachineProfileTest, EveryPresetParsesAndSaysWhereEachFigureIsFrom) {
   // NCCL communicates beside the compute stream; the 2-core VM's cores do
   // both (meshrun --overlap auto runs started collectives where they start).
   EXPECT_TRUE(h100->overlapsCommunication);
+  // NCCL all-reduces across nodes with trees, and says where that is from.
+  EXPECT_TRUE(h100->treeAllReduce);
+  EXPECT_TRUE(h100->sources.count("tree_all_reduce"));
   auto vm = loadMachineProfile("epyc-2core-threads");
   ASSERT_TRUE(vm.ok());
   EXPECT_FALSE(vm->overlapsCommunication);
+  EXPECT_FALSE(vm->treeAllReduce);
 }
 
 TEST(MachineProfileTest, ErrorsNameThePlaceAndTheValue) {

@@ -60,6 +60,10 @@ TEST(StepKindsTest, GroupsComeFromTheTable) {
   EXPECT_TRUE(usesGroup(OpKind::Slice));
   EXPECT_EQ(stepGroup(OpKind::Slice), StepGroup::Rank);
   EXPECT_EQ(stepGroup(OpKind::AllToAll), StepGroup::Collective);
+  // A slice uses its group's ranks but does not communicate.
+  EXPECT_FALSE(communicates(OpKind::Slice));
+  EXPECT_TRUE(communicates(OpKind::AllToAll));
+  EXPECT_FALSE(communicates(OpKind::TopK));
   step.attrs = TopKAttrs{"experts", 2};
   EXPECT_EQ(step.group(), std::nullopt);
   EXPECT_FALSE(usesGroup(OpKind::TopK));
