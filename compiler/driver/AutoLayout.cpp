@@ -347,48 +347,58 @@ FailureOr<layout::LayoutRules> chooseLayout(const SearchModel &model,
   // Every layout on every variant, in parallel; each compile's diagnostics
   // go to its own candidate.
   std::vector<Candidate> candidates(texts.size());
-  {
-    ScopedDiagnosticHandler capture(context, captureError);
-    forEachIndex(context, texts.size(), [&](size_t i) {
-      Candidate &candidate = candidates[i];
-      candidate.text = texts[i];
-      layout::Result<layout::LayoutRules> rules =
-          layout::LayoutRules::parse(texts[i]);
-      if (!rules.ok()) {
-        candidate.error = rules.error().message;
+  auto measureCandidate = [&](size_t i) {
+    Candidate &candidate = candidates[i];
+    candidate = Candidate();
+    candidate.text = texts[i];
+    layout::Result<layout::LayoutRules> rules =
+        layout::LayoutRules::parse(texts[i]);
+    if (!rules.ok()) {
+      candidate.error = rules.error().message;
+      return;
+    }
+    candidate.rules = *rules;
+    std::vector<std::pair<double, Figures>> parts;
+    std::vector<Variant> pipelinedVariant;
+    const std::vector<Variant> *measured = &*variants;
+    if (model.pipelined && pipelines(full, candidate.rules)) {
+      std::string key = pipelineKey(candidate.rules);
+      if (auto error = pipelineErrors.find(key);
+          error != pipelineErrors.end()) {
+        candidate.error = error->second;
         return;
       }
-      candidate.rules = *rules;
-      std::vector<std::pair<double, Figures>> parts;
-      std::vector<Variant> pipelinedVariant;
-      const std::vector<Variant> *measured = &*variants;
-      if (model.pipelined && pipelines(full, candidate.rules)) {
-        std::string key = pipelineKey(candidate.rules);
-        if (auto error = pipelineErrors.find(key);
-            error != pipelineErrors.end()) {
-          candidate.error = error->second;
-          return;
-        }
-        pipelinedVariant.push_back({nullptr, *pipelinedModels.at(key), 1});
-        measured = &pipelinedVariant;
-      }
-      for (const Variant &variant : *measured) {
-        std::optional<Figures> figures =
-            measure(variant.module, mesh, candidate.rules, machine,
-                    options.partition, candidate.error);
-        if (!figures) {
-          if (candidate.error.empty())
-            candidate.error = "failed without a message";
-          return;
-        }
-        parts.push_back({variant.weight, *figures});
-      }
-      candidate.valid = true;
-      candidate.figures = combine(parts);
-      candidate.memory = measured->size() > 1 ? candidate.figures.peakLive
-                                              : candidate.figures.arena;
-    });
+      pipelinedVariant.push_back({nullptr, *pipelinedModels.at(key), 1});
+      measured = &pipelinedVariant;
+    }
+    for (const Variant &variant : *measured) {
+      std::optional<Figures> figures =
+          measure(variant.module, mesh, candidate.rules, machine,
+                  options.partition, candidate.error);
+      if (!figures)
+        return;
+      parts.push_back({variant.weight, *figures});
+    }
+    candidate.valid = true;
+    candidate.figures = combine(parts);
+    candidate.memory = measured->size() > 1 ? candidate.figures.peakLive
+                                            : candidate.figures.arena;
+  };
+  {
+    ScopedDiagnosticHandler capture(context, captureError);
+    forEachIndex(context, texts.size(), measureCandidate);
+    // The refused layouts are measured again on this thread alone, for
+    // their errors: the diagnostic handlers are the context's, shared by the
+    // concurrent compiles, and once in about 20 searches on 2 threads a
+    // layout refused for two dims on one axis lost its message. (Refusals
+    // are found early, at the layout or the partition, so this is cheap.)
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (!candidates[i].valid)
+        measureCandidate(i);
   }
+  for (Candidate &candidate : candidates)
+    if (!candidate.valid && candidate.error.empty())
+      candidate.error = "failed without a message";
 
   std::vector<const Candidate *> valid;
   std::map<std::string, size_t> refusals;
