@@ -5,7 +5,9 @@ root mean square, which turns the last bits of a sum taken in another order
 into larger differences of single elements; the norm is what training
 sees). B's gradient accumulators (zero between steps) must not be among
 its files: meshrun dumps no accumulator. With --outputs A.json B.json also compares the
-outputs of meshrun --dump-outputs (scalars: relative difference)."""
+outputs of meshrun --dump-outputs (scalars: relative difference; with
+--abs NAME=TOL, output NAME's absolute difference, for a count such as an
+accuracy, whose quantum is one example)."""
 import json
 import os
 import sys
@@ -14,8 +16,13 @@ import numpy as np
 
 args = sys.argv[1:]
 outputs = None
-if args[:1] == ["--outputs"]:
-    outputs, args = args[1:3], args[3:]
+absolute = {}
+while args[:1] in (["--outputs"], ["--abs"]):
+    if args[0] == "--outputs":
+        outputs, args = args[1:3], args[3:]
+    else:
+        name, _, value = args[1].partition("=")
+        absolute[name], args = float(value), args[2:]
 a_dir, b_dir, tol = args[0], args[1], float(args[2])
 failed = False
 worst, worst_name = 0.0, ""
@@ -41,8 +48,10 @@ if outputs:
     a_out, b_out = (json.load(open(path))["outputs"] for path in outputs)
     for name in sorted(a_out):
         x, y = a_out[name]["data"][0], b_out[name]["data"][0]
-        rel = abs(x - y) / max(abs(x), 1e-30)
-        ok = rel <= tol
+        if name in absolute:
+            ok = abs(x - y) <= absolute[name]
+        else:
+            ok = abs(x - y) / max(abs(x), 1e-30) <= tol
         failed |= not ok
         print(f"output {name}: {x:.7g} and {y:.7g} {'OK' if ok else 'DIFFERS'}")
 sys.exit(1 if failed else 0)
