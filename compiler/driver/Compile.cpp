@@ -672,6 +672,7 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     model.pipelined = buildPipelined;
     searchOptions.partition = partitionOptions;
     searchOptions.partition.shardOptimizer = options.shardOptimizer;
+    searchOptions.partition.shardParams = options.shardParams;
     searchOptions.partition.axisWeights = weights.str(mesh);
     searchOptions.partition.uneven = weights.allowsIndivisible();
     searchOptions.errors = &err;
@@ -705,6 +706,7 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
     layoutOptions.layout = rules.str();
     layoutOptions.shardOptimizer = options.shardOptimizer;
+    layoutOptions.shardParams = options.shardParams;
     layoutOptions.axisWeights = weights.str(mesh);
     layoutOptions.uneven = weights.allowsIndivisible();
     pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));

@@ -93,6 +93,8 @@ struct CompileOptions {
   /// (default: "batch")
   std::optional<std::string> microbatchDim;
   bool shardOptimizer = false;
+  /// ZeRO-3: parameters kept sharded too (implies shardOptimizer).
+  bool shardParams = false;
   bool noFuse = false;
   bool noFuseAttention = false;
   bool noSchedule = false;

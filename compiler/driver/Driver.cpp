@@ -154,6 +154,13 @@ struct Options {
                "mesh axes that replicate the parameter (ZeRO-1; "
                "docs/training.md)"),
       cl::cat(category)};
+  cl::opt<bool> shardParams{
+      "shard-params",
+      cl::desc("also keep the parameters split so, each gathered (after its "
+               "cast to bf16) where it is read, a repeat's layer in its loop "
+               "(ZeRO-3, FSDP's full sharding; implies --shard-optimizer; "
+               "docs/training.md)"),
+      cl::cat(category)};
   cl::opt<bool> noFuse{
       "no-fuse",
       cl::desc("keep every elementwise op and reduction its own step (skip "
@@ -232,6 +239,7 @@ struct Options {
     if (given(microbatchDim))
       o.microbatchDim = microbatchDim;
     o.shardOptimizer = shardOptimizer;
+    o.shardParams = shardParams;
     o.noFuse = noFuse;
     o.noFuseAttention = noFuseAttention;
     o.noSchedule = noSchedule;

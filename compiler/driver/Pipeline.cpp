@@ -20,6 +20,7 @@ LogicalResult layoutAndPartition(ModuleOp module, const layout::Mesh &mesh,
   layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
   layoutOptions.layout = rules.str();
   layoutOptions.shardOptimizer = options.shardOptimizer;
+  layoutOptions.shardParams = options.shardParams;
   layoutOptions.axisWeights = options.axisWeights;
   layoutOptions.uneven = options.uneven;
   pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));

@@ -36,6 +36,9 @@ struct PartitionOptions {
   /// Shard optimizer state and updates over the axes that replicate each
   /// parameter (mtf-apply-layout's shard-optimizer).
   bool shardOptimizer = false;
+  /// Keep the parameters and their casts so sharded too (mtf-apply-layout's
+  /// shard-params, ZeRO-3).
+  bool shardParams = false;
   /// Device weights in the text of meshc --axis-weights ("b=1,1,2"; empty:
   /// even) and --uneven (mtf-apply-layout's axis-weights and uneven).
   std::string axisWeights;

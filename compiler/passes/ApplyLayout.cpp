@@ -51,6 +51,27 @@ struct MtfApplyLayoutPass
     meshc::layout::AxisWeights weights = *optioned;
 
     MLIRContext *context = &getContext();
+    // --shard-params keeps a repeat's layer dim whole (its loop slices it)
+    // and shards over the data-parallel axes, those that split an input: a
+    // layer norm's scale, replicated over the tensor-parallel axes too,
+    // joins its layer's gather instead of one over every device.
+    std::vector<std::string> layerDims;
+    program.walk(
+        [&](mtf::LoopOp loop) { layerDims.push_back(loop.getDim().str()); });
+    std::vector<size_t> dataAxes;
+    for (auto input : program.getBody().getOps<mtf::InputOp>()) {
+      auto type = llvm::cast<mtf::TensorType>(input.getType());
+      meshc::layout::Result<meshc::layout::TensorLayout> inputLayout =
+          meshc::layout::TensorLayout::compute(meshc::tensorName(input),
+                                               meshc::toDims(type), *rules,
+                                               *mesh, &weights);
+      if (!inputLayout.ok())
+        continue; // (the walk below reports it)
+      for (size_t d = 0; d < type.getDims().size(); ++d)
+        for (size_t axis : inputLayout->axesOf(d))
+          if (!llvm::is_contained(dataAxes, axis))
+            dataAxes.push_back(axis);
+    }
     // A loop's layer dim stays whole: mtf-pipeline-stages, before
     // autodiff, makes a pipeline of a repeat whose layer dim the layout
     // splits (meshc does where --layout names it).
@@ -117,7 +138,10 @@ struct MtfApplyLayoutPass
         return WalkResult::interrupt();
       }
       meshc::layout::TensorLayout chosen = *tensorLayout;
-      if (shardOptimizer && holdsOptimizerState(op))
+      if (shardParams && (holdsOptimizerState(op) || holdsParameter(op)))
+        chosen = meshc::layout::shardOverReplicatedAxes(
+            chosen, meshc::toDims(type), *mesh, &weights, layerDims, &dataAxes);
+      else if (shardOptimizer && holdsOptimizerState(op))
         chosen = meshc::layout::shardOverReplicatedAxes(
             chosen, meshc::toDims(type), *mesh, &weights);
       op.setAttr(mtf::MtfDialect::kLayoutAttrName,
@@ -140,6 +164,26 @@ private:
       return param.getSlot();
     auto phase = op.getAttrOfType<StringAttr>(mtf::MtfDialect::kPhaseAttrName);
     return phase && phase.getValue() == "update";
+  }
+
+  /// A parameter (not a slot) or a cast of one, directly or of its slice
+  /// (or whole value) inside a loop: what shard-params keeps split, so that
+  /// the parameter is gathered after its cast (in bf16).
+  static bool holdsParameter(Operation &op) {
+    if (auto param = llvm::dyn_cast<mtf::ParamOp>(op))
+      return !param.getSlot();
+    if (!llvm::isa<mtf::CastOp>(op))
+      return false;
+    Value value = op.getOperand(0);
+    while (auto arg = llvm::dyn_cast<BlockArgument>(value)) {
+      auto loop = llvm::dyn_cast<mtf::LoopOp>(arg.getOwner()->getParentOp());
+      // A carried value changes from one iteration to the next.
+      if (!loop || arg.getArgNumber() < loop.getCarried().size())
+        return false;
+      value = loop->getOperand(arg.getArgNumber());
+    }
+    auto param = value.getDefiningOp<mtf::ParamOp>();
+    return param && !param.getSlot();
   }
 
   /// The mesh from the `mesh` option, else the program's own; the

@@ -19,7 +19,13 @@ def MtfApplyLayout : Pass<"mtf-apply-layout", "::mlir::mtf::ProgramOp"> {
     replicated on, along its first dimension (by name) those axes divide:
     every device keeps and updates one shard of the optimizer state, the
     partitioner reduce-scatters the gradients into it and all-gathers the
-    updated parameters (ZeRO-1, GSPMD's weight-update sharding). `mtf.constrain` results take the layout the constraint names.
+    updated parameters (ZeRO-1, GSPMD's weight-update sharding). With
+    `shard-params` the parameters themselves are kept so split too (ZeRO-3,
+    FSDP's full sharding), a repeat's layer dim whole, and so is each cast
+    of a parameter (or of its slice in a loop): the partitioner gathers a
+    parameter where an op reads it whole, after its cast to bf16, inside
+    the loop for a layer's slice, and the update's result needs no gather.
+    `mtf.constrain` results take the layout the constraint names.
     With `axis-weights` (or `uneven`), a dimension split over a weighted
     axis (or one its axes do not divide) is cut into unequal blocks
     (`layout::cutBlocks`); the program records them as `mtf.axis_weights`
@@ -55,6 +61,9 @@ def MtfApplyLayout : Pass<"mtf-apply-layout", "::mlir::mtf::ProgramOp"> {
     Option<"shardOptimizer", "shard-optimizer", "bool", /*default=*/"false",
            "also split optimizer slots and update ops over the mesh axes "
            "their tensor is replicated on (ZeRO-1)">,
+    Option<"shardParams", "shard-params", "bool", /*default=*/"false",
+           "also keep the parameters (and their casts) split so, gathered "
+           "where they are read (ZeRO-3); implies shard-optimizer">,
     Option<"axisWeights", "axis-weights", "std::string", /*default=*/"\"\"",
            "device weights per mesh axis (b=1,1,2): dimensions split over a "
            "weighted axis are cut in proportion; empty: keep the program's "

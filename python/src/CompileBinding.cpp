@@ -177,6 +177,7 @@ CompileOptions toOptions(nb::dict options) {
   compile.microbatchDim =
       take<std::optional<std::string>>(options, "microbatch_dim");
   compile.shardOptimizer = take<bool>(options, "shard_optimizer");
+  compile.shardParams = take<bool>(options, "shard_params");
   compile.machine = take<std::optional<std::string>>(options, "machine");
   compile.memoryLimit =
       take<std::optional<std::string>>(options, "memory_limit");

@@ -26,6 +26,7 @@ def test_program_equals_the_tools(tmp):
 @pytest.mark.parametrize("flags,options", [
     (["--precision=bf16"], {"precision": "bf16"}),
     (["--shard-optimizer"], {"shard_optimizer": True}),
+    (["--shard-params"], {"shard_params": True}),
     (["--no-fuse", "--seed", "7"], {"fuse": False, "seed": 7}),
     (["--bucket-size", "0", "--overlap-limit", "0"],
      {"bucket_size": "0", "overlap_limit": "0"}),

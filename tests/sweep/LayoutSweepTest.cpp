@@ -126,6 +126,9 @@ struct SweepCase {
   /// batch, against the reference of the unpipelined program; 0: those
   /// layouts are not valid (mtf-apply-layout refuses them).
   int microbatches = 0;
+  /// Parameters kept sharded too (meshc --shard-params, ZeRO-3), gathered
+  /// where read; the reference is the same as without.
+  bool shardParams = false;
 };
 
 /// `source` with each `dim NAME = N` of `sizes` ("NAME=N NAME=N") given the
@@ -158,6 +161,7 @@ std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
       (info.param.searchOnly ? "_search" : "") +
       (info.param.remat ? "_remat" : "") +
       (info.param.shardOptimizer ? "_zero" : "") +
+      (info.param.shardParams ? "_zero3" : "") +
       (info.param.bf16 ? "_bf16" : "") + (info.param.loops ? "_loop" : "") +
       (info.param.microbatches ? "_pipeline" : "") +
       (*info.param.axisWeights ? "_weights_" : "") + info.param.axisWeights +
@@ -238,6 +242,38 @@ bool shardsASlot(mtf::ProgramOp program, const layout::LayoutRules &rules,
         layout::TensorLayout::compute("", dims, rules, mesh);
     if (plain.ok() &&
         !(layout::shardOverReplicatedAxes(*plain, dims, mesh) == *plain))
+      return true;
+  }
+  return false;
+}
+
+/// Whether --shard-params splits some parameter of `program` under `rules`
+/// on `mesh`: one is replicated over an axis that splits an input (a data
+/// axis) and divides one of its dims other than a loop's layer dim.
+bool shardsAParam(mtf::ProgramOp program, const layout::LayoutRules &rules,
+                  const layout::Mesh &mesh) {
+  std::vector<size_t> dataAxes;
+  for (auto input : program.getBodyBlock().getOps<mtf::InputOp>()) {
+    auto type = llvm::cast<mtf::TensorType>(input.getType());
+    layout::Result<layout::TensorLayout> inputLayout =
+        layout::TensorLayout::compute("", meshc::toDims(type), rules, mesh);
+    for (size_t d = 0; inputLayout.ok() && d < type.getDims().size(); ++d)
+      for (size_t axis : inputLayout->axesOf(d))
+        dataAxes.push_back(axis);
+  }
+  std::vector<std::string> layerDims;
+  program.walk(
+      [&](mtf::LoopOp loop) { layerDims.push_back(loop.getDim().str()); });
+  for (auto param : program.getBodyBlock().getOps<mtf::ParamOp>()) {
+    if (param.getSlot())
+      continue;
+    auto type = llvm::cast<mtf::TensorType>(param.getResult().getType());
+    std::vector<layout::Dim> dims = meshc::toDims(type);
+    layout::Result<layout::TensorLayout> plain =
+        layout::TensorLayout::compute("", dims, rules, mesh);
+    if (plain.ok() &&
+        !(layout::shardOverReplicatedAxes(*plain, dims, mesh, nullptr,
+                                          layerDims, &dataAxes) == *plain))
       return true;
   }
   return false;
@@ -438,6 +474,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       meshc::PartitionOptions options;
       options.fuse = fuse;
       options.shardOptimizer = param.shardOptimizer;
+      options.shardParams = param.shardParams;
       options.axisWeights = param.axisWeights;
       options.uneven = param.uneven;
       // Combined all-reduces pack each value at a place that depends on
@@ -448,7 +485,9 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       // other sweep runs combined, as meshc compiles).
       if (recomputed)
         options.bucketBytes = 0;
-      if (fuse && param.shardOptimizer && shardsASlot(program, *rules, mesh))
+      if (fuse && (param.shardParams ? shardsAParam(program, *rules, mesh)
+                                     : param.shardOptimizer &&
+                                           shardsASlot(program, *rules, mesh)))
         ++shardedRuns;
       LayoutRun outcome;
       runLayout(pipelined ? *pipelined : *module, mesh, *rules, options,
@@ -521,10 +560,10 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
               param.example, *param.mesh ? param.mesh : "1 device",
               param.searchOnly ? " (search layouts)" : "", valid, total, run,
               unfused, worst, worstTensor.c_str());
-  if (param.shardOptimizer) {
-    std::printf("[ sweep    ] %d layouts with optimizer state sharded "
-                "(--shard-optimizer)\n",
-                shardedRuns);
+  if (param.shardOptimizer || param.shardParams) {
+    std::printf("[ sweep    ] %d layouts with %s sharded (%s)\n", shardedRuns,
+                param.shardParams ? "parameters" : "optimizer state",
+                param.shardParams ? "--shard-params" : "--shard-optimizer");
     EXPECT_GT(shardedRuns, 0);
   }
   if (param.remat)
@@ -659,6 +698,18 @@ const SweepCase kCases[] = {
      false, false, false, "", false, true, 2},
     {"examples/transformer/charlm.mtf", "a:2;b:2;c:2", kPipelineSizes, 7, false,
      false, false, false, "", false, true, 2},
+    // --shard-params (ZeRO-3): parameters sharded too, gathered where read,
+    // a loop's layer slice in its body (after its cast under bf16).
+    {"examples/mlp/mlp.mtf", "a:2;b:2", "", 1, false, false, false, false, "",
+     false, false, 0, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     false, false, false, "", false, true, 0, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     false, false, true, "", false, true, 0, true},
+    {"examples/llama/llama.mtf", "a:2;b:2", kLlamaSizes, 1, false, false, false,
+     false, "", false, true, 0, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kPipelineSizes, 1, false,
+     false, false, false, "", false, true, 2, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),

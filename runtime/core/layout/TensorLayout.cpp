@@ -319,11 +319,15 @@ std::string TensorLayout::str(const std::vector<Dim> &dims,
 TensorLayout shardOverReplicatedAxes(const TensorLayout &layout,
                                      const std::vector<Dim> &dims,
                                      const Mesh &mesh,
-                                     const AxisWeights *weights) {
+                                     const AxisWeights *weights,
+                                     const std::vector<std::string> &keepWhole,
+                                     const std::vector<size_t> *onlyAxes) {
   std::vector<size_t> free;
   int64_t freeSize = 1;
   for (size_t axis : layout.replicatedAxes(mesh))
-    if (mesh.axisSize(axis) > 1 && (!weights || weights->isEven(axis))) {
+    if (mesh.axisSize(axis) > 1 && (!weights || weights->isEven(axis)) &&
+        (!onlyAxes || std::find(onlyAxes->begin(), onlyAxes->end(), axis) !=
+                          onlyAxes->end())) {
       free.push_back(axis);
       freeSize *= mesh.axisSize(axis);
     }
@@ -335,7 +339,9 @@ TensorLayout shardOverReplicatedAxes(const TensorLayout &layout,
   std::sort(byName.begin(), byName.end(),
             [&](size_t a, size_t b) { return dims[a].name < dims[b].name; });
   for (size_t dim : byName) {
-    if (dims[dim].size % (layout.shardCount(dim, mesh) * freeSize) != 0)
+    if (dims[dim].size % (layout.shardCount(dim, mesh) * freeSize) != 0 ||
+        std::find(keepWhole.begin(), keepWhole.end(), dims[dim].name) !=
+            keepWhole.end())
       continue;
     std::vector<std::vector<size_t>> splits;
     for (size_t d = 0; d < dims.size(); ++d)

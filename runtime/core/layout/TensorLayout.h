@@ -160,11 +160,16 @@ private:
 /// dimension divides. The shard of optimizer state each device keeps under
 /// --shard-optimizer (ZeRO-1): choosing by name gives every tensor of one
 /// parameter's update the same split. Axes `weights` weigh unevenly are
-/// left out: the state stays whole along them.
-TensorLayout shardOverReplicatedAxes(const TensorLayout &layout,
-                                     const std::vector<Dim> &dims,
-                                     const Mesh &mesh,
-                                     const AxisWeights *weights = nullptr);
+/// left out: the state stays whole along them. Dimensions named in
+/// `keepWhole` are never chosen, and with `onlyAxes` only those axes are
+/// (--shard-params keeps a repeat's layer dim whole, the loop slicing it, and
+/// shards over the data-parallel axes only).
+TensorLayout
+shardOverReplicatedAxes(const TensorLayout &layout,
+                        const std::vector<Dim> &dims, const Mesh &mesh,
+                        const AxisWeights *weights = nullptr,
+                        const std::vector<std::string> &keepWhole = {},
+                        const std::vector<size_t> *onlyAxes = nullptr);
 
 } // namespace meshc::layout
 

@@ -318,6 +318,25 @@ TEST(ShardOverReplicatedAxes, SkipsDimsTheAxesDoNotDivide) {
   EXPECT_EQ(shardOverReplicatedAxes(scalar, {}, m), scalar);
 }
 
+TEST(ShardOverReplicatedAxes, KeepsNamedDimsWhole) {
+  // --shard-params keeps a repeat's layer dim whole: the next dim by name.
+  Mesh m = mesh("b:2");
+  std::vector<Dim> dims = {{"layers", 4}, {"d_model", 6}, {"d_ff", 8}};
+  TensorLayout plain = computeOk(dims, "", m);
+  EXPECT_EQ(shardOverReplicatedAxes(plain, dims, m).str(dims, m),
+            "[layers, d_model, d_ff:b]");
+  EXPECT_EQ(
+      shardOverReplicatedAxes(plain, dims, m, nullptr, {"d_ff"}).str(dims, m),
+      "[layers, d_model:b, d_ff]");
+  EXPECT_EQ(
+      shardOverReplicatedAxes(plain, dims, m, nullptr, {"d_ff", "d_model"})
+          .str(dims, m),
+      "[layers:b, d_model, d_ff]");
+  EXPECT_EQ(shardOverReplicatedAxes(plain, dims, m, nullptr,
+                                    {"d_ff", "d_model", "layers"}),
+            plain);
+}
+
 //===----------------------------------------------------------------------===//
 // Unequal blocks: device weights and --uneven
 //===----------------------------------------------------------------------===//
