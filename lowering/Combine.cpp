@@ -108,10 +108,13 @@ std::optional<Candidate> candidateOf(Operation &op) {
 
 class Combiner {
 public:
-  Combiner(Block &block, int64_t limit) : block(block), limit(limit) {}
+  Combiner(Block &block, int64_t limit, mtf::LoopOp loop = nullptr)
+      : block(block), limit(limit), loop(loop) {}
 
   void run() {
     hoistReduceScatters();
+    if (loop)
+      hoistArgumentGathers();
     for (Operation &op : llvm::make_early_inc_range(block)) {
       for (auto &[key, bucket] : open)
         if (bucket.readers.contains(&op))
@@ -122,6 +125,17 @@ public:
       if (!candidate || candidate->bytes >= limit)
         continue;
       Bucket &bucket = open[candidate->key];
+      // One alike a member (a parameter gathered for two ops of one fused
+      // step) is that member: a combined collective takes each buffer once.
+      if (auto same = llvm::find_if(
+              bucket.members,
+              [&](Operation *member) { return alike(&op, member); });
+          same != bucket.members.end()) {
+        op.replaceAllUsesWith(*same);
+        op.erase();
+        noteReaders((*same)->getResult(0), bucket);
+        continue;
+      }
       if (!bucket.members.empty() && bucket.bytes + candidate->bytes > limit)
         flush(bucket);
       bucket.members.push_back(&op);
@@ -159,6 +173,79 @@ private:
         view->moveBefore(&block.front());
       scatter->moveAfter(view);
     }
+  }
+
+  /// Moves each all-gather of a loop's body whose input is made from the
+  /// body's stacked or invariant arguments alone, through views and casts
+  /// (a layer's parameter slice under --shard-params), to the top of the
+  /// body with the ops that make its input, in their order: the partitioner
+  /// puts each just before the op that reads it, between the layer's
+  /// compute, so no two would share a bucket; hoisted, a layer's weights
+  /// are gathered together as the iteration starts. Hoisted ops alike but
+  /// for their reason become one: the backward loop gathers a weight for
+  /// the recomputed forward and again for its own einsum.
+  void hoistArgumentGathers() {
+    size_t carried = loop.getCarried().size();
+    SmallVector<shard::AllGatherOp> gathers(block.getOps<shard::AllGatherOp>());
+    llvm::DenseSet<Operation *> moved;
+    SmallVector<Operation *> hoisted;
+    Operation *last = nullptr;
+    for (shard::AllGatherOp gather : gathers) {
+      SmallVector<Operation *> chain{gather};
+      Value value = gather.getInput();
+      while (Operation *def = value.getDefiningOp()) {
+        if (def->getBlock() != &block || def->getNumOperands() != 1 ||
+            !(def->hasTrait<mtf::View>() || llvm::isa<mtf::CastOp>(def)))
+          break;
+        chain.push_back(def);
+        value = def->getOperand(0);
+      }
+      auto arg = llvm::dyn_cast<BlockArgument>(value);
+      if (!arg || arg.getOwner() != &block || arg.getArgNumber() < carried)
+        continue;
+      for (Operation *op : llvm::reverse(chain)) {
+        if (!moved.insert(op).second)
+          continue;
+        auto same = llvm::find_if(
+            hoisted, [&](Operation *kept) { return alike(op, kept); });
+        if (same != hoisted.end()) {
+          op->replaceAllUsesWith(*same);
+          op->erase();
+          continue;
+        }
+        if (last)
+          op->moveAfter(last);
+        else
+          op->moveBefore(&block.front());
+        last = op;
+        hoisted.push_back(op);
+      }
+    }
+  }
+
+  /// Whether `a` and `b` compute the same: the same op on the same
+  /// operands (or alike views of them), with the same attributes but their
+  /// reasons.
+  static bool alike(Operation *a, Operation *b) {
+    if (a->getName() != b->getName() ||
+        a->getNumOperands() != b->getNumOperands() ||
+        a->getResultTypes() != b->getResultTypes() || a->getNumRegions() ||
+        b->getNumRegions())
+      return false;
+    // The same value, or alike views of it (the partitioner makes a view of
+    // a buffer for each collective that reads it).
+    for (auto [x, y] : llvm::zip(a->getOperands(), b->getOperands())) {
+      Operation *xDef = x.getDefiningOp(), *yDef = y.getDefiningOp();
+      if (x != y &&
+          !(xDef && yDef && xDef->hasTrait<mtf::View>() && alike(xDef, yDef)))
+        return false;
+    }
+    NamedAttrList left(a->getAttrDictionary()), right(b->getAttrDictionary());
+    left.erase(mtf::MtfDialect::kReasonAttrName);
+    right.erase(mtf::MtfDialect::kReasonAttrName);
+    return left.getDictionary(a->getContext()) ==
+               right.getDictionary(b->getContext()) &&
+           a->getPropertiesAsAttribute() == b->getPropertiesAsAttribute();
   }
 
   /// Whether `op` may move later in the block when it reads a member's
@@ -287,6 +374,8 @@ private:
 
   Block &block;
   int64_t limit;
+  /// The loop whose body `block` is, if it is one.
+  mtf::LoopOp loop;
   std::map<BucketKey, Bucket> open;
 };
 
@@ -303,7 +392,7 @@ struct MtfCombineCollectivesPass
       Combiner(program.getBodyBlock(), bucketBytes).run();
       // Each loop's body once, as every iteration runs it.
       program.walk([&](mtf::LoopOp loop) {
-        Combiner(loop.getBodyBlock(), bucketBytes).run();
+        Combiner(loop.getBodyBlock(), bucketBytes, loop).run();
       });
     }
   }

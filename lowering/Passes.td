@@ -173,7 +173,14 @@ def MtfCombineCollectives : Pass<"mtf-combine-collectives", "::mlir::ModuleOp"> 
     first moves up to just after the op that makes its input (the
     partitioner places it just before the update that reads it, between
     other parameters' updates); its result is smaller than its input, which
-    it then frees earlier.
+    it then frees earlier. In a loop's body, each all-gather whose input is
+    made from the body's stacked or invariant arguments alone (through views
+    and casts: a layer's parameter slice under --shard-params) first moves to
+    the top of the body with the ops that make its input, so a layer's
+    weights are gathered in one collective as the iteration starts; hoisted
+    ops alike but for their reasons become one. A collective alike a member
+    of its bucket (the same input, or alike views of it) is that member: a
+    combined collective takes each buffer once.
 
     Every device runs the same program, so every device combines the same
     collectives. The runtime packs the buffers into the step's scratch

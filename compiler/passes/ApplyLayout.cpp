@@ -55,9 +55,21 @@ struct MtfApplyLayoutPass
     // and shards over the data-parallel axes, those that split an input: a
     // layer norm's scale, replicated over the tensor-parallel axes too,
     // joins its layer's gather instead of one over every device.
+    // (In a pipeline the stacked parameters keep the repeat's own layer dim,
+    // which the pipeline's dims alias.)
     std::vector<std::string> layerDims;
     program.walk(
         [&](mtf::LoopOp loop) { layerDims.push_back(loop.getDim().str()); });
+    if (auto aliases = program->getAttrOfType<DictionaryAttr>(
+            mtf::MtfDialect::kLayoutAliasesAttrName))
+      for (NamedAttribute alias : aliases) {
+        layerDims.push_back(alias.getName().str());
+        if (auto one = llvm::dyn_cast<StringAttr>(alias.getValue()))
+          layerDims.push_back(one.str());
+        else
+          for (Attribute name : llvm::cast<ArrayAttr>(alias.getValue()))
+            layerDims.push_back(llvm::cast<StringAttr>(name).str());
+      }
     std::vector<size_t> dataAxes;
     for (auto input : program.getBody().getOps<mtf::InputOp>()) {
       auto type = llvm::cast<mtf::TensorType>(input.getType());
@@ -72,6 +84,12 @@ struct MtfApplyLayoutPass
           if (!llvm::is_contained(dataAxes, axis))
             dataAxes.push_back(axis);
     }
+    if (shardParams && dataAxes.empty() && mesh->numDevices() > 1)
+      program.emitWarning()
+          << "--shard-params: no mesh axis splits an input, so no axis is "
+             "data-parallel and the parameters stay as the layout has them "
+             "(the optimizer state is still sharded, as --shard-optimizer "
+             "does)";
     // A loop's layer dim stays whole: mtf-pipeline-stages, before
     // autodiff, makes a pipeline of a repeat whose layer dim the layout
     // splits (meshc does where --layout names it).
@@ -138,12 +156,15 @@ struct MtfApplyLayoutPass
         return WalkResult::interrupt();
       }
       meshc::layout::TensorLayout chosen = *tensorLayout;
+      // ZeRO-3 over the data-parallel axes, then (slots and updates) ZeRO-1
+      // over the axes that still replicate them.
       if (shardParams && (holdsOptimizerState(op) || holdsParameter(op)))
         chosen = meshc::layout::shardOverReplicatedAxes(
             chosen, meshc::toDims(type), *mesh, &weights, layerDims, &dataAxes);
-      else if (shardOptimizer && holdsOptimizerState(op))
+      if ((shardOptimizer || shardParams) && holdsOptimizerState(op))
         chosen = meshc::layout::shardOverReplicatedAxes(
-            chosen, meshc::toDims(type), *mesh, &weights);
+            chosen, meshc::toDims(type), *mesh, &weights,
+            shardParams ? layerDims : std::vector<std::string>());
       op.setAttr(mtf::MtfDialect::kLayoutAttrName,
                  meshc::toLayoutAttr(type, chosen, *mesh));
       return WalkResult::advance();
