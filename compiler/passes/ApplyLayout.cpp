@@ -57,33 +57,9 @@ struct MtfApplyLayoutPass
     // joins its layer's gather instead of one over every device.
     // (In a pipeline the stacked parameters keep the repeat's own layer dim,
     // which the pipeline's dims alias.)
-    std::vector<std::string> layerDims;
-    program.walk(
-        [&](mtf::LoopOp loop) { layerDims.push_back(loop.getDim().str()); });
-    if (auto aliases = program->getAttrOfType<DictionaryAttr>(
-            mtf::MtfDialect::kLayoutAliasesAttrName))
-      for (NamedAttribute alias : aliases) {
-        layerDims.push_back(alias.getName().str());
-        if (auto one = llvm::dyn_cast<StringAttr>(alias.getValue()))
-          layerDims.push_back(one.str());
-        else
-          for (Attribute name : llvm::cast<ArrayAttr>(alias.getValue()))
-            layerDims.push_back(llvm::cast<StringAttr>(name).str());
-      }
-    std::vector<size_t> dataAxes;
-    for (auto input : program.getBody().getOps<mtf::InputOp>()) {
-      auto type = llvm::cast<mtf::TensorType>(input.getType());
-      meshc::layout::Result<meshc::layout::TensorLayout> inputLayout =
-          meshc::layout::TensorLayout::compute(meshc::tensorName(input),
-                                               meshc::toDims(type), *rules,
-                                               *mesh, &weights);
-      if (!inputLayout.ok())
-        continue; // (the walk below reports it)
-      for (size_t d = 0; d < type.getDims().size(); ++d)
-        for (size_t axis : inputLayout->axesOf(d))
-          if (!llvm::is_contained(dataAxes, axis))
-            dataAxes.push_back(axis);
-    }
+    std::vector<std::string> layerDims = meshc::wholeLayerDims(program);
+    std::vector<size_t> dataAxes =
+        meshc::dataParallelAxes(program, *rules, *mesh, &weights);
     if (shardParams && dataAxes.empty() && mesh->numDevices() > 1)
       program.emitWarning()
           << "--shard-params: no mesh axis splits an input, so no axis is "

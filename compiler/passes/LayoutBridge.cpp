@@ -337,6 +337,50 @@ layout::LayoutRules withLayoutAliases(mtf::ProgramOp program,
   return rules;
 }
 
+std::vector<std::string> wholeLayerDims(mtf::ProgramOp program) {
+  std::vector<std::string> dims;
+  program.walk([&](mtf::LoopOp loop) { dims.push_back(loop.getDim().str()); });
+  if (auto pipelines = program->getAttrOfType<DictionaryAttr>(
+          mtf::MtfDialect::kPipelinesAttrName))
+    for (NamedAttribute pipeline : pipelines)
+      dims.push_back(pipeline.getName().str());
+  if (auto aliases = program->getAttrOfType<DictionaryAttr>(
+          mtf::MtfDialect::kLayoutAliasesAttrName))
+    for (NamedAttribute alias : aliases) {
+      // A microbatch dim's alias lists its batch dim first.
+      StringRef standsFor;
+      if (auto one = llvm::dyn_cast<StringAttr>(alias.getValue()))
+        standsFor = one.getValue();
+      else
+        standsFor =
+            llvm::cast<StringAttr>(llvm::cast<ArrayAttr>(alias.getValue())[0])
+                .getValue();
+      if (llvm::is_contained(dims, standsFor))
+        dims.push_back(alias.getName().str());
+    }
+  return dims;
+}
+
+std::vector<size_t> dataParallelAxes(mtf::ProgramOp program,
+                                     const layout::LayoutRules &rules,
+                                     const layout::Mesh &mesh,
+                                     const layout::AxisWeights *weights) {
+  std::vector<size_t> axes;
+  for (auto input : program.getBody().getOps<mtf::InputOp>()) {
+    auto type = llvm::cast<mtf::TensorType>(input.getType());
+    layout::Result<layout::TensorLayout> inputLayout =
+        layout::TensorLayout::compute(tensorName(input), toDims(type), rules,
+                                      mesh, weights);
+    if (!inputLayout.ok())
+      continue; // (laying the input out reports it)
+    for (size_t d = 0; d < type.getDims().size(); ++d)
+      for (size_t axis : inputLayout->axesOf(d))
+        if (!llvm::is_contained(axes, axis))
+          axes.push_back(axis);
+  }
+  return axes;
+}
+
 layout::Error withOption(const layout::Error &error, llvm::StringRef option,
                          llvm::StringRef text) {
   layout::Error located = error;

@@ -97,6 +97,17 @@ mlir::mtf::LayoutAttr resultLayoutAttr(mlir::Value value);
 /// and it has none (mtf-pipeline-stages, docs/pipeline.md).
 layout::LayoutRules withLayoutAliases(mlir::mtf::ProgramOp program,
                                       layout::LayoutRules rules);
+/// The layer dims of `program` that a layer's parameters keep whole under
+/// --shard-params (their loop, or a pipeline's split, cuts them): each
+/// loop's layer dim, each pipelined repeat's (mtf.pipelines) and the dims a
+/// pipeline aliases to one (mtf.layout_aliases: "layers_stage").
+std::vector<std::string> wholeLayerDims(mlir::mtf::ProgramOp program);
+/// The data-parallel axes of `program` under `rules` on `mesh`: those that
+/// split some dim of an input (mtf.input), in the order first met.
+std::vector<size_t> dataParallelAxes(mlir::mtf::ProgramOp program,
+                                     const layout::LayoutRules &rules,
+                                     const layout::Mesh &mesh,
+                                     const layout::AxisWeights *weights);
 /// Every dimension name of the tensors under `root`, with its size.
 std::map<std::string, int64_t> collectModelDims(mlir::Operation *root);
 /// The dim names of each tensor type under `root`, each list once: which

@@ -228,52 +228,26 @@ void wellConditioned(mtf::TrainOp train) {
 
 class LayoutSweep : public ::testing::TestWithParam<SweepCase> {};
 
-/// Whether --shard-optimizer splits some optimizer slot of `program` under
-/// `rules` on `mesh` (a parameter is replicated over an axis that divides
-/// one of its dims).
-bool shardsASlot(mtf::ProgramOp program, const layout::LayoutRules &rules,
-                 const layout::Mesh &mesh) {
-  for (auto param : program.getBodyBlock().getOps<mtf::ParamOp>()) {
-    if (!param.getSlot())
-      continue;
-    auto type = llvm::cast<mtf::TensorType>(param.getResult().getType());
-    std::vector<layout::Dim> dims = meshc::toDims(type);
-    layout::Result<layout::TensorLayout> plain =
-        layout::TensorLayout::compute("", dims, rules, mesh);
-    if (plain.ok() &&
-        !(layout::shardOverReplicatedAxes(*plain, dims, mesh) == *plain))
-      return true;
-  }
-  return false;
-}
-
-/// Whether --shard-params splits some parameter of `program` under `rules`
-/// on `mesh`: one is replicated over an axis that splits an input (a data
-/// axis) and divides one of its dims other than a loop's layer dim.
+/// Whether sharding splits some parameter of `program` under `rules` on
+/// `mesh`: with `slots`, an optimizer slot over an axis that replicates it
+/// and divides one of its dims (--shard-optimizer); else a parameter over a
+/// data-parallel axis, its layer dims kept whole (--shard-params).
 bool shardsAParam(mtf::ProgramOp program, const layout::LayoutRules &rules,
-                  const layout::Mesh &mesh) {
-  std::vector<size_t> dataAxes;
-  for (auto input : program.getBodyBlock().getOps<mtf::InputOp>()) {
-    auto type = llvm::cast<mtf::TensorType>(input.getType());
-    layout::Result<layout::TensorLayout> inputLayout =
-        layout::TensorLayout::compute("", meshc::toDims(type), rules, mesh);
-    for (size_t d = 0; inputLayout.ok() && d < type.getDims().size(); ++d)
-      for (size_t axis : inputLayout->axesOf(d))
-        dataAxes.push_back(axis);
-  }
-  std::vector<std::string> layerDims;
-  program.walk(
-      [&](mtf::LoopOp loop) { layerDims.push_back(loop.getDim().str()); });
+                  const layout::Mesh &mesh, bool slots) {
+  std::vector<size_t> dataAxes =
+      meshc::dataParallelAxes(program, rules, mesh, nullptr);
+  std::vector<std::string> layerDims =
+      slots ? std::vector<std::string>() : meshc::wholeLayerDims(program);
   for (auto param : program.getBodyBlock().getOps<mtf::ParamOp>()) {
-    if (param.getSlot())
+    if (bool(param.getSlot()) != slots)
       continue;
     auto type = llvm::cast<mtf::TensorType>(param.getResult().getType());
     std::vector<layout::Dim> dims = meshc::toDims(type);
     layout::Result<layout::TensorLayout> plain =
         layout::TensorLayout::compute("", dims, rules, mesh);
-    if (plain.ok() &&
-        !(layout::shardOverReplicatedAxes(*plain, dims, mesh, nullptr,
-                                          layerDims, &dataAxes) == *plain))
+    if (plain.ok() && !(layout::shardOverReplicatedAxes(
+                            *plain, dims, mesh, nullptr, layerDims,
+                            slots ? nullptr : &dataAxes) == *plain))
       return true;
   }
   return false;
@@ -485,9 +459,8 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       // other sweep runs combined, as meshc compiles).
       if (recomputed)
         options.bucketBytes = 0;
-      if (fuse && (param.shardParams ? shardsAParam(program, *rules, mesh)
-                                     : param.shardOptimizer &&
-                                           shardsASlot(program, *rules, mesh)))
+      if (fuse && (param.shardParams || param.shardOptimizer) &&
+          shardsAParam(program, *rules, mesh, !param.shardParams))
         ++shardedRuns;
       LayoutRun outcome;
       runLayout(pipelined ? *pipelined : *module, mesh, *rules, options,
