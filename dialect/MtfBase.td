@@ -95,6 +95,10 @@ def Mtf_Dialect : Dialect {
     /// `carried`) whose collectives of the iteration before complete just
     /// before it, array<i64: 0, 3> (mtf-overlap-collectives).
     static constexpr ::llvm::StringLiteral kResumesAttrName = "mtf.resumes";
+    /// On an op in a loop body: the half of its batch it computes, 0 or 1
+    /// (mtf-interleave-halves); mtf-combine-collectives never combines two
+    /// halves' collectives.
+    static constexpr ::llvm::StringLiteral kHalfAttrName = "mtf.half";
   private:
     void registerTypes();
     void registerAttributes();

@@ -112,6 +112,15 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kHalfAttrName) {
+    auto half = llvm::dyn_cast<IntegerAttr>(attr.getValue());
+    if (!half || (half.getInt() != 0 && half.getInt() != 1) ||
+        !op->getParentOfType<LoopOp>())
+      return op->emitError() << "'" << kHalfAttrName
+                             << "' must be 0 or 1 on an op in a loop body, got "
+                             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kTrainingAttrName) {
     if (!llvm::isa<ProgramOp>(op) ||
         !llvm::isa<DictionaryAttr>(attr.getValue()))

@@ -39,9 +39,11 @@ std::optional<int64_t> staticBytes(Type type) {
 }
 
 /// What collectives must share to be combined: the op, mesh, axes,
-/// reduction, phase and element type.
+/// reduction, phase, element type and half (mtf-interleave-halves: the
+/// halves' collectives exist to run beside each other's compute; -1 for
+/// none).
 using BucketKey = std::tuple<std::string, std::string, std::vector<int16_t>,
-                             int, std::string, std::string>;
+                             int, std::string, std::string, int64_t>;
 
 struct Bucket {
   SmallVector<Operation *> members;
@@ -74,6 +76,8 @@ template <typename Collective> std::vector<int16_t> axesOf(Collective op) {
 std::optional<Candidate> candidateOf(Operation &op) {
   if (op.getNumOperands() != 1 || op.getNumResults() != 1)
     return std::nullopt;
+  auto halfAttr = op.getAttrOfType<IntegerAttr>(mtf::MtfDialect::kHalfAttrName);
+  int64_t half = halfAttr ? halfAttr.getInt() : -1;
   // Under device weights a local type holds the largest block and
   // mtf.blocks each device's (the emitter writes them per device); a
   // combined op has no place for its members' blocks.
@@ -92,16 +96,16 @@ std::optional<Candidate> candidateOf(Operation &op) {
   if (auto reduce = llvm::dyn_cast<shard::AllReduceOp>(op))
     return Candidate{{name, reduce.getGrid().str(), axesOf(reduce),
                       static_cast<int>(reduce.getReduction()),
-                      mtf::phaseOf(&op).str(), typeName(element)},
+                      mtf::phaseOf(&op).str(), typeName(element), half},
                      *in};
   if (auto gather = llvm::dyn_cast<shard::AllGatherOp>(op))
     return Candidate{{name, gather.getGrid().str(), axesOf(gather), 0,
-                      mtf::phaseOf(&op).str(), typeName(element)},
+                      mtf::phaseOf(&op).str(), typeName(element), half},
                      *out};
   if (auto scatter = llvm::dyn_cast<shard::ReduceScatterOp>(op))
     return Candidate{{name, scatter.getGrid().str(), axesOf(scatter),
                       static_cast<int>(scatter.getReduction()),
-                      mtf::phaseOf(&op).str(), typeName(element)},
+                      mtf::phaseOf(&op).str(), typeName(element), half},
                      *in};
   return std::nullopt;
 }

@@ -772,11 +772,21 @@ json::Object MprogEmitter::tensorEntry(StringRef role, StringRef name,
     source = def->getOperand(0);
     def = source.getDefiningOp();
   }
-  // A fused result has the layout of the body op that makes it.
-  if (def)
-    def = yieldedValue(source).getDefiningOp();
+  // A fused result has the layout of the body op that makes it, a loop's
+  // result that of the value its body yields, and where that is a fused
+  // result without one (a gradient's halves added and cast,
+  // mtf-interleave-halves), that of the op its body yields.
   auto type = llvm::cast<mtf::TensorType>(value.getType());
-  auto attr = def ? resultLayoutAttr(yieldedValue(source)) : mtf::LayoutAttr();
+  mtf::LayoutAttr attr;
+  if (def) {
+    Value made = yieldedValue(source);
+    attr = resultLayoutAttr(made);
+    for (Value inner = made; !attr && made.getDefiningOp() &&
+                             (inner = yieldedValue(made)) != made;) {
+      made = inner;
+      attr = resultLayoutAttr(made);
+    }
+  }
   if (auto named = value.getDefiningOp())
     if (auto own = named->getAttrOfType<mtf::LayoutAttr>(
             mtf::MtfDialect::kLayoutAttrName))

@@ -198,6 +198,91 @@ def MtfCombineCollectives : Pass<"mtf-combine-collectives", "::mlir::ModuleOp"> 
                            "::mlir::shard::ShardDialect"];
 }
 
+def MtfInterleaveHalves
+    : Pass<"mtf-interleave-halves", "::mlir::ModuleOp"> {
+  let summary = "runs a loop body that all-reduces its activations as two "
+                "halves of its batch, interleaved";
+  let description = [{
+    In every local program, each loop whose body all-reduces a value with
+    the batch dim (tensor parallelism: the sum of a layer's output over the
+    devices that split its weights) runs each op that reads or makes a
+    value with that dim twice, once per half of the batch (DeepSpeed's
+    Domino): each half's ops are its own, so mtf-overlap-collectives can
+    run one half's all-reduce beside the other half's compute (its
+    scheduler takes the first half's ops toward its all-reduce first, then
+    the second half's beside it).
+
+    The batch is the first dim of the loop's first carried value (the
+    activations, or their gradient), of an even size on every device. The
+    loop carries each value with it as its two halves (cut before the loop:
+    a window to a dim of its own, renamed back; joined after it: two
+    windows and an add) and stacks each stacked value with it as its two
+    halves; a stacked operand with it must come in halves from a loop
+    rewritten so (the forward's layer inputs, read by the backward loop),
+    so a loop that stacks halves is rewritten only where every reader of
+    them is a loop that takes them in halves: no tensor of every layer is
+    cut or joined. In the body an op whose rule keeps the dim parallel
+    runs on the halves; one that sums (or maxes) over it (a weight's
+    gradient) runs on each half and the two partial results are added
+    (maxed); ops without the dim (a layer's weights, their casts and
+    gathers) run once, shared. The ops of each half carry `mtf.half` (0 or
+    1), and mtf-combine-collectives never combines two halves'
+    collectives.
+
+    A loop is left as it is when some op cannot run so: a collective other
+    than an all-reduce or an all-gather along another dim, a mean over the
+    batch, a value made from a global index (dropout masks, ranges), a
+    rename or reshape of the batch dim, an op with a region or unequal
+    blocks, a carried or invariant operand with the batch that is not a
+    float; or when its body all-reduces no value with the batch.
+
+    On CPU threads the halves' smaller GEMMs cost more than the overlap
+    hides (docs/performance.md), so it is not on by default.
+    Added by meshc with `--interleave-halves` where collectives overlap
+    (`--overlap-limit` not 0); runs after
+    `mtf-hoist-loop-reductions`, before `mtf-fuse`.
+  }];
+  let dependentDialects = ["::mlir::mtf::MtfDialect",
+                           "::mlir::shard::ShardDialect"];
+}
+
+def MtfPrefetchGathers : Pass<"mtf-prefetch-gathers", "::mlir::ModuleOp"> {
+  let summary = "gathers the next layer's weights while a loop's iteration "
+                "computes with this one's";
+  let description = [{
+    In every local program, each loop of two or more iterations whose body
+    all-gathers (plainly or combined, of equal blocks) values made from
+    its stacked arguments (one at least) and invariant ones alone, through
+    views and casts of floats, and reads the gathered results through
+    `mtf.from_tensor` alone (a layer's weights under --shard-params, which
+    mtf-combine-collectives hoisted to the top of the body), gathers the
+    next iteration's instead:
+
+    - before the loop, each stacked operand those gathers read is sliced at
+      the first iteration (the last of a reverse loop: a window and a
+      sum over its dim of one) and copied moved by one iteration (a window:
+      position i holds slice i + 1, or i - 1 in a reverse loop, zeros at
+      the end); the gathers are made once there, of the first slices;
+    - the loop carries the gathered values (new carried operands after its
+      own, new finals nobody reads); the body's readers read the carried
+      arguments, and the body makes the gathers again from the moved
+      stacked arguments (new stacked operands after its own), yielding
+      them as the next iteration's.
+
+    The values are the same; each gather's result is read one iteration
+    later, so mtf-overlap-collectives starts it at the body's top and waits
+    for it before the yield: it runs beside the whole iteration. The cost:
+    the moved copy of those stacked operands (the shards, under
+    --shard-params), two layers' gathered values live at once, and one
+    gather in the last iteration whose values are not read.
+
+    Added by meshc where collectives overlap (`--overlap-limit` not 0)
+    unless `--no-prefetch`; runs after `mtf-combine-collectives`.
+  }];
+  let dependentDialects = ["::mlir::mtf::MtfDialect",
+                           "::mlir::shard::ShardDialect"];
+}
+
 def MtfOverlapCollectives
     : Pass<"mtf-overlap-collectives", "::mlir::ModuleOp"> {
   let summary = "starts each collective as early as its inputs allow and "

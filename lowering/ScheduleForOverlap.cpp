@@ -212,8 +212,10 @@ private:
   }
 
   /// A collective is urgent when an op of the body that computes reads its
-  /// result (through views): the body waits for it. One whose results only
-  /// leave the body (a gradient's reduce-scatter, stacked) is not.
+  /// result (through views): the body waits for it; or when the body
+  /// yields it as a carried value, which the next iteration reads from its
+  /// start (a layer's weights, mtf-prefetch-gathers). One whose results
+  /// only leave the body (a gradient's reduce-scatter, stacked) is not.
   void markUrgent() {
     urgent.assign(ops.size(), false);
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -223,7 +225,10 @@ private:
       llvm::DenseSet<Operation *> seen;
       while (!work.empty() && !urgent[i]) {
         Operation *op = work.pop_back_val();
-        for (Operation *user : op->getUsers()) {
+        for (OpOperand &use : op->getUses()) {
+          Operation *user = use.getOwner();
+          if (carriedYield(use))
+            urgent[i] = true;
           if (!seen.insert(user).second)
             continue;
           if (user->hasTrait<mtf::View>())
@@ -234,6 +239,14 @@ private:
         }
       }
     }
+  }
+
+  /// Whether `use` yields a loop body's value as a carried one.
+  static bool carriedYield(OpOperand &use) {
+    auto yield = llvm::dyn_cast<mtf::YieldOp>(use.getOwner());
+    auto loop = yield ? llvm::dyn_cast<mtf::LoopOp>(yield->getParentOp())
+                      : mtf::LoopOp();
+    return loop && use.getOperandNumber() < loop.getCarried().size();
   }
 
   ArrayRef<Operation *> ops;

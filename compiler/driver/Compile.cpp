@@ -404,6 +404,8 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   partitionOptions.bucketBytes = *bucketBytes;
   partitionOptions.overlapBytes = *overlapBytes;
   partitionOptions.schedule = !options.noSchedule;
+  partitionOptions.prefetch = !options.noPrefetch;
+  partitionOptions.interleaveHalves = options.interleaveHalves;
   if (predicts || search) {
     layout::Result<cost::MachineProfile> loaded = cost::loadMachineProfile(
         options.machine.value_or(cost::kDefaultMachine));

@@ -98,6 +98,8 @@ struct CompileOptions {
   bool noFuse = false;
   bool noFuseAttention = false;
   bool noSchedule = false;
+  bool noPrefetch = false;
+  bool interleaveHalves = false;
   std::string dumpIR;
   std::string showLayout;
   std::string reference;

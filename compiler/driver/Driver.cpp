@@ -177,6 +177,18 @@ struct Options {
                "overlap in mtf-overlap-collectives: less memory, less "
                "communication hidden; docs/spmd.md)"),
       cl::cat(category)};
+  cl::opt<bool> noPrefetch{
+      "no-prefetch",
+      cl::desc("gather a loop's layer where its iteration starts, not beside "
+               "the iteration before (skip mtf-prefetch-gathers: less "
+               "memory, less communication hidden; docs/spmd.md)"),
+      cl::cat(category)};
+  cl::opt<bool> interleaveHalves{
+      "interleave-halves",
+      cl::desc("run each loop body that all-reduces its activations as two "
+               "interleaved halves of its batch, one half's all-reduce beside "
+               "the other's compute (mtf-interleave-halves; docs/spmd.md)"),
+      cl::cat(category)};
   cl::opt<std::string> dumpIR{"dump-ir",
                               cl::desc("write the IR after import and after "
                                        "every pass into this directory"),
@@ -243,6 +255,8 @@ struct Options {
     o.noFuse = noFuse;
     o.noFuseAttention = noFuseAttention;
     o.noSchedule = noSchedule;
+    o.noPrefetch = noPrefetch;
+    o.interleaveHalves = interleaveHalves;
     o.dumpIR = dumpIR;
     o.showLayout = showLayout;
     o.reference = reference;

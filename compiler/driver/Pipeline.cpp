@@ -35,10 +35,14 @@ void addPartitionPasses(OpPassManager &pm, ModuleOp module,
     pm.addPass(createMtfDeferAccumulatedReductions());
   if (options.bucketBytes > 0)
     pm.addPass(createMtfHoistLoopReductions({options.bucketBytes}));
+  if (options.overlapBytes > 0 && options.interleaveHalves)
+    pm.addPass(createMtfInterleaveHalves());
   if (options.fuse)
     pm.addPass(createMtfFuse());
   if (options.bucketBytes > 0)
     pm.addPass(createMtfCombineCollectives({options.bucketBytes}));
+  if (options.overlapBytes > 0 && options.prefetch)
+    pm.addPass(createMtfPrefetchGathers());
   if (options.overlapBytes > 0)
     pm.addPass(
         createMtfOverlapCollectives({options.overlapBytes, options.schedule}));

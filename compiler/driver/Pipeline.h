@@ -52,6 +52,12 @@ struct PartitionOptions {
   /// Order each loop body's ops for overlap first (mtf-overlap-collectives'
   /// schedule).
   bool schedule = true;
+  /// Gather a loop's next layer beside each iteration (mtf-prefetch-gathers;
+  /// only where collectives overlap).
+  bool prefetch = true;
+  /// Run a loop body that all-reduces its activations as two halves of its
+  /// batch (mtf-interleave-halves; only where collectives overlap).
+  bool interleaveHalves = false;
 };
 
 /// Adds the passes that turn the laid-out `module` into its local SPMD

@@ -337,6 +337,14 @@ layout::LayoutRules withLayoutAliases(mtf::ProgramOp program,
   return rules;
 }
 
+std::string freshDimName(Operation *root, StringRef base) {
+  std::map<std::string, int64_t> taken = collectModelDims(root);
+  std::string name = base.str();
+  for (int n = 2; taken.count(name); ++n)
+    name = base.str() + "_" + std::to_string(n);
+  return name;
+}
+
 std::vector<std::string> wholeLayerDims(mtf::ProgramOp program) {
   std::vector<std::string> dims;
   program.walk([&](mtf::LoopOp loop) { dims.push_back(loop.getDim().str()); });

@@ -110,6 +110,8 @@ std::vector<size_t> dataParallelAxes(mlir::mtf::ProgramOp program,
                                      const layout::AxisWeights *weights);
 /// Every dimension name of the tensors under `root`, with its size.
 std::map<std::string, int64_t> collectModelDims(mlir::Operation *root);
+/// A dim name no tensor under `root` has: `base`, else `base_2`, `base_3`...
+std::string freshDimName(mlir::Operation *root, llvm::StringRef base);
 /// The dim names of each tensor type under `root`, each list once: which
 /// dims meet in a tensor (layout::enumerateSearchLayouts).
 std::vector<std::vector<std::string>> collectTensorDims(mlir::Operation *root);

@@ -190,6 +190,8 @@ def compile(model: Union[PathLike, str], *,
             fuse: bool = True,
             fuse_attention: bool = True,
             schedule: bool = True,
+            prefetch: bool = True,
+            interleave_halves: bool = False,
             seed: int = 0,
             output_grads: bool = False) -> Program:
     """Compiles a model for a mesh and layout, as the ``meshc`` tool does.
@@ -207,7 +209,9 @@ def compile(model: Union[PathLike, str], *,
         "uneven": (uneven, bool), "shard_optimizer": (shard_optimizer, bool),
         "shard_params": (shard_params, bool),
         "fuse": (fuse, bool), "fuse_attention": (fuse_attention, bool),
-        "schedule": (schedule, bool), "output_grads": (output_grads, bool),
+        "schedule": (schedule, bool), "prefetch": (prefetch, bool),
+        "interleave_halves": (interleave_halves, bool),
+        "output_grads": (output_grads, bool),
         "microbatches": (microbatches, int), "seed": (seed, int),
     }
     for key, (value, kind) in checks.items():
@@ -226,7 +230,9 @@ def compile(model: Union[PathLike, str], *,
         "machine": machine,
         "memory_limit": memory_limit, "bucket_size": bucket_size,
         "overlap_limit": overlap_limit, "fuse": fuse,
-        "fuse_attention": fuse_attention, "schedule": schedule, "seed": seed,
+        "fuse_attention": fuse_attention, "schedule": schedule,
+        "prefetch": prefetch, "interleave_halves": interleave_halves,
+        "seed": seed,
         "output_grads": output_grads,
     }
     result = _meshc.compile(source, name, from_file, options)

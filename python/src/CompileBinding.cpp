@@ -186,6 +186,8 @@ CompileOptions toOptions(nb::dict options) {
   compile.noFuse = !take<bool>(options, "fuse");
   compile.noFuseAttention = !take<bool>(options, "fuse_attention");
   compile.noSchedule = !take<bool>(options, "schedule");
+  compile.noPrefetch = !take<bool>(options, "prefetch");
+  compile.interleaveHalves = take<bool>(options, "interleave_halves");
   compile.seed = take<uint64_t>(options, "seed");
   compile.outputGrads = take<bool>(options, "output_grads");
   if (options.size() != 0)

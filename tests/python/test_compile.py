@@ -40,17 +40,27 @@ def test_options_are_the_flags(tmp, flags, options):
     assert json.loads(program.json) == json.loads(out.read_text())
 
 
-def test_schedule_option_is_the_flag(tmp):
+@pytest.mark.parametrize("flag,option,extra", [
     # charlm in Megatron's layout: its loop bodies are ordered for overlap
     # unless schedule=False (--no-schedule), which keeps another program.
+    ("--no-schedule", {"schedule": False}, []),
+    # Under --shard-params each loop gathers its next layer beside an
+    # iteration unless prefetch=False (--no-prefetch).
+    ("--no-prefetch", {"prefetch": False}, ["--shard-params"]),
+    # Its loop bodies run as two halves of the batch with
+    # interleave_halves=True (--interleave-halves).
+    ("--interleave-halves", {"interleave_halves": True}, []),
+])
+def test_loop_options_are_the_flags(tmp, flag, option, extra):
     charlm = ROOT / "examples" / "transformer" / "charlm.mtf"
     layout = "batch:b;heads:m;d_ff:m"
-    kept = meshc.compile(charlm, mesh="b:2;m:2", layout=layout,
-                         schedule=False)
-    ordered = meshc.compile(charlm, mesh="b:2;m:2", layout=layout)
+    shard = {"shard_params": True} if extra else {}
+    kept = meshc.compile(charlm, mesh="b:2;m:2", layout=layout, **shard,
+                         **option)
+    ordered = meshc.compile(charlm, mesh="b:2;m:2", layout=layout, **shard)
     out = tmp / "c.mprog"
     tool = run_tool("meshc", str(charlm), "--mesh", "b:2;m:2", "--layout",
-                    layout, "--no-schedule", "-o", str(out))
+                    layout, *extra, flag, "-o", str(out))
     assert tool.returncode == 0, tool.stderr
     assert json.loads(kept.json) == json.loads(out.read_text())
     assert json.loads(kept.json)["steps"] != json.loads(ordered.json)["steps"]

@@ -129,6 +129,10 @@ struct SweepCase {
   /// Parameters kept sharded too (meshc --shard-params, ZeRO-3), gathered
   /// where read; the reference is the same as without.
   bool shardParams = false;
+  /// Loop bodies that all-reduce their activations run as two interleaved
+  /// halves of the batch (meshc --interleave-halves); the reference is the
+  /// same as without, and the sweep counts the layouts that halved a loop.
+  bool halves = false;
 };
 
 /// `source` with each `dim NAME = N` of `sizes` ("NAME=N NAME=N") given the
@@ -162,7 +166,8 @@ std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
       (info.param.remat ? "_remat" : "") +
       (info.param.shardOptimizer ? "_zero" : "") +
       (info.param.shardParams ? "_zero3" : "") +
-      (info.param.bf16 ? "_bf16" : "") + (info.param.loops ? "_loop" : "") +
+      (info.param.halves ? "_halves" : "") + (info.param.bf16 ? "_bf16" : "") +
+      (info.param.loops ? "_loop" : "") +
       (info.param.microbatches ? "_pipeline" : "") +
       (*info.param.axisWeights ? "_weights_" : "") + info.param.axisWeights +
       (info.param.uneven ? "_uneven" : "");
@@ -257,6 +262,9 @@ bool shardsAParam(mtf::ProgramOp program, const layout::LayoutRules &rules,
 struct LayoutRun {
   /// Some dim was cut into unequal blocks (the .mprog lists them).
   bool unequal = false;
+  /// Some loop ran as two halves of its batch (mtf-interleave-halves: the
+  /// windows that cut its operands name the half dim).
+  bool halved = false;
   /// The collectives that cut or joined unequal blocks (their steps list
   /// each member's), by step kind.
   std::map<std::string, int> unequalMoves;
@@ -282,6 +290,7 @@ void runLayout(ModuleOp source, const layout::Mesh &mesh,
   ASSERT_TRUE(succeeded(mprog)) << diagnostics;
   std::string text = llvm::formatv("{0}", *mprog).str();
   outcome.unequal = text.find("\"blocks\"") != std::string::npos;
+  outcome.halved = text.find("_half\"") != std::string::npos;
   for (const llvm::json::Value &step : *mprog->getAsObject()->getArray("steps"))
     for (const char *key : {"blocks", "split_blocks", "concat_blocks"})
       if (step.getAsObject()->get(key)) {
@@ -396,7 +405,8 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
   }
 
   int valid = 0, total = 0, run = 0, unfused = 0, recomputedRuns = 0,
-      pipelinedRuns = 0, shardedRuns = 0, unequalRuns = 0, unequalMoves = 0;
+      pipelinedRuns = 0, shardedRuns = 0, unequalRuns = 0, unequalMoves = 0,
+      halvedRuns = 0;
   std::map<std::string, int> movesByKind;
   double worst = 0;
   std::string worstTensor = "-";
@@ -449,6 +459,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       options.fuse = fuse;
       options.shardOptimizer = param.shardOptimizer;
       options.shardParams = param.shardParams;
+      options.interleaveHalves = param.halves;
       options.axisWeights = param.axisWeights;
       options.uneven = param.uneven;
       // Combined all-reduces pack each value at a place that depends on
@@ -468,6 +479,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       if (HasFatalFailure())
         return;
       unequalRuns += fuse && outcome.unequal ? 1 : 0;
+      halvedRuns += fuse && outcome.halved ? 1 : 0;
       if (fuse && !outcome.unequalMoves.empty()) {
         ++unequalMoves;
         for (const auto &[kind, count] : outcome.unequalMoves)
@@ -538,6 +550,12 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
                 param.shardParams ? "parameters" : "optimizer state",
                 param.shardParams ? "--shard-params" : "--shard-optimizer");
     EXPECT_GT(shardedRuns, 0);
+  }
+  if (param.halves) {
+    std::printf("[ sweep    ] %d layouts with loops in halves "
+                "(--interleave-halves)\n",
+                halvedRuns);
+    EXPECT_GT(halvedRuns, 0);
   }
   if (param.remat)
     std::printf("[ sweep    ] %d runs with --remat=repeat bit-identical\n",
@@ -683,6 +701,17 @@ const SweepCase kCases[] = {
      false, "", false, true, 0, true},
     {"examples/transformer/charlm.mtf", "a:2;b:2", kPipelineSizes, 1, false,
      false, false, false, "", false, true, 2, true},
+    // --interleave-halves: the loops that all-reduce their activations run
+    // as two halves of the batch, f32 and bf16, with ZeRO-3's prefetched
+    // gathers.
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     false, false, false, "", false, true, 0, false, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     false, false, true, "", false, true, 0, false, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     false, false, true, "", false, true, 0, true, true},
+    {"examples/llama/llama.mtf", "a:2;b:2", kLlamaSizes, 1, false, false, false,
+     false, "", false, true, 0, false, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),
