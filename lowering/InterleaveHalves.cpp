@@ -92,6 +92,11 @@ public:
   /// loop stacks its halves.
   bool stacksHalves(unsigned index) { return stacks[index]; }
   mtf::LoopOp getLoop() { return loop; }
+  /// Whether `other` cuts the same dim into halves of the same size: a
+  /// stacked value in halves passes between the two.
+  bool sameCut(const Halver &other) const {
+    return dim == other.dim && half == other.half;
+  }
 
   /// Rewrites the loop as one over halves: each carried or invariant
   /// operand with the dim cut in two before it, each stacked one taken from
@@ -209,11 +214,13 @@ public:
     OpBuilder after(loop->getBlock(), std::next(Block::iterator(loop)));
     after.setInsertionPointAfter(halvedLoop);
     unsigned next = 0;
-    for (Value final : loop.getFinals()) {
+    for (auto [final, operand] :
+         llvm::zip(loop.getFinals(), loop.getCarried())) {
       if (auto at = dimIndex(final.getType(), dim)) {
         Value a = halvedLoop.getFinals()[next],
               b = halvedLoop.getFinals()[next + 1];
-        final.replaceAllUsesWith(join(after, a, b, final.getType()));
+        final.replaceAllUsesWith(join(after, a, b, final.getType(),
+                                      meshc::resultLayoutAttr(operand)));
         next += 2;
       } else {
         final.replaceAllUsesWith(halvedLoop.getFinals()[next++]);
@@ -243,14 +250,19 @@ public:
           builder, loop.getLoc(), window->getResult(0), halfDim, dim);
       inPhase(window);
       inPhase(renamed);
+      // (The halves keep the whole's layout: the same dims, split alike.)
+      if (mtf::LayoutAttr layout = meshc::resultLayoutAttr(value))
+        renamed->setAttr(mtf::MtfDialect::kLayoutAttrName, layout);
       parts[part] = renamed->getResult(0);
     }
     return parts;
   }
 
   /// The whole of type `type` from halves `a` and `b` along the dim: a
-  /// window of each into the whole size, added.
-  Value join(OpBuilder &builder, Value a, Value b, Type type) {
+  /// window of each into the whole size, added (in `layout`, that of the
+  /// loop's operand it stands for).
+  Value join(OpBuilder &builder, Value a, Value b, Type type,
+             mtf::LayoutAttr layout) {
     Value padded[2];
     for (auto [part, value] : llvm::enumerate(std::array<Value, 2>{a, b})) {
       Operation *renamed =
@@ -265,6 +277,8 @@ public:
     Operation *joined =
         mtf::AddOp::create(builder, loop.getLoc(), type, padded[0], padded[1]);
     inPhase(joined);
+    if (layout)
+      joined->setAttr(mtf::MtfDialect::kLayoutAttrName, layout);
     return joined->getResult(0);
   }
 
@@ -295,8 +309,13 @@ private:
   /// nullopt where it cannot.
   std::optional<Treatment> treat(Operation *op) {
     if (op->getNumRegions() || op->hasAttr(mtf::MtfDialect::kBlocksAttrName))
-      return llvm::none_of(op->getOperands(),
-                           [&](Value v) { return axisOfValue(v).has_value(); })
+      return llvm::none_of(
+                 op->getOperands(),
+                 [&](Value v) { return axisOfValue(v).has_value(); }) &&
+                     llvm::none_of(op->getResultTypes(),
+                                   [&](Type type) {
+                                     return dimIndex(type, dim).has_value();
+                                   })
                  ? std::optional(Treatment::Shared)
                  : std::nullopt;
     SmallVector<unsigned> inputAxes;
@@ -317,6 +336,10 @@ private:
           axisOf[result] = *at;
     };
     // Views and collectives of builtin tensors: the dim keeps its axis.
+    if (llvm::isa<mtf::ToTensorOp, mtf::FromTensorOp, shard::AllReduceOp,
+                  shard::AllGatherOp>(op) &&
+        !reads)
+      return std::nullopt;
     if (llvm::isa<mtf::ToTensorOp>(op)) {
       axisOf[op->getResult(0)] = inputAxes.front();
       return Treatment::Halved;
@@ -464,10 +487,11 @@ struct MtfInterleaveHalvesPass
             continue;
           auto result = llvm::dyn_cast<OpResult>(operand);
           auto producer = result ? byLoop.lookup(result.getOwner()) : nullptr;
-          fits =
-              fits && producer &&
-              producer->stacksHalves(result.getResultNumber() -
-                                     producer->getLoop().getCarried().size());
+          unsigned finals =
+              producer ? producer->getLoop().getCarried().size() : 0;
+          fits = fits && producer && producer->sameCut(*halver) &&
+                 result.getResultNumber() >= finals &&
+                 producer->stacksHalves(result.getResultNumber() - finals);
         }
         for (auto [index, result] : llvm::enumerate(loop.getStackedResults())) {
           if (!halver->stacksHalves(index))
@@ -477,7 +501,8 @@ struct MtfInterleaveHalvesPass
             auto reader = llvm::dyn_cast<mtf::LoopOp>(use.getOwner());
             unsigned first = reader ? reader.getCarried().size() : 0;
             fits =
-                fits && consumer && use.getOperandNumber() >= first &&
+                fits && consumer && consumer->sameCut(*halver) &&
+                use.getOperandNumber() >= first &&
                 use.getOperandNumber() < first + reader.getStacked().size() &&
                 consumer->takesHalves(use.getOperandNumber() - first);
           }

@@ -224,7 +224,8 @@ def MtfInterleaveHalves
     cut or joined. In the body an op whose rule keeps the dim parallel
     runs on the halves; one that sums (or maxes) over it (a weight's
     gradient) runs on each half and the two partial results are added
-    (maxed); ops without the dim (a layer's weights, their casts and
+    (maxed) in the op's own element type (under bf16 one rounding more
+    than the whole batch's); ops without the dim (a layer's weights, their casts and
     gathers) run once, shared. The ops of each half carry `mtf.half` (0 or
     1), and mtf-combine-collectives never combines two halves'
     collectives.
@@ -232,7 +233,8 @@ def MtfInterleaveHalves
     A loop is left as it is when some op cannot run so: a collective other
     than an all-reduce or an all-gather along another dim, a mean over the
     batch, a value made from a global index (dropout masks, ranges), a
-    rename or reshape of the batch dim, an op with a region or unequal
+    rename of the batch dim, a reshape (split_dim, merge_dims), an op
+    with a region or unequal
     blocks, a carried or invariant operand with the batch that is not a
     float; or when its body all-reduces no value with the batch.
 

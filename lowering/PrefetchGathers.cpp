@@ -156,8 +156,11 @@ public:
     for (const Prefetch &prefetch : prefetches) {
       for (Operation *op : prefetch.chain)
         if (!outside.contains(op))
-          before.clone(*op, outside);
+          before.clone(*op, outside)
+              ->removeAttr(mtf::MtfDialect::kHalfAttrName);
       Operation *gather = before.clone(*prefetch.gather, outside);
+      // (Outside the body no op computes a half: mtf-interleave-halves.)
+      gather->removeAttr(mtf::MtfDialect::kHalfAttrName);
       for (auto [result, type] :
            llvm::zip(gather->getResults(), prefetch.readAs))
         initial.push_back(

@@ -123,3 +123,27 @@ mtf.program @once local {
   }
   mtf.output "y" %y : !mtf.tensor<[b=4, d=8], f32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2)
+
+// A half's gather of its stacked layer input (mtf-interleave-halves): the
+// copy before the loop computes no half (mtf.half is an op of a loop body's).
+// CHECK-LABEL: mtf.program @half local
+// CHECK: shard.all_gather %{{.*}} on @mesh grid_axes = [0] gather_axis = 1 {mtf.phase = "backward"} : tensor<2x8xf32> -> tensor<2x16xf32>
+// CHECK: mtf.loop "layers" 3 reverse
+// CHECK: shard.all_gather %{{.*}} {mtf.half = 0 : i64,
+mtf.program @half local {
+  %g = mtf.input "g" : !mtf.tensor<[b=2, d=16], f32>
+  %xs = mtf.input "xs" : !mtf.tensor<[layers=3, b=2, d=8], f32>
+  %y = mtf.loop "layers" 3 reverse carry(%g : !mtf.tensor<[b=2, d=16], f32>) stacked(%xs : !mtf.tensor<[layers=3, b=2, d=8], f32>) -> (!mtf.tensor<[b=2, d=16], f32>) attributes {mtf.phase = "backward"} {
+  ^bb0(%h: !mtf.tensor<[b=2, d=16], f32>, %xi: !mtf.tensor<[b=2, d=8], f32>):
+    %t = mtf.to_tensor %xi {mtf.half = 0 : i64, mtf.phase = "backward"} : !mtf.tensor<[b=2, d=8], f32> -> tensor<2x8xf32>
+    %a = shard.all_gather %t on @mesh grid_axes = [0] gather_axis = 1 {mtf.half = 0 : i64, mtf.phase = "backward"} : tensor<2x8xf32> -> tensor<2x16xf32>
+    %x = mtf.from_tensor %a {mtf.half = 0 : i64, mtf.phase = "backward"} : tensor<2x16xf32> -> !mtf.tensor<[b=2, d=16], f32>
+    %n = mtf.mul %h, %x {mtf.half = 0 : i64, mtf.phase = "backward"} : !mtf.tensor<[b=2, d=16], f32>, !mtf.tensor<[b=2, d=16], f32> -> !mtf.tensor<[b=2, d=16], f32>
+    mtf.yield %n : !mtf.tensor<[b=2, d=16], f32>
+  }
+  mtf.output "y" %y : !mtf.tensor<[b=2, d=16], f32>
+}
