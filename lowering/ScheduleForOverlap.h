@@ -19,7 +19,8 @@ namespace meshc {
 /// wait is placed) for overlap. Within each run of ops that have no effect
 /// but their results, it picks, of the ops whose operands are made: a
 /// collective; else an op that reads no collective in flight, leading to
-/// the collective (read in the body) that came first; else any op that
+/// the collective (read in the body, or yielded as a carried value) that
+/// came first; else any op that
 /// reads none in flight; else the first in the old order. A collective that
 /// reads its inputs until its wait comes after the other readers of its
 /// inputs. Ops that stay in place (waits, started collectives, resume
