@@ -10,6 +10,7 @@
 #include "compiler/passes/LayoutBridge.h"
 #include "dialect/MtfDialect.h"
 #include "dialect/PartitionRule.h"
+#include "lowering/CollectiveSteps.h"
 #include "lowering/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -44,7 +45,10 @@ enum class Treatment {
 
 class Halver {
 public:
-  Halver(mtf::LoopOp loop, StringRef dim) : loop(loop), dim(dim) {}
+  /// With `joinReduces`, each all-reduce of the body runs once for both
+  /// halves (one combined all-reduce) instead of once per half.
+  Halver(mtf::LoopOp loop, StringRef dim, bool joinReduces)
+      : loop(loop), dim(dim), joinReduces(joinReduces) {}
 
   /// Whether every op of the body can run as two halves along `dim`, and
   /// one all-reduces a value with it (else nothing is gained).
@@ -171,6 +175,8 @@ public:
         copyTags(&op, joined);
         op.getResult(0).replaceAllUsesWith(joined->getResult(0));
       }
+      if (joinReduces && llvm::isa<shard::AllReduceOp>(op))
+        joinHalves(builder, &op, parts);
       replaced.push_back(&op);
     }
     // The yield: each value with the dim as its two halves.
@@ -237,6 +243,31 @@ public:
       }
     }
     return halvedLoop;
+  }
+
+  /// Replaces the halves `parts` of all-reduce `op` by one combined
+  /// all-reduce of both, where the second was.
+  void joinHalves(OpBuilder &builder, Operation *op, Operation *parts[2]) {
+    auto reduce = llvm::cast<shard::AllReduceOp>(op);
+    Value inputs[] = {parts[0]->getOperand(0), parts[1]->getOperand(0)};
+    Type types[] = {parts[0]->getResult(0).getType(),
+                    parts[1]->getResult(0).getType()};
+    auto combined = mtf::CombinedAllReduceOp::create(
+        builder, op->getLoc(), types, inputs, reduce.getGridAttr(),
+        reduce.getGridAxesAttr(),
+        builder.getStringAttr(meshc::reductionName(reduce.getReduction())));
+    inPhase(combined);
+    std::string reason = "both halves of the batch at once";
+    if (auto own =
+            op->getAttrOfType<StringAttr>(mtf::MtfDialect::kReasonAttrName))
+      reason = own.str() + " (" + reason + ")";
+    combined->setAttr(mtf::MtfDialect::kReasonAttrName,
+                      builder.getStringAttr(reason));
+    for (int part = 0; part < 2; ++part) {
+      halves[part].map(op->getResult(0), combined.getResult(part));
+      parts[part]->getResult(0).replaceAllUsesWith(combined.getResult(part));
+      parts[part]->erase();
+    }
   }
 
   /// `value`'s halves along the dim, before the loop: a window of each
@@ -434,6 +465,7 @@ private:
 
   mtf::LoopOp loop;
   std::string dim, halfDim;
+  bool joinReduces = false;
   int64_t half = 0;
   /// Where the dim is in each value that has it (the halved ones).
   llvm::DenseMap<Value, unsigned> axisOf;
@@ -466,7 +498,8 @@ struct MtfInterleaveHalvesPass
       if (!first || first.getRank() == 0)
         continue;
       auto halver =
-          std::make_unique<Halver>(loop, first.getDims()[0].name.getValue());
+          std::make_unique<Halver>(loop, first.getDims()[0].name.getValue(),
+                                   joinReverse && loop.getReverse());
       if (!halver->check())
         continue;
       byLoop[loop] = halver.get();

@@ -238,11 +238,50 @@ def MtfInterleaveHalves
     blocks, a carried or invariant operand with the batch that is not a
     float; or when its body all-reduces no value with the batch.
 
+    With `join-reverse`, a reverse loop (a backward pass) runs in halves
+    as above but all-reduces both halves of a value at once, one
+    `mtf.combined_all_reduce` where the second half's was: as many
+    collectives as the whole loop's (its all-reduces overlap the weight
+    gradients' GEMMs already), its halves still read the forward's stacked
+    halves.
+
     On CPU threads the halves' smaller GEMMs cost more than the overlap
     hides (docs/performance.md), so it is not on by default.
     Added by meshc with `--interleave-halves` where collectives overlap
     (`--overlap-limit` not 0); runs after
-    `mtf-hoist-loop-reductions`, before `mtf-fuse`.
+    `mtf-hoist-loop-reductions`, before `mtf-fuse`
+    (`--interleave-halves=forward` sets `join-reverse`).
+  }];
+  let options = [
+    Option<"joinReverse", "join-reverse", "bool", /*default=*/"false",
+           "in a reverse loop, all-reduce both halves of a value at once">,
+  ];
+  let dependentDialects = ["::mlir::mtf::MtfDialect",
+                           "::mlir::shard::ShardDialect"];
+}
+
+def MtfKeepGathered : Pass<"mtf-keep-gathered", "::mlir::ModuleOp"> {
+  let summary = "reads what an earlier loop over the same layers gathered "
+                "instead of gathering it again";
+  let description = [{
+    In every local program, an all-gather (plain or combined, of equal
+    blocks) of a loop's body each of whose inputs a body of an earlier loop
+    over the same dim and count gathers the same way (the same grid axes
+    and gather axis, from the same stacked or invariant operands through
+    the same ops) is removed: the earlier loop yields each of those
+    gathered values (as the later body reads them: `mtf.from_tensor`) as a
+    new stacked result, and the later loop reads it as a new stacked
+    operand. Under `--shard-params` the backward's gathers of a layer's
+    weights (for its gradients, and for the forward recomputed under
+    `--remat`) are the forward's: each layer is gathered once per step, not
+    twice (FSDP's `reshard_after_forward=False`; ZeRO-1's communication
+    with the parameters split between steps). The cost: every layer's
+    gathered weights are live from the forward to the backward (the memory
+    of `--shard-optimizer` during the step).
+
+    Added by meshc with `--keep-gathered`; runs after
+    `mtf-combine-collectives`, before `mtf-prefetch-gathers` (which then
+    prefetches the forward's gathers; the backward has none left).
   }];
   let dependentDialects = ["::mlir::mtf::MtfDialect",
                            "::mlir::shard::ShardDialect"];

@@ -3,8 +3,9 @@
 # (docs/performance.md#parameter-sharding-zero-3): charlm on b:2;m:2 in
 # Megatron's layout with --shard-params, compiled with each layer's
 # gathers where its iteration starts (--no-prefetch), one layer ahead (the
-# default) and also with the loops in halves (--interleave-halves). The
-# three alternate, ROUNDS times, STEPS steps a run; prints each run's
+# default), also with the loops in halves (--interleave-halves), and with
+# the forward's gathered layers kept for the backward (--keep-gathered).
+# The four alternate, ROUNDS times, STEPS steps a run; prints each run's
 # median step and the memory meshrun measured resident.
 #
 # usage: bench/overlap/zero3.sh [BUILD]   (default build; ROUNDS, STEPS,
@@ -28,6 +29,7 @@ compile() { # compile NAME FLAGS...
 compile kept --no-prefetch
 compile prefetched
 compile halves --interleave-halves
+compile keep --keep-gathered
 run() { # run PROGRAM -> "median ms, resident"
   "$build/bin/meshrun" "$work/$1.mprog" --steps "$steps" --quiet \
     --input tokens="$data/train_tokens.npy" \
@@ -39,5 +41,6 @@ echo "charlm $mesh ($layout, $precision, --shard-params), $steps steps a run," \
   "median per step ($(nproc) cores)"
 for round in $(seq "$rounds"); do
   echo "round $round: --no-prefetch $(run kept)," \
-    "prefetched $(run prefetched), --interleave-halves $(run halves)"
+    "prefetched $(run prefetched), --interleave-halves $(run halves)," \
+    "--keep-gathered $(run keep)"
 done

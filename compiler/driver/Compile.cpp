@@ -406,6 +406,7 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   partitionOptions.schedule = !options.noSchedule;
   partitionOptions.prefetch = !options.noPrefetch;
   partitionOptions.interleaveHalves = options.interleaveHalves;
+  partitionOptions.keepGathered = options.keepGathered;
   if (predicts || search) {
     layout::Result<cost::MachineProfile> loaded = cost::loadMachineProfile(
         options.machine.value_or(cost::kDefaultMachine));
@@ -674,7 +675,7 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     model.pipelined = buildPipelined;
     searchOptions.partition = partitionOptions;
     searchOptions.partition.shardOptimizer = options.shardOptimizer;
-    searchOptions.partition.shardParams = options.shardParams;
+    searchOptions.partition.shardParams = shardsParams(options);
     searchOptions.partition.axisWeights = weights.str(mesh);
     searchOptions.partition.uneven = weights.allowsIndivisible();
     searchOptions.errors = &err;
@@ -708,7 +709,7 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
     layoutOptions.mesh = mesh.rank() ? mesh.str() : std::string();
     layoutOptions.layout = rules.str();
     layoutOptions.shardOptimizer = options.shardOptimizer;
-    layoutOptions.shardParams = options.shardParams;
+    layoutOptions.shardParams = shardsParams(options);
     layoutOptions.axisWeights = weights.str(mesh);
     layoutOptions.uneven = weights.allowsIndivisible();
     pm.nest<mtf::ProgramOp>().addPass(createMtfApplyLayout(layoutOptions));

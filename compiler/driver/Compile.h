@@ -46,6 +46,31 @@ inline llvm::ArrayRef<Choice<PrecisionKind>> precisionChoices() {
   return choices;
 }
 
+/// Which loops run in interleaved halves (mtf-interleave-halves).
+enum class Halves {
+  Off,
+  /// Every loop that can, each half's all-reduces its own.
+  All,
+  /// Every loop that can; a reverse loop (the backward) all-reduces both
+  /// halves at once (the pass's join-reverse).
+  Forward,
+};
+
+/// The spellings of --interleave-halves (meshc's flag, the Python package's
+/// keyword).
+inline llvm::ArrayRef<Choice<Halves>> halvesChoices() {
+  static constexpr Choice<Halves> choices[] = {
+      {Halves::Off, "off", "every loop whole (the default)"},
+      {Halves::All, "all",
+       "each half's all-reduce beside the other half's compute, in every "
+       "loop (the flag without a value)"},
+      {Halves::Forward, "forward",
+       "so in forward loops; a backward loop all-reduces both halves at once "
+       "(as many collectives as whole)"},
+  };
+  return choices;
+}
+
 /// The spellings of --repeat.
 inline llvm::ArrayRef<Choice<RepeatKind>> repeatChoices() {
   static constexpr Choice<RepeatKind> choices[] = {
@@ -99,12 +124,21 @@ struct CompileOptions {
   bool noFuseAttention = false;
   bool noSchedule = false;
   bool noPrefetch = false;
-  bool interleaveHalves = false;
+  Halves interleaveHalves = Halves::Off;
+  /// ZeRO-3's parameters, each layer gathered once per step (implies
+  /// shardParams).
+  bool keepGathered = false;
   std::string dumpIR;
   std::string showLayout;
   std::string reference;
   bool outputGrads = false;
 };
+
+/// Whether the compile keeps the parameters sharded (--shard-params, or
+/// --keep-gathered, which implies it).
+inline bool shardsParams(const CompileOptions &options) {
+  return options.shardParams || options.keepGathered;
+}
 
 /// Sets up the pass manager of the compile's pipeline before it runs:
 /// `meshc` applies MLIR's pass-manager flags here (applyPassManagerCLOptions:

@@ -183,11 +183,23 @@ struct Options {
                "the iteration before (skip mtf-prefetch-gathers: less "
                "memory, less communication hidden; docs/spmd.md)"),
       cl::cat(category)};
-  cl::opt<bool> interleaveHalves{
+  cl::opt<Halves> interleaveHalves{
       "interleave-halves",
       cl::desc("run each loop body that all-reduces its activations as two "
                "interleaved halves of its batch, one half's all-reduce beside "
                "the other's compute (mtf-interleave-halves; docs/spmd.md)"),
+      cl::ValueOptional,
+      cl::init(Halves::Off),
+      choiceValues(halvesChoices()),
+      cl::values(clEnumValN(Halves::All, "", "the same as 'all'")),
+      cl::cat(category)};
+  cl::opt<bool> keepGathered{
+      "keep-gathered",
+      cl::desc("keep the parameters split between steps and each layer the "
+               "forward gathers for the backward: one gather per layer and "
+               "step, beside the forward (implies --shard-params; the memory "
+               "of --shard-optimizer during the step; mtf-keep-gathered, "
+               "docs/training.md)"),
       cl::cat(category)};
   cl::opt<std::string> dumpIR{"dump-ir",
                               cl::desc("write the IR after import and after "
@@ -257,6 +269,7 @@ struct Options {
     o.noSchedule = noSchedule;
     o.noPrefetch = noPrefetch;
     o.interleaveHalves = interleaveHalves;
+    o.keepGathered = keepGathered;
     o.dumpIR = dumpIR;
     o.showLayout = showLayout;
     o.reference = reference;

@@ -35,12 +35,15 @@ void addPartitionPasses(OpPassManager &pm, ModuleOp module,
     pm.addPass(createMtfDeferAccumulatedReductions());
   if (options.bucketBytes > 0)
     pm.addPass(createMtfHoistLoopReductions({options.bucketBytes}));
-  if (options.overlapBytes > 0 && options.interleaveHalves)
-    pm.addPass(createMtfInterleaveHalves());
+  if (options.overlapBytes > 0 && options.interleaveHalves != Halves::Off)
+    pm.addPass(createMtfInterleaveHalves(
+        {options.interleaveHalves == Halves::Forward}));
   if (options.fuse)
     pm.addPass(createMtfFuse());
   if (options.bucketBytes > 0)
     pm.addPass(createMtfCombineCollectives({options.bucketBytes}));
+  if (options.keepGathered)
+    pm.addPass(createMtfKeepGathered());
   if (options.overlapBytes > 0 && options.prefetch)
     pm.addPass(createMtfPrefetchGathers());
   if (options.overlapBytes > 0)

@@ -11,6 +11,7 @@
 #ifndef MESHC_COMPILER_DRIVER_PIPELINE_H
 #define MESHC_COMPILER_DRIVER_PIPELINE_H
 
+#include "compiler/driver/Compile.h"
 #include "compiler/interpreter/Interpreter.h"
 #include "compiler/passes/Remat.h"
 #include "runtime/core/layout/AxisWeights.h"
@@ -55,9 +56,12 @@ struct PartitionOptions {
   /// Gather a loop's next layer beside each iteration (mtf-prefetch-gathers;
   /// only where collectives overlap).
   bool prefetch = true;
+  /// Read the weights an earlier loop gathered instead of gathering them
+  /// again (mtf-keep-gathered).
+  bool keepGathered = false;
   /// Run a loop body that all-reduces its activations as two halves of its
   /// batch (mtf-interleave-halves; only where collectives overlap).
-  bool interleaveHalves = false;
+  Halves interleaveHalves = Halves::Off;
 };
 
 /// Adds the passes that turn the laid-out `module` into its local SPMD

@@ -191,7 +191,8 @@ def compile(model: Union[PathLike, str], *,
             fuse_attention: bool = True,
             schedule: bool = True,
             prefetch: bool = True,
-            interleave_halves: bool = False,
+            interleave_halves: Union[bool, str] = False,
+            keep_gathered: bool = False,
             seed: int = 0,
             output_grads: bool = False) -> Program:
     """Compiles a model for a mesh and layout, as the ``meshc`` tool does.
@@ -210,7 +211,7 @@ def compile(model: Union[PathLike, str], *,
         "shard_params": (shard_params, bool),
         "fuse": (fuse, bool), "fuse_attention": (fuse_attention, bool),
         "schedule": (schedule, bool), "prefetch": (prefetch, bool),
-        "interleave_halves": (interleave_halves, bool),
+        "keep_gathered": (keep_gathered, bool),
         "output_grads": (output_grads, bool),
         "microbatches": (microbatches, int), "seed": (seed, int),
     }
@@ -218,6 +219,11 @@ def compile(model: Union[PathLike, str], *,
         if not isinstance(value, kind) or (kind is int and
                                            isinstance(value, bool)):
             raise TypeError(f"{key} must be {kind.__name__}, got {value!r}")
+    if not isinstance(interleave_halves, (bool, str)):
+        raise TypeError("interleave_halves must be bool or str, got "
+                        f"{interleave_halves!r}")
+    if isinstance(interleave_halves, bool):
+        interleave_halves = "all" if interleave_halves else "off"
     if seed < 0:
         raise ValueError(f"seed must be at least 0, got {seed}")
     options = {
@@ -232,6 +238,7 @@ def compile(model: Union[PathLike, str], *,
         "overlap_limit": overlap_limit, "fuse": fuse,
         "fuse_attention": fuse_attention, "schedule": schedule,
         "prefetch": prefetch, "interleave_halves": interleave_halves,
+        "keep_gathered": keep_gathered,
         "seed": seed,
         "output_grads": output_grads,
     }

@@ -187,7 +187,10 @@ CompileOptions toOptions(nb::dict options) {
   compile.noFuseAttention = !take<bool>(options, "fuse_attention");
   compile.noSchedule = !take<bool>(options, "schedule");
   compile.noPrefetch = !take<bool>(options, "prefetch");
-  compile.interleaveHalves = take<bool>(options, "interleave_halves");
+  compile.interleaveHalves =
+      choose(take<std::string>(options, "interleave_halves"),
+             "interleave_halves", halvesChoices());
+  compile.keepGathered = take<bool>(options, "keep_gathered");
   compile.seed = take<uint64_t>(options, "seed");
   compile.outputGrads = take<bool>(options, "output_grads");
   if (options.size() != 0)

@@ -1,6 +1,9 @@
 // RUN: meshc-opt %s -split-input-file -mtf-interleave-halves | FileCheck %s
 // The printed form parses back (and verifies) unchanged:
 // RUN: meshc-opt %s -split-input-file -mtf-interleave-halves | meshc-opt -split-input-file | FileCheck %s
+// With join-reverse (meshc --interleave-halves=forward) a reverse loop
+// all-reduces both halves at once; a forward loop's stay apart:
+// RUN: meshc-opt %s -split-input-file -mtf-interleave-halves="join-reverse=1" | FileCheck %s --check-prefix=JOIN
 // mtf-interleave-halves (lowering/Passes.td): a loop body that all-reduces
 // its activations runs as two halves of the batch, each op once per half.
 
@@ -58,6 +61,16 @@ shard.grid @mesh(shape = 2)
 // CHECK-LABEL: mtf.program @stacked local
 // CHECK: %{{.*}}:2, %[[XS:.*]]:2 = mtf.loop "layers" 2 carry(
 // CHECK: mtf.loop "layers" 2 reverse carry(%{{.*}}, %{{.*}} : !mtf.tensor<[b=2, d=4], f32>, !mtf.tensor<[b=2, d=4], f32>) stacked(%[[XS]]#0, %[[XS]]#1 : !mtf.tensor<[layers=2, b=2, d=4], f32>, !mtf.tensor<[layers=2, b=2, d=4], f32>)
+// JOIN-LABEL: mtf.program @stacked local
+// JOIN: shard.all_reduce %{{.*}} {mtf.half = 0 : i64}
+// JOIN-NEXT: shard.all_reduce %{{.*}} {mtf.half = 1 : i64}
+// JOIN: mtf.loop "layers" 2 reverse
+// JOIN-NOT: shard.all_reduce
+// JOIN: %[[BOTH:.*]]:2 = mtf.combined_all_reduce %{{.*}}, %{{.*}} on @mesh grid_axes = [0] reduction = "sum" {mtf.phase = "backward", mtf.reason = "both halves of the batch at once"} : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>, tensor<2x4xf32>
+// JOIN-NOT: shard.all_reduce
+// JOIN: mtf.from_tensor %[[BOTH]]#0
+// JOIN: mtf.from_tensor %[[BOTH]]#1
+// JOIN: mtf.yield
 mtf.program @stacked local {
   %x = mtf.input "x" : !mtf.tensor<[b=4, d=4], f32>
   %y, %xs = mtf.loop "layers" 2 carry(%x : !mtf.tensor<[b=4, d=4], f32>) -> (!mtf.tensor<[b=4, d=4], f32>) stacked(!mtf.tensor<[layers=2, b=4, d=4], f32>) {

@@ -50,6 +50,11 @@ def test_options_are_the_flags(tmp, flags, options):
     # Its loop bodies run as two halves of the batch with
     # interleave_halves=True (--interleave-halves).
     ("--interleave-halves", {"interleave_halves": True}, []),
+    # interleave_halves="forward": the backward's halves all-reduced at once.
+    ("--interleave-halves=forward", {"interleave_halves": "forward"}, []),
+    # Under --shard-params keep_gathered=True (--keep-gathered) stacks the
+    # forward's gathered layers for the backward.
+    ("--keep-gathered", {"keep_gathered": True}, ["--shard-params"]),
 ])
 def test_loop_options_are_the_flags(tmp, flag, option, extra):
     charlm = ROOT / "examples" / "transformer" / "charlm.mtf"

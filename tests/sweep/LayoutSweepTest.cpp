@@ -132,7 +132,10 @@ struct SweepCase {
   /// Loop bodies that all-reduce their activations run as two interleaved
   /// halves of the batch (meshc --interleave-halves); the reference is the
   /// same as without, and the sweep counts the layouts that halved a loop.
-  bool halves = false;
+  meshc::Halves halves = meshc::Halves::Off;
+  /// A loop reads what an earlier loop gathered (meshc --keep-gathered:
+  /// the backward the forward's layers, under --shard-params).
+  bool keepGathered = false;
 };
 
 /// `source` with each `dim NAME = N` of `sizes` ("NAME=N NAME=N") given the
@@ -166,8 +169,11 @@ std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
       (info.param.remat ? "_remat" : "") +
       (info.param.shardOptimizer ? "_zero" : "") +
       (info.param.shardParams ? "_zero3" : "") +
-      (info.param.halves ? "_halves" : "") + (info.param.bf16 ? "_bf16" : "") +
-      (info.param.loops ? "_loop" : "") +
+      (info.param.halves == meshc::Halves::All       ? "_halves"
+       : info.param.halves == meshc::Halves::Forward ? "_halvesforward"
+                                                     : "") +
+      (info.param.keepGathered ? "_keep" : "") +
+      (info.param.bf16 ? "_bf16" : "") + (info.param.loops ? "_loop" : "") +
       (info.param.microbatches ? "_pipeline" : "") +
       (*info.param.axisWeights ? "_weights_" : "") + info.param.axisWeights +
       (info.param.uneven ? "_uneven" : "");
@@ -460,6 +466,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
       options.shardOptimizer = param.shardOptimizer;
       options.shardParams = param.shardParams;
       options.interleaveHalves = param.halves;
+      options.keepGathered = param.keepGathered;
       options.axisWeights = param.axisWeights;
       options.uneven = param.uneven;
       // Combined all-reduces pack each value at a place that depends on
@@ -551,7 +558,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
                 param.shardParams ? "--shard-params" : "--shard-optimizer");
     EXPECT_GT(shardedRuns, 0);
   }
-  if (param.halves) {
+  if (param.halves != meshc::Halves::Off) {
     std::printf("[ sweep    ] %d layouts with loops in halves "
                 "(--interleave-halves)\n",
                 halvedRuns);
@@ -705,13 +712,21 @@ const SweepCase kCases[] = {
     // as two halves of the batch, f32 and bf16, with ZeRO-3's prefetched
     // gathers.
     {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
-     false, false, false, "", false, true, 0, false, true},
+     false, false, false, "", false, true, 0, false, meshc::Halves::All},
     {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
-     false, false, true, "", false, true, 0, false, true},
+     false, false, true, "", false, true, 0, false, meshc::Halves::All},
     {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
-     false, false, true, "", false, true, 0, true, true},
+     false, false, true, "", false, true, 0, true, meshc::Halves::All},
     {"examples/llama/llama.mtf", "a:2;b:2", kLlamaSizes, 1, false, false, false,
-     false, "", false, true, 0, false, true},
+     false, "", false, true, 0, false, meshc::Halves::All},
+    // --keep-gathered: the backward reads the layers the forward gathered
+    // (ZeRO-3), alone and with the forward's halves apart, the backward's
+    // all-reduced at once.
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     false, false, false, "", false, true, 0, true, meshc::Halves::Off, true},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kCharLmSizes, 1, false,
+     false, false, true, "", false, true, 0, true, meshc::Halves::Forward,
+     true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Examples, LayoutSweep, ::testing::ValuesIn(kCases),
