@@ -29,6 +29,31 @@ TensorType LoopOp::stackedType(TensorType slice, StringRef dim, int64_t count) {
   return TensorType::get(slice.getContext(), dims, slice.getElementType());
 }
 
+LoopOp LoopOp::extend(ValueRange carried, ValueRange stacked,
+                      TypeRange stackedResultTypes) {
+  SmallVector<Value> carriedOperands(getCarried());
+  llvm::append_range(carriedOperands, carried);
+  SmallVector<Value> stackedOperands(getStacked());
+  llvm::append_range(stackedOperands, stacked);
+  SmallVector<Type> finalTypes(getFinals().getTypes());
+  llvm::append_range(finalTypes, carried.getTypes());
+  SmallVector<Type> resultTypes(getStackedResults().getTypes());
+  llvm::append_range(resultTypes, stackedResultTypes);
+  OpBuilder builder(*this);
+  auto replaced = LoopOp::create(builder, getLoc(), finalTypes, resultTypes,
+                                 getDim(), getCount(), carriedOperands,
+                                 stackedOperands, getInvariant(), getReverse());
+  replaced->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
+  replaced.getBody().takeBody(getBody());
+  for (auto [old, now] : llvm::zip(getFinals(), replaced.getFinals()))
+    old.replaceAllUsesWith(now);
+  for (auto [old, now] :
+       llvm::zip(getStackedResults(), replaced.getStackedResults()))
+    old.replaceAllUsesWith(now);
+  erase();
+  return replaced;
+}
+
 /// Contract:
 /// - the body takes one argument per carried, stacked and invariant operand,
 ///   in that order: a carried or invariant one of its operand's type, a

@@ -1431,6 +1431,15 @@ def Mtf_LoopOp : Mtf_Op<"loop", [Mtf_RegionPrecision, DeclareOpInterfaceMethods<
     /// `slice` stacked along `dim`: `dim`=`count` first, then its dims.
     static TensorType stackedType(TensorType slice, ::llvm::StringRef dim,
                                   int64_t count);
+    /// This loop rebuilt with `carried` carried after its own carried
+    /// operands (finals of their types after its own), `stacked` stacked
+    /// after its own and more stacked results of `stackedResultTypes`
+    /// after its own: the body (whose arguments and yield the caller made)
+    /// moves over, its attributes too, every use of its results goes to
+    /// the new loop's, and it is erased. (The lowering passes that carry,
+    /// stack or keep more per layer.)
+    LoopOp extend(::mlir::ValueRange carried, ::mlir::ValueRange stacked,
+                  ::mlir::TypeRange stackedResultTypes);
   }];
   let extraClassDefinition = [{
     ::mlir::mtf::PartitionRule $cppClass::getPartitionRule() {

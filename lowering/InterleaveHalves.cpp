@@ -256,6 +256,7 @@ public:
         builder, op->getLoc(), types, inputs, reduce.getGridAttr(),
         reduce.getGridAxesAttr(),
         builder.getStringAttr(meshc::reductionName(reduce.getReduction())));
+    copyTags(op, combined);
     inPhase(combined);
     std::string reason = "both halves of the batch at once";
     if (auto own =

@@ -51,15 +51,15 @@ SmallVector<GatherInput> inputsOf(Operation *op) {
 }
 
 /// The attributes that say what `op` computes: all but those that explain
-/// it (its reason, phase, half, instance, layouts, a remat mark).
+/// it (its reason, phase, half, instance, a remat mark). Its layout counts:
+/// an op that reads a global index (a dropout mask, a one-hot) computes
+/// its block by it.
 NamedAttrList meaning(Operation *op) {
   NamedAttrList attrs;
   for (NamedAttribute attr : op->getAttrs())
     if (!llvm::is_contained(
             {mtf::MtfDialect::kReasonAttrName, mtf::MtfDialect::kPhaseAttrName,
              mtf::MtfDialect::kHalfAttrName, mtf::MtfDialect::kInstanceAttrName,
-             mtf::MtfDialect::kLayoutAttrName,
-             mtf::MtfDialect::kLayoutsAttrName,
              mtf::MtfDialect::kCheckpointAttrName},
             attr.getName().getValue()))
       attrs.push_back(attr);
@@ -71,6 +71,8 @@ NamedAttrList meaning(Operation *op) {
 /// same invariant operand, or made from such by the same ops (without
 /// regions, of the body's top level).
 bool sameValue(mtf::LoopOp la, Value a, mtf::LoopOp lb, Value b) {
+  if (la == lb && a == b)
+    return true;
   auto argA = llvm::dyn_cast<BlockArgument>(a);
   auto argB = llvm::dyn_cast<BlockArgument>(b);
   // A slice of what `la` stacks (the forward's casts of its weights, kept
@@ -138,6 +140,28 @@ struct Kept {
   SmallVector<std::pair<Operation *, unsigned>> sources;
 };
 
+/// Where `earlier`'s body gathers what `input`, of `loop`'s body, gathers:
+/// the same way, into the same type, read as the same type (one per
+/// result: mtf-prefetch-gathers takes no other), from the same value.
+std::optional<std::pair<Operation *, unsigned>>
+sourceOf(mtf::LoopOp earlier, mtf::LoopOp loop, const GatherInput &input) {
+  Value result = input.gather->getResult(input.index);
+  Type type = readAs(result);
+  if (!type)
+    return std::nullopt;
+  for (Operation &op : earlier.getBodyBlock())
+    for (const GatherInput &candidate : inputsOf(&op)) {
+      Value gathered = op.getResult(candidate.index);
+      if (candidate.grid == input.grid &&
+          candidate.gridAxes == input.gridAxes &&
+          candidate.gatherAxis == input.gatherAxis &&
+          gathered.getType() == result.getType() && readAs(gathered) == type &&
+          sameValue(earlier, candidate.input, loop, input.input))
+        return std::make_pair(&op, candidate.index);
+    }
+  return std::nullopt;
+}
+
 std::optional<Kept> keptOf(ArrayRef<mtf::LoopOp> earlierLoops, mtf::LoopOp loop,
                            Operation *gather) {
   SmallVector<GatherInput> inputs = inputsOf(gather);
@@ -149,25 +173,11 @@ std::optional<Kept> keptOf(ArrayRef<mtf::LoopOp> earlierLoops, mtf::LoopOp loop,
       continue;
     Kept kept{earlier, gather, {}};
     for (const GatherInput &input : inputs) {
-      Type type = readAs(gather->getResult(input.index));
-      if (!type)
-        return std::nullopt;
-      for (Operation &op : earlier.getBodyBlock()) {
-        for (const GatherInput &candidate : inputsOf(&op))
-          if (candidate.grid == input.grid &&
-              candidate.gridAxes == input.gridAxes &&
-              candidate.gatherAxis == input.gatherAxis &&
-              op.getResult(candidate.index).getType() ==
-                  gather->getResult(input.index).getType() &&
-              sameValue(earlier, candidate.input, loop, input.input)) {
-            kept.sources.push_back({&op, candidate.index});
-            break;
-          }
-        if (kept.sources.size() > input.index)
-          break;
-      }
-      if (kept.sources.size() <= input.index)
+      std::optional<std::pair<Operation *, unsigned>> source =
+          sourceOf(earlier, loop, input);
+      if (!source)
         break;
+      kept.sources.push_back(*source);
     }
     if (kept.sources.size() == inputs.size())
       return kept;
@@ -175,62 +185,38 @@ std::optional<Kept> keptOf(ArrayRef<mtf::LoopOp> earlierLoops, mtf::LoopOp loop,
   return std::nullopt;
 }
 
-/// `loop` rebuilt with `stacked` stacked after its own stacked operands
-/// (the body's arguments made already) and `stackedTypes` stacked results
-/// after its own (the body yields them last).
-mtf::LoopOp rebuild(mtf::LoopOp loop, ArrayRef<Value> stacked,
-                    ArrayRef<Type> stackedTypes) {
-  SmallVector<Value> stackedOperands(loop.getStacked());
-  llvm::append_range(stackedOperands, stacked);
-  SmallVector<Type> resultTypes(loop.getStackedResults().getTypes());
-  llvm::append_range(resultTypes, stackedTypes);
-  OpBuilder builder(loop);
-  auto replaced = mtf::LoopOp::create(
-      builder, loop.getLoc(), loop.getFinals().getTypes(), resultTypes,
-      loop.getDim(), loop.getCount(), loop.getCarried(), stackedOperands,
-      loop.getInvariant(), loop.getReverse());
-  replaced->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
-  replaced.getBody().takeBody(loop.getBody());
-  for (auto [old, now] : llvm::zip(loop.getFinals(), replaced.getFinals()))
-    old.replaceAllUsesWith(now);
-  for (auto [old, now] :
-       llvm::zip(loop.getStackedResults(), replaced.getStackedResults()))
-    old.replaceAllUsesWith(now);
-  loop.erase();
-  return replaced;
-}
-
 /// Makes `kept.gather`'s readers read what `kept.earlier` gathered, stacked
 /// by it, and erases the gather and what only it read.
 void keep(mtf::LoopOp loop, const Kept &kept) {
   mtf::LoopOp earlier = kept.earlier;
-  // The earlier body yields each gathered value (as its readers read it)
-  // as a new stacked result.
+  // The earlier body yields each gathered value (as its readers read it:
+  // one type, keptOf checked) as a stacked result, a new one unless it
+  // yields it so already (a weight gathered twice, --bucket-size 0).
   Operation *yield = earlier.getBodyBlock().getTerminator();
+  unsigned carried = earlier.getCarried().size();
+  auto yieldedAt = [&](Value value) -> std::optional<unsigned> {
+    for (auto [index, operand] :
+         llvm::enumerate(yield->getOperands().drop_front(carried)))
+      if (operand == value)
+        return index;
+    return std::nullopt;
+  };
   SmallVector<Type> stackedTypes;
-  for (auto [index, source] : llvm::enumerate(kept.sources)) {
-    auto [gather, number] = source;
-    Type type = readAs(kept.gather->getResult(index));
-    Value gathered = gather->getResult(number);
-    Value read;
-    for (Operation *user : gathered.getUsers())
-      if (llvm::isa<mtf::FromTensorOp>(user) &&
-          user->getResult(0).getType() == type)
-        read = user->getResult(0);
-    if (!read) {
-      OpBuilder builder(gather->getContext());
-      builder.setInsertionPointAfter(gather);
-      read =
-          mtf::FromTensorOp::create(builder, gather->getLoc(), type, gathered);
+  SmallVector<unsigned> positions;
+  for (auto [gather, number] : kept.sources) {
+    Value read = (*gather->getResult(number).getUsers().begin())->getResult(0);
+    if (!yieldedAt(read)) {
+      yield->insertOperands(yield->getNumOperands(), read);
+      stackedTypes.push_back(
+          mtf::LoopOp::stackedType(llvm::cast<mtf::TensorType>(read.getType()),
+                                   earlier.getDim(), earlier.getCount()));
     }
-    yield->insertOperands(yield->getNumOperands(), read);
-    stackedTypes.push_back(
-        mtf::LoopOp::stackedType(llvm::cast<mtf::TensorType>(type),
-                                 earlier.getDim(), earlier.getCount()));
+    positions.push_back(*yieldedAt(read));
   }
-  unsigned before = earlier.getStackedResults().size();
-  earlier = rebuild(earlier, {}, stackedTypes);
-  auto results = earlier.getStackedResults().drop_front(before);
+  earlier = earlier.extend({}, {}, stackedTypes);
+  SmallVector<Value> results;
+  for (unsigned position : positions)
+    results.push_back(earlier.getStackedResults()[position]);
 
   // The later body reads them as new stacked arguments.
   Block &body = loop.getBodyBlock();
@@ -261,7 +247,7 @@ void keep(mtf::LoopOp loop, const Kept &kept) {
             !llvm::is_contained(dead, def))
           dead.push_back(def);
   }
-  rebuild(loop, stacked, {});
+  loop.extend({}, stacked, {});
 }
 
 struct MtfKeepGatheredPass

@@ -213,7 +213,7 @@ public:
         if (op->use_empty())
           op->erase();
     }
-    rebuild(initial, moved);
+    loop = loop.extend(initial, moved, {});
   }
 
 private:
@@ -224,33 +224,6 @@ private:
       op->setAttr(mtf::MtfDialect::kPhaseAttrName, phase);
     if (mtf::LayoutAttr layout = meshc::resultLayoutAttr(operand))
       op->setAttr(mtf::MtfDialect::kLayoutAttrName, layout);
-  }
-
-  /// The loop with `initial` carried after its own carried operands and
-  /// `moved` stacked after its own stacked ones (the body's arguments for
-  /// them made already).
-  void rebuild(ArrayRef<Value> initial, ArrayRef<Value> moved) {
-    SmallVector<Value> carriedOperands(loop.getCarried());
-    llvm::append_range(carriedOperands, initial);
-    SmallVector<Value> stackedOperands(loop.getStacked());
-    llvm::append_range(stackedOperands, moved);
-    SmallVector<Type> finalTypes(loop.getFinals().getTypes());
-    for (Value value : initial)
-      finalTypes.push_back(value.getType());
-    OpBuilder builder(loop);
-    auto replaced = mtf::LoopOp::create(
-        builder, loop.getLoc(), finalTypes, loop.getStackedResults().getTypes(),
-        loop.getDim(), loop.getCount(), carriedOperands, stackedOperands,
-        loop.getInvariant(), loop.getReverse());
-    replaced->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
-    replaced.getBody().takeBody(loop.getBody());
-    for (auto [old, now] : llvm::zip(loop.getFinals(), replaced.getFinals()))
-      old.replaceAllUsesWith(now);
-    for (auto [old, now] :
-         llvm::zip(loop.getStackedResults(), replaced.getStackedResults()))
-      old.replaceAllUsesWith(now);
-    loop.erase();
-    loop = replaced;
   }
 
   mtf::ProgramOp program;

@@ -1,10 +1,11 @@
 //===- Choices.h - the spellings of an enum option --------------*- C++ -*-===//
 //
 // The form of the one table per enum option (meshc's --remat, --precision,
-// --repeat) of its values, their names and their help: meshc's flags, the
-// passes' options and the Python package's keywords all read the same table,
-// so a spelling has one home (rematChoices in Remat.h; precisionChoices and
-// repeatChoices in compiler/driver/Compile.h).
+// --repeat, --interleave-halves) of its values, their names and their help:
+// meshc's flags, the passes' options and the Python package's keywords all
+// read the same table, so a spelling has one home (rematChoices in Remat.h;
+// precisionChoices, repeatChoices and halvesChoices in
+// compiler/driver/Compile.h).
 //
 //===----------------------------------------------------------------------===//
 

@@ -138,3 +138,54 @@ mtf.program @stacked_cast local {
   }
   mtf.output "dx" %dx : !mtf.tensor<[b=4, d=8], bf16>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2)
+
+// The backward gathers the weight twice (uncombined: --bucket-size 0, for
+// the recomputed forward and for its own einsum): the forward stacks it
+// once and both read it. A loop over another count gathers its own.
+// CHECK-LABEL: mtf.program @twice local
+// CHECK: %{{.*}}, %[[KEPT:.*]] = mtf.loop "layers" 3 carry(%{{.*}}) stacked(%{{.*}} : !mtf.tensor<[layers=3, d=4, e=8], f32>) -> (!mtf.tensor<[b=4, d=8], f32>) stacked(!mtf.tensor<[layers=3, d=8, e=8], f32>) {
+// CHECK: mtf.loop "layers" 3 reverse carry(%{{.*}}) stacked(%{{.*}}, %[[KEPT]], %[[KEPT]] :
+// CHECK-NOT: all_gather
+// CHECK: mtf.yield
+// CHECK: mtf.loop "layers" 2
+// CHECK: shard.all_gather
+mtf.program @twice local {
+  %x = mtf.input "x" : !mtf.tensor<[b=4, d=8], f32>
+  %w = mtf.param "w" normal(0.0, 0.1) : !mtf.tensor<[layers=3, d=4, e=8], f32>
+  %u = mtf.param "u" normal(0.0, 0.1) : !mtf.tensor<[layers=2, d=4, e=8], f32>
+  %y = mtf.loop "layers" 3 carry(%x : !mtf.tensor<[b=4, d=8], f32>) stacked(%w : !mtf.tensor<[layers=3, d=4, e=8], f32>) -> (!mtf.tensor<[b=4, d=8], f32>) {
+  ^bb0(%h: !mtf.tensor<[b=4, d=8], f32>, %wi: !mtf.tensor<[d=4, e=8], f32>):
+    %t = mtf.to_tensor %wi : !mtf.tensor<[d=4, e=8], f32> -> tensor<4x8xf32>
+    %g = shard.all_gather %t on @mesh grid_axes = [0] gather_axis = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+    %wg = mtf.from_tensor %g : tensor<8x8xf32> -> !mtf.tensor<[d=8, e=8], f32>
+    %o = mtf.einsum %h, %wg : !mtf.tensor<[b=4, d=8], f32>, !mtf.tensor<[d=8, e=8], f32> -> !mtf.tensor<[b=4, e=8], f32>
+    %n = mtf.rename %o "e" to "d" : !mtf.tensor<[b=4, e=8], f32> -> !mtf.tensor<[b=4, d=8], f32>
+    mtf.yield %n : !mtf.tensor<[b=4, d=8], f32>
+  }
+  %dx = mtf.loop "layers" 3 reverse carry(%y : !mtf.tensor<[b=4, d=8], f32>) stacked(%w : !mtf.tensor<[layers=3, d=4, e=8], f32>) -> (!mtf.tensor<[b=4, d=8], f32>) {
+  ^bb0(%d: !mtf.tensor<[b=4, d=8], f32>, %wi: !mtf.tensor<[d=4, e=8], f32>):
+    %t = mtf.to_tensor %wi : !mtf.tensor<[d=4, e=8], f32> -> tensor<4x8xf32>
+    %g = shard.all_gather %t on @mesh grid_axes = [0] gather_axis = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+    %wg = mtf.from_tensor %g : tensor<8x8xf32> -> !mtf.tensor<[d=8, e=8], f32>
+    %t2 = mtf.to_tensor %wi : !mtf.tensor<[d=4, e=8], f32> -> tensor<4x8xf32>
+    %g2 = shard.all_gather %t2 on @mesh grid_axes = [0] gather_axis = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+    %wg2 = mtf.from_tensor %g2 : tensor<8x8xf32> -> !mtf.tensor<[d=8, e=8], f32>
+    %o = mtf.einsum %d, %wg : !mtf.tensor<[b=4, d=8], f32>, !mtf.tensor<[d=8, e=8], f32> -> !mtf.tensor<[b=4, e=8], f32>
+    %o2 = mtf.einsum %o, %wg2 : !mtf.tensor<[b=4, e=8], f32>, !mtf.tensor<[d=8, e=8], f32> -> !mtf.tensor<[b=4, d=8], f32>
+    mtf.yield %o2 : !mtf.tensor<[b=4, d=8], f32>
+  }
+  %z = mtf.loop "layers" 2 carry(%dx : !mtf.tensor<[b=4, d=8], f32>) stacked(%u : !mtf.tensor<[layers=2, d=4, e=8], f32>) -> (!mtf.tensor<[b=4, d=8], f32>) {
+  ^bb0(%h: !mtf.tensor<[b=4, d=8], f32>, %ui: !mtf.tensor<[d=4, e=8], f32>):
+    %t = mtf.to_tensor %ui : !mtf.tensor<[d=4, e=8], f32> -> tensor<4x8xf32>
+    %g = shard.all_gather %t on @mesh grid_axes = [0] gather_axis = 0 : tensor<4x8xf32> -> tensor<8x8xf32>
+    %wg = mtf.from_tensor %g : tensor<8x8xf32> -> !mtf.tensor<[d=8, e=8], f32>
+    %o = mtf.einsum %h, %wg : !mtf.tensor<[b=4, d=8], f32>, !mtf.tensor<[d=8, e=8], f32> -> !mtf.tensor<[b=4, e=8], f32>
+    %n = mtf.rename %o "e" to "d" : !mtf.tensor<[b=4, e=8], f32> -> !mtf.tensor<[b=4, d=8], f32>
+    mtf.yield %n : !mtf.tensor<[b=4, d=8], f32>
+  }
+  mtf.output "z" %z : !mtf.tensor<[b=4, d=8], f32>
+}

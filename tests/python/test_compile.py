@@ -71,6 +71,16 @@ def test_loop_options_are_the_flags(tmp, flag, option, extra):
     assert json.loads(kept.json)["steps"] != json.loads(ordered.json)["steps"]
 
 
+def test_keep_gathered_implies_shard_params():
+    charlm = ROOT / "examples" / "transformer" / "charlm.mtf"
+    layout = "batch:b;heads:m;d_ff:m"
+    alone = meshc.compile(charlm, mesh="b:2;m:2", layout=layout,
+                          keep_gathered=True)
+    both = meshc.compile(charlm, mesh="b:2;m:2", layout=layout,
+                         keep_gathered=True, shard_params=True)
+    assert json.loads(alone.json) == json.loads(both.json)
+
+
 def test_microbatches_and_remat_options(tmp):
     charlm = ROOT / "examples" / "transformer" / "charlm.mtf"
     program = meshc.compile(charlm, mesh="b:2", layout="batch:b",

@@ -42,6 +42,7 @@
 #include "compiler/driver/Registration.h"
 #include "compiler/interpreter/Interpreter.h"
 #include "compiler/passes/LayoutBridge.h"
+#include "dialect/MtfDialect.h"
 #include "frontend/Frontend.h"
 #include "lowering/EmitMprog.h"
 #include "runtime/Loader.h"
@@ -50,6 +51,7 @@
 #include "runtime/core/layout/LayoutSpace.h"
 #include "runtime/core/layout/TensorLayout.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -271,6 +273,9 @@ struct LayoutRun {
   /// Some loop ran as two halves of its batch (mtf-interleave-halves: the
   /// windows that cut its operands name the half dim).
   bool halved = false;
+  /// A forward loop gathers and a backward (reverse) loop gathers nothing
+  /// (mtf-keep-gathered: it reads the forward's).
+  bool kept = false;
   /// The collectives that cut or joined unequal blocks (their steps list
   /// each member's), by step kind.
   std::map<std::string, int> unequalMoves;
@@ -297,6 +302,18 @@ void runLayout(ModuleOp source, const layout::Mesh &mesh,
   std::string text = llvm::formatv("{0}", *mprog).str();
   outcome.unequal = text.find("\"blocks\"") != std::string::npos;
   outcome.halved = text.find("_half\"") != std::string::npos;
+  bool forwardGathers = false, backwardGathers = false, backward = false;
+  compiled->walk([&](mlir::mtf::LoopOp loop) {
+    bool gathers = false;
+    for (Operation &op : loop.getBodyBlock())
+      gathers =
+          gathers ||
+          llvm::isa<mlir::shard::AllGatherOp, mlir::mtf::CombinedAllGatherOp>(
+              op);
+    (loop.getReverse() ? backwardGathers : forwardGathers) |= gathers;
+    backward = backward || loop.getReverse();
+  });
+  outcome.kept = forwardGathers && backward && !backwardGathers;
   for (const llvm::json::Value &step : *mprog->getAsObject()->getArray("steps"))
     for (const char *key : {"blocks", "split_blocks", "concat_blocks"})
       if (step.getAsObject()->get(key)) {
@@ -412,7 +429,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
 
   int valid = 0, total = 0, run = 0, unfused = 0, recomputedRuns = 0,
       pipelinedRuns = 0, shardedRuns = 0, unequalRuns = 0, unequalMoves = 0,
-      halvedRuns = 0;
+      halvedRuns = 0, keptRuns = 0;
   std::map<std::string, int> movesByKind;
   double worst = 0;
   std::string worstTensor = "-";
@@ -487,6 +504,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
         return;
       unequalRuns += fuse && outcome.unequal ? 1 : 0;
       halvedRuns += fuse && outcome.halved ? 1 : 0;
+      keptRuns += fuse && outcome.kept ? 1 : 0;
       if (fuse && !outcome.unequalMoves.empty()) {
         ++unequalMoves;
         for (const auto &[kind, count] : outcome.unequalMoves)
@@ -563,6 +581,12 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
                 "(--interleave-halves)\n",
                 halvedRuns);
     EXPECT_GT(halvedRuns, 0);
+  }
+  if (param.keepGathered) {
+    std::printf("[ sweep    ] %d layouts whose backward reads the forward's "
+                "gathered layers (--keep-gathered)\n",
+                keptRuns);
+    EXPECT_GT(keptRuns, 0);
   }
   if (param.remat)
     std::printf("[ sweep    ] %d runs with --remat=repeat bit-identical\n",
