@@ -62,7 +62,8 @@ struct MtfApplyLayoutPass
         meshc::dataParallelAxes(program, *rules, *mesh, &weights);
     if (shardParams && dataAxes.empty() && mesh->numDevices() > 1)
       program.emitWarning()
-          << "--shard-params: no mesh axis splits an input, so no axis is "
+          << "--shard-params (or --keep-gathered): no mesh axis splits an "
+             "input, so no axis is "
              "data-parallel and the parameters stay as the layout has them "
              "(the optimizer state is still sharded, as --shard-optimizer "
              "does)";
