@@ -276,8 +276,8 @@ def MtfKeepGathered : Pass<"mtf-keep-gathered", "::mlir::ModuleOp"> {
     `--remat`) are the forward's: each layer is gathered once per step, not
     twice (FSDP's `reshard_after_forward=False`; ZeRO-1's communication
     with the parameters split between steps). The cost: every layer's
-    gathered weights are live from the forward to the backward (the memory
-    of `--shard-optimizer` during the step).
+    gathered weights (bf16 under `--precision=bf16`) are live from the
+    forward to the backward.
 
     Added by meshc with `--keep-gathered`; runs after
     `mtf-combine-collectives`, before `mtf-prefetch-gathers` (which then

@@ -197,9 +197,9 @@ struct Options {
       "keep-gathered",
       cl::desc("keep the parameters split between steps and each layer the "
                "forward gathers for the backward: one gather per layer and "
-               "step, beside the forward (implies --shard-params; the memory "
-               "of --shard-optimizer during the step; mtf-keep-gathered, "
-               "docs/training.md)"),
+               "step, beside the forward (implies --shard-params; every "
+               "layer's gathered weights live through the step: more memory "
+               "than --shard-params; mtf-keep-gathered, docs/training.md)"),
       cl::cat(category)};
   cl::opt<std::string> dumpIR{"dump-ir",
                               cl::desc("write the IR after import and after "
