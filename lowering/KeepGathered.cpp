@@ -12,7 +12,6 @@
 #include "lowering/Passes.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
 

@@ -189,3 +189,41 @@ mtf.program @twice local {
   }
   mtf.output "z" %z : !mtf.tensor<[b=4, d=8], f32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2)
+
+// Layouts count: the backward's cast is laid out otherwise than the
+// forward's (an op that reads a global index computes its block by its
+// layout), so its gather stays.
+// CHECK-LABEL: mtf.program @other_layout local
+// CHECK: mtf.loop "layers" 3 carry
+// CHECK: shard.all_gather
+// CHECK: mtf.loop "layers" 3 reverse carry(%{{.*}} : !mtf.tensor<[b=4, d=8], bf16>) stacked(%{{.*}} : !mtf.tensor<[layers=3, d=4, e=8], f32>)
+// CHECK: shard.all_gather
+mtf.program @other_layout local {
+  %x = mtf.input "x" : !mtf.tensor<[b=4, d=8], bf16>
+  %w = mtf.param "w" normal(0.0, 0.1) {mtf.layout = #mtf.layout<d: x>} : !mtf.tensor<[layers=3, d=4, e=8], f32>
+  %y = mtf.loop "layers" 3 carry(%x : !mtf.tensor<[b=4, d=8], bf16>) stacked(%w : !mtf.tensor<[layers=3, d=4, e=8], f32>) -> (!mtf.tensor<[b=4, d=8], bf16>) {
+  ^bb0(%h: !mtf.tensor<[b=4, d=8], bf16>, %wi: !mtf.tensor<[d=4, e=8], f32>):
+    %c = mtf.cast %wi {mtf.layout = #mtf.layout<d: x>} : !mtf.tensor<[d=4, e=8], f32> -> !mtf.tensor<[d=4, e=8], bf16>
+    %t = mtf.to_tensor %c : !mtf.tensor<[d=4, e=8], bf16> -> tensor<4x8xbf16>
+    %g = shard.all_gather %t on @mesh grid_axes = [0] gather_axis = 0 : tensor<4x8xbf16> -> tensor<8x8xbf16>
+    %wg = mtf.from_tensor %g : tensor<8x8xbf16> -> !mtf.tensor<[d=8, e=8], bf16>
+    %o = mtf.einsum %h, %wg : !mtf.tensor<[b=4, d=8], bf16>, !mtf.tensor<[d=8, e=8], bf16> -> !mtf.tensor<[b=4, e=8], bf16>
+    %n = mtf.rename %o "e" to "d" : !mtf.tensor<[b=4, e=8], bf16> -> !mtf.tensor<[b=4, d=8], bf16>
+    mtf.yield %n : !mtf.tensor<[b=4, d=8], bf16>
+  }
+  %dx = mtf.loop "layers" 3 reverse carry(%y : !mtf.tensor<[b=4, d=8], bf16>) stacked(%w : !mtf.tensor<[layers=3, d=4, e=8], f32>) -> (!mtf.tensor<[b=4, d=8], bf16>) {
+  ^bb0(%d: !mtf.tensor<[b=4, d=8], bf16>, %wi: !mtf.tensor<[d=4, e=8], f32>):
+    %c = mtf.cast %wi {mtf.layout = #mtf.layout<e: x>} : !mtf.tensor<[d=4, e=8], f32> -> !mtf.tensor<[d=4, e=8], bf16>
+    %t = mtf.to_tensor %c : !mtf.tensor<[d=4, e=8], bf16> -> tensor<4x8xbf16>
+    %g = shard.all_gather %t on @mesh grid_axes = [0] gather_axis = 0 : tensor<4x8xbf16> -> tensor<8x8xbf16>
+    %wg = mtf.from_tensor %g : tensor<8x8xbf16> -> !mtf.tensor<[d=8, e=8], bf16>
+    %o = mtf.einsum %d, %wg : !mtf.tensor<[b=4, d=8], bf16>, !mtf.tensor<[d=8, e=8], bf16> -> !mtf.tensor<[b=4, e=8], bf16>
+    %n = mtf.rename %o "e" to "d" : !mtf.tensor<[b=4, e=8], bf16> -> !mtf.tensor<[b=4, d=8], bf16>
+    mtf.yield %n : !mtf.tensor<[b=4, d=8], bf16>
+  }
+  mtf.output "dx" %dx : !mtf.tensor<[b=4, d=8], bf16>
+}
