@@ -73,6 +73,13 @@ def Mtf_Dialect : Dialect {
     /// ticks = 5}} (`meshc --explain` prints it).
     static constexpr ::llvm::StringLiteral kPipelinesAttrName =
         "mtf.pipelines";
+    /// On a pipeline's tick loop whose schedule is 1F1B (mtf-pipeline-stages):
+    /// {stages = P, microbatches = M, stage = "layers_stage"}. mtf-autodiff
+    /// then runs each stage's backward of a microbatch soon after its
+    /// forward, in the ticks' own loops, not after every forward
+    /// (docs/pipeline.md#1f1b).
+    static constexpr ::llvm::StringLiteral kOneFOneBAttrName =
+        "mtf.one_f_one_b";
     /// On a program laid out on a mesh with device weights: their text
     /// ("b=1,1,2", layout::AxisWeights); a dimension split over a weighted
     /// axis is cut in proportion (docs/layouts.md#device-weights).

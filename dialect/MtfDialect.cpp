@@ -156,6 +156,12 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
       for (StringRef key : {"stages", "per_stage", "microbatches", "ticks"})
         valid = valid && shape && shape.getAs<IntegerAttr>(key) &&
                 shape.getAs<IntegerAttr>(key).getInt() >= 1;
+      // The schedule, where recorded: "gpipe" or "1f1b".
+      if (valid && shape.get("schedule")) {
+        auto schedule = shape.getAs<StringAttr>("schedule");
+        valid = schedule && (schedule.getValue() == "gpipe" ||
+                             schedule.getValue() == "1f1b");
+      }
       // Uneven stages: each stage's layers, at most per_stage.
       if (valid && shape.get("blocks")) {
         auto blocks = shape.getAs<DenseI64ArrayAttr>("blocks");
@@ -171,7 +177,22 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
              << "'" << kPipelinesAttrName
              << "' must map layer dims to {stages, per_stage, microbatches, "
                 "ticks} (each at least 1; with uneven stages, blocks: the "
-                "layers of each, at most per_stage) on an mtf.program, got "
+                "layers of each, at most per_stage; schedule: \"gpipe\" or "
+                "\"1f1b\") on an mtf.program, got "
+             << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == kOneFOneBAttrName) {
+    auto dict = llvm::dyn_cast<DictionaryAttr>(attr.getValue());
+    auto stages = dict ? dict.getAs<IntegerAttr>("stages") : IntegerAttr();
+    auto count = dict ? dict.getAs<IntegerAttr>("microbatches") : IntegerAttr();
+    auto stage = dict ? dict.getAs<StringAttr>("stage") : StringAttr();
+    if (!llvm::isa<LoopOp>(op) || !stages || !count || !stage ||
+        dict.size() != 3 || stages.getInt() < 2 || count.getInt() < 1)
+      return op->emitError()
+             << "'" << kOneFOneBAttrName
+             << "' must be {stages = P, microbatches = M, stage = \"dim\"} "
+                "with P >= 2 and M >= 1 on an mtf.loop, got "
              << attr.getValue();
     return success();
   }

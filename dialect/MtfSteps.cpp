@@ -331,17 +331,28 @@ LogicalResult YieldOp::writeSteps(StepWriter &writer) {
       writer.push(OpKind::Copy,
                   json::Object{{"in", writer.buffer(value)},
                                {"out", writer.stackedSlice(result)}});
-  llvm::DenseSet<int64_t> carriedBuffers;
-  for (Value arg : loop.getCarriedArgs())
-    carriedBuffers.insert(writer.buffer(arg));
+  // The carried copies at once: a carried argument yielded as another (a
+  // line of slots moving one on, docs/pipeline.md#1f1b) is read before it
+  // is written, so each copy waits for those that read its target.
+  SmallVector<std::pair<int64_t, int64_t>> pending; // (from, to)
   for (auto [value, arg] : llvm::zip(getValues(), loop.getCarriedArgs())) {
     int64_t from = writer.buffer(value), to = writer.buffer(arg);
-    if (from == to)
-      continue;
-    if (carriedBuffers.contains(from))
-      return emitOpError() << "yields one carried argument as another, which "
-                              "cannot be written to a .mprog yet";
-    writer.push(OpKind::Copy, json::Object{{"in", from}, {"out", to}});
+    if (from != to)
+      pending.emplace_back(from, to);
+  }
+  while (!pending.empty()) {
+    auto ready = llvm::find_if(pending, [&](const auto &copy) {
+      return llvm::none_of(pending, [&](const auto &other) {
+        return &other != &copy && other.first == copy.second;
+      });
+    });
+    if (ready == pending.end())
+      return emitOpError() << "yields carried arguments in a cycle (each as "
+                              "the next), which cannot be written to a "
+                              ".mprog yet";
+    writer.push(OpKind::Copy,
+                json::Object{{"in", ready->first}, {"out", ready->second}});
+    pending.erase(ready);
   }
   return success();
 }

@@ -325,6 +325,14 @@ LogicalResult MprogEmitter::assignBuffers() {
       for (auto [arg, result] :
            llvm::zip(loop.getCarriedArgs(), loop.getFinals()))
         aliases.unionSets(arg, result);
+      // A value carried on from a loop before, read by nothing else, is
+      // this loop's carried buffer already: no copy, no second buffer (a
+      // pipeline's lines of slots through its loops, docs/pipeline.md).
+      for (auto [operand, result] :
+           llvm::zip(loop.getCarried(), loop.getFinals()))
+        if (operand.hasOneUse() && operand.getDefiningOp<mtf::LoopOp>() &&
+            operand.getParentBlock() == loop->getBlock())
+          aliases.unionSets(operand, result);
       for (auto [arg, operand] :
            llvm::zip(loop.getInvariantArgs(), loop.getInvariant()))
         aliases.unionSets(arg, operand);

@@ -462,6 +462,13 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   // A layout that splits a repeat's layer dim makes a pipeline, whose
   // microbatches are cut inside the program: the model is read whole.
   bool pipelined = !search && pipelines(*module, rules);
+  if (options.schedule != PipelineSchedule::GPipe && !search && !pipelined) {
+    err << "meshc: error: --schedule "
+        << choiceName(scheduleChoices(), options.schedule)
+        << " orders a pipeline's microbatches, but the layout '" << rules.str()
+        << "' splits no repeat's layer dim (docs/pipeline.md)\n";
+    return failure();
+  }
   // Loops do not take unequal blocks yet: under device weights the default
   // unrolls and an explicit --repeat=loop is refused, but for a pipeline,
   // whose tick loop holds equal blocks (its stages may hold unequal numbers
@@ -570,7 +577,7 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   // attention is fused in its final types, before autodiff.
   if (pipelined)
     addPipelineStages(pm, mesh, rules, weights, options.microbatches,
-                      microbatchDim);
+                      microbatchDim, options.schedule);
   if (options.precision == PrecisionKind::BF16)
     pm.nest<mtf::ProgramOp>().addPass(createMtfPrecision());
   if (!options.noFuseAttention)
@@ -636,7 +643,7 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
       PassManager stages(&context, ModuleOp::getOperationName());
       stages.enableVerifier(false);
       addPipelineStages(stages, mesh, candidate, weights, options.microbatches,
-                        microbatchDim);
+                        microbatchDim, options.schedule);
       if (failed(stages.run(*copy)) ||
           failed(differentiate(*copy, options.outputGrads, options.remat,
                                options.precision == PrecisionKind::BF16,

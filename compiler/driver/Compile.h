@@ -17,6 +17,7 @@
 
 #include "compiler/passes/Choices.h"
 #include "compiler/passes/Remat.h"
+#include "compiler/passes/Schedule.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -115,6 +116,8 @@ struct CompileOptions {
   std::optional<RepeatKind> repeat;
   PrecisionKind precision = PrecisionKind::F32;
   int64_t microbatches = 1;
+  /// A pipeline's order of forwards and backwards (--schedule).
+  PipelineSchedule schedule = PipelineSchedule::GPipe;
   /// (default: "batch")
   std::optional<std::string> microbatchDim;
   bool shardOptimizer = false;

@@ -144,6 +144,12 @@ struct Options {
                "step: the model is built for one, its batch dim cut this many "
                "times smaller (docs/training.md#microbatches---microbatches)"),
       cl::init(1), cl::cat(category)};
+  cl::opt<PipelineSchedule> schedule{
+      "schedule",
+      cl::desc("a pipeline's order of the microbatches' forwards and "
+               "backwards (docs/pipeline.md)"),
+      cl::init(PipelineSchedule::GPipe), choiceValues(scheduleChoices()),
+      cl::cat(category)};
   cl::opt<std::string> microbatchDim{
       "microbatch-dim",
       cl::desc("the dim --microbatches cuts (default: batch)"),
@@ -260,6 +266,7 @@ struct Options {
       o.repeat = repeat;
     o.precision = precision;
     o.microbatches = microbatches;
+    o.schedule = schedule;
     if (given(microbatchDim))
       o.microbatchDim = microbatchDim;
     o.shardOptimizer = shardOptimizer;

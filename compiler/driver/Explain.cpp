@@ -243,6 +243,8 @@ struct PipelineShape {
   int64_t stages = 1, perStage = 1, microbatches = 1, ticks = 1;
   /// Each stage's layers, for uneven stages only.
   std::vector<int64_t> blocks;
+  /// "gpipe" or "1f1b" (scheduleChoices).
+  std::string schedule = "gpipe";
 };
 
 std::vector<PipelineShape> pipelinesOf(mtf::ProgramOp program) {
@@ -262,6 +264,8 @@ std::vector<PipelineShape> pipelinesOf(mtf::ProgramOp program) {
     shape.perStage = get("per_stage");
     shape.microbatches = get("microbatches");
     shape.ticks = get("ticks");
+    if (auto schedule = attr.getAs<StringAttr>("schedule"))
+      shape.schedule = schedule.str();
     if (auto blocks = attr.getAs<DenseI64ArrayAttr>("blocks"))
       shape.blocks.assign(blocks.asArrayRef().begin(),
                           blocks.asArrayRef().end());
@@ -496,6 +500,55 @@ static std::vector<int64_t> shown(int64_t count, int64_t most, int64_t head,
 /// at each tick of the forward loop ('.' where it computes on zeros); the
 /// backward loop runs the same ticks in reverse. Long pipelines show their
 /// first and last ticks and stages.
+/// 1F1B's schedule: at each tick the microbatch each stage runs forward
+/// and the one it runs backward, "f/b" ('.': none).
+static void explainOneFOneB(int64_t stages, int64_t microbatches,
+                            llvm::raw_ostream &os) {
+  int64_t ticks = microbatches + 2 * stages - 2;
+  std::vector<int64_t> columns = shown(ticks, 12, 8, 3);
+  std::vector<int64_t> lines = shown(stages, 8, 4, 2);
+  auto name = [&](int64_t microbatch) {
+    return microbatch >= 0 && microbatch < microbatches
+               ? std::to_string(microbatch)
+               : std::string(".");
+  };
+  int width = static_cast<int>(2 * std::to_string(microbatches - 1).size()) + 2;
+  std::string stageLabel = "stage " + std::to_string(stages - 1);
+  auto cell = [&](const std::string &text) {
+    os << std::string(size_t(std::max<int>(0, width - int(text.size()))), ' ')
+       << text;
+  };
+  os << "  schedule (1F1B): the microbatch each stage runs forward/backward "
+        "at each tick ('.': none); the first "
+     << stages - 1 << " ticks run forward only, the last " << stages - 1
+     << " backward only; stage s keeps what its backward reads for 2(P-1-s) "
+        "ticks\n";
+  os << "    " << llvm::left_justify("tick", stageLabel.size());
+  for (int64_t tick : columns)
+    cell(tick < 0 ? "..." : std::to_string(tick));
+  os << "\n";
+  for (int64_t stage : lines) {
+    if (stage < 0) {
+      os << "    ...\n";
+      continue;
+    }
+    os << "    "
+       << llvm::left_justify("stage " + std::to_string(stage),
+                             stageLabel.size());
+    for (int64_t tick : columns) {
+      if (tick < 0) {
+        cell("...");
+        continue;
+      }
+      int64_t forward = tick < microbatches + stages - 1 ? tick - stage : -1;
+      int64_t backward =
+          tick >= stages - 1 ? tick - (2 * stages - 2 - stage) : -1;
+      cell(name(forward) + "/" + name(backward));
+    }
+    os << "\n";
+  }
+}
+
 static void explainSchedule(int64_t stages, int64_t microbatches, int64_t ticks,
                             llvm::raw_ostream &os) {
   std::vector<int64_t> columns = shown(ticks, 16, 10, 4);
@@ -561,12 +614,23 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
     os << "pipeline over '" << shape.dim << "': " << stages << " stage"
        << (stages == 1 ? "" : "s") << " of " << layers << " layer"
        << (layers == "1" ? "" : "s") << ", " << microbatches << " microbatch"
-       << (microbatches == 1 ? "" : "es") << " in " << ticks
-       << " ticks (GPipe); each stage computes on zeros in " << stages - 1
-       << " of them, a bubble of "
-       << llvm::format("%.0f", 100.0 * double(stages - 1) / double(ticks))
+       << (microbatches == 1 ? "" : "es");
+    if (shape.schedule == "1f1b")
+      os << " in " << microbatches + 2 * stages - 2
+         << " ticks (1F1B: each stage runs a microbatch's backward beside a "
+            "later one's forward); each stage idles "
+         << stages - 1 << " forwards and " << stages - 1
+         << " backwards of them, a bubble of ";
+    else
+      os << " in " << ticks
+         << " ticks (GPipe); each stage computes on zeros in " << stages - 1
+         << " of them, a bubble of ";
+    os << llvm::format("%.0f", 100.0 * double(stages - 1) / double(ticks))
        << "% (docs/pipeline.md)\n";
-    explainSchedule(stages, microbatches, ticks, os);
+    if (shape.schedule == "1f1b")
+      explainOneFOneB(stages, microbatches, os);
+    else
+      explainSchedule(stages, microbatches, ticks, os);
   }
   if (unequal)
     os << "unequal blocks: a split dimension lists its blocks by shard, "
@@ -707,7 +771,7 @@ llvm::json::Value explanationJson(mtf::ProgramOp program, ModuleOp spmd,
                       {"per_stage", shape.perStage},
                       {"microbatches", shape.microbatches},
                       {"ticks", shape.ticks},
-                      {"schedule", "gpipe"}};
+                      {"schedule", shape.schedule}};
       if (!shape.blocks.empty())
         pipeline["blocks"] = Array(shape.blocks);
       list.push_back(std::move(pipeline));

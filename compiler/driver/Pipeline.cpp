@@ -108,7 +108,7 @@ bool pipelines(ModuleOp module, const layout::LayoutRules &rules) {
 void addPipelineStages(OpPassManager &pm, const layout::Mesh &mesh,
                        const layout::LayoutRules &rules,
                        const layout::AxisWeights &weights, int64_t microbatches,
-                       llvm::StringRef batchDim) {
+                       llvm::StringRef batchDim, PipelineSchedule schedule) {
   MtfPipelineStagesOptions options;
   options.mesh = mesh.str();
   options.layout = rules.str();
@@ -116,6 +116,7 @@ void addPipelineStages(OpPassManager &pm, const layout::Mesh &mesh,
   options.uneven = weights.allowsIndivisible();
   options.microbatches = microbatches;
   options.batchDim = batchDim.str();
+  options.schedule = schedule;
   pm.nest<mtf::ProgramOp>().addPass(createMtfPipelineStages(options));
 }
 

@@ -110,11 +110,12 @@ bool pipelines(mlir::ModuleOp module, const layout::LayoutRules &rules);
 /// Adds mtf-pipeline-stages to `pm` (on every program): the pipelines
 /// `rules` make on `mesh`, with `microbatches` microbatches of `batchDim`,
 /// stages cut as `weights` cut the layer dims (uneven under --uneven or
-/// weights). It runs on the forward program, before differentiate's passes.
+/// weights), run in `schedule`'s order. It runs on the forward program,
+/// before differentiate's passes.
 void addPipelineStages(mlir::OpPassManager &pm, const layout::Mesh &mesh,
                        const layout::LayoutRules &rules,
                        const layout::AxisWeights &weights, int64_t microbatches,
-                       llvm::StringRef batchDim);
+                       llvm::StringRef batchDim, PipelineSchedule schedule);
 
 /// Outputs in the format of `meshrun --dump-outputs`:
 /// {"outputs": {name: {"dims": [...], "shape": [...], "data": [...]}}}.

@@ -10,6 +10,8 @@
 
 #include "compiler/passes/Autodiff.h"
 
+#include "compiler/passes/OneFOneB.h"
+
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
@@ -327,6 +329,26 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Differentiator &diff,
   SmallVector<Type> finalTypes;
   for (Value value : carried)
     finalTypes.push_back(value.getType());
+  if (forward->hasAttr(mtf::MtfDialect::kOneFOneBAttrName)) {
+    // A pipeline under 1F1B: the backward runs inside the ticks.
+    SmallVector<Value> forwardCarried(forward.getCarried());
+    LoopGradient gradient{forward, ownStacked, body,
+                          carried, stacked,    stackedResultTypes};
+    FailureOr<LoopGradientValues> values = scheduleOneFOneB(gradient);
+    if (failed(values))
+      return failure();
+    for (auto [operand, total] : llvm::zip(forwardCarried, values->finals))
+      diff.send(operand, total);
+    for (auto [operand, total] :
+         llvm::zip(invariantWanted,
+                   ArrayRef(values->finals).drop_front(carriedCount)))
+      diff.send(operand, total);
+    for (auto [operand, grads] :
+         llvm::zip(stackedWanted, values->stackedResults))
+      diff.send(operand, grads);
+    loop.erase();
+    return success();
+  }
   auto backward = mtf::LoopOp::create(
       emit.builder(), loc, finalTypes, stackedResultTypes, dim, count, carried,
       stacked, forward.getInvariant(), /*reverse=*/true);

@@ -37,6 +37,15 @@ std::optional<Enum> findChoice(llvm::ArrayRef<Choice<Enum>> choices,
   return std::nullopt;
 }
 
+/// The name `value` is spelt (the table holds every value).
+template <typename Enum>
+llvm::StringRef choiceName(llvm::ArrayRef<Choice<Enum>> choices, Enum value) {
+  for (const Choice<Enum> &choice : choices)
+    if (choice.value == value)
+      return choice.name;
+  return {};
+}
+
 /// The names as a list for a message: 'a', 'b', 'c'.
 template <typename Enum>
 std::string choiceNames(llvm::ArrayRef<Choice<Enum>> choices) {

@@ -8,6 +8,7 @@
 #define MESHC_COMPILER_PASSES_PASSES_H
 
 #include "compiler/passes/Remat.h"
+#include "compiler/passes/Schedule.h"
 #include "dialect/MtfDialect.h"
 #include "mlir/Pass/Pass.h"
 

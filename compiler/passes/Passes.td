@@ -107,7 +107,13 @@ def MtfPipelineStages : Pass<"mtf-pipeline-stages", "::mlir::mtf::ProgramOp"> {
     numbers of layers (the blocks the layout cuts the layer dim into): the
     weights are padded per stage to the most a stage holds (`split_dim`
     with blocks), and a stage past its own layers passes its activations
-    on unchanged (a 0/1 vector along the stages selects them). Refused with
+    on unchanged (a 0/1 vector along the stages selects them). Under
+    `schedule=1f1b` the ops after the loop that compute the trained loss
+    (a mean over the batch) run in the ticks on every stage's result, each
+    stage's loss weighted per tick (1/M on the last stage when a microbatch
+    leaves it) into a carried sum that becomes the trained loss; stage 0's
+    microbatch enters as a stacked value with the stage dim; the tick loop
+    gets `mtf.one_f_one_b`, for mtf-autodiff (docs/pipeline.md#1f1b). Refused with
     the reason: layers that do not cut into P equal stages (without
     `uneven` or weights), a body that stacks per-layer values, draws
     dropout masks, holds a loop, or mixes the examples of the batch (with
@@ -128,6 +134,10 @@ def MtfPipelineStages : Pass<"mtf-pipeline-stages", "::mlir::mtf::ProgramOp"> {
     Option<"uneven", "uneven", "bool", /*default=*/"false",
            "let the stage axes cut a layer count they do not divide into the "
            "most even stages (meshc --uneven)">,
+    Option<"schedule", "schedule", "::meshc::PipelineSchedule",
+           /*default=*/"::meshc::PipelineSchedule::GPipe",
+           "the order of the microbatches' forwards and backwards (meshc "
+           "--schedule)", [{::meshc::choiceValues(::meshc::scheduleChoices())}]>,
   ];
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }
@@ -147,7 +157,11 @@ def MtfAutodiff : Pass<"mtf-autodiff", "::mlir::mtf::ProgramOp"> {
     reads the sum scaled by 1/count; a forward pass that mixes examples is
     refused. The program gets an `mtf.training` attribute (optimizer,
     hyper-parameters, loss output; with microbatches their count and the
-    accumulators).
+    accumulators). A loop marked `mtf.one_f_one_b` (a 1F1B pipeline's
+    ticks) gets its backward inside three loops over its ticks (forward
+    only, both, backward only), each stage's backward reading its forward's
+    values from carried lines of slots, instead of a backward loop after it
+    (OneFOneB.cpp; docs/pipeline.md#1f1b).
     Programs without `mtf.train` are left alone.
   }];
   let options = [

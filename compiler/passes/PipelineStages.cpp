@@ -22,6 +22,7 @@
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -63,6 +64,7 @@ struct Stages {
   /// stage per device (refused), else empty.
   SmallVector<int64_t> stagesCut;
   StringAttr stage, layer, ticksDim, last, micro, batch, examples;
+  meshc::PipelineSchedule schedule = meshc::PipelineSchedule::GPipe;
 };
 
 class Pipeliner {
@@ -97,8 +99,22 @@ private:
   /// of type `type` (microbatch m left the last stage at tick m + P - 1).
   Value backToBatch(OpEmitter &emit, Value kept, TensorType type);
 
+  /// 1F1B: the ops after the loop that the trained loss is computed by
+  /// from the loop's results (in program order), into `head`; refused
+  /// where the loss is not a mean over the batch of what those ops make
+  /// per example.
+  LogicalResult findHead();
+  /// 1F1B: `value` as the last stage's microbatch per tick, [ticks=T,
+  /// stage=P, ...] (microbatch m at tick m + P - 1, zeros elsewhere, the
+  /// same on every stage), in f32 where it is not a float (the tick loop
+  /// casts it back).
+  Value lastStageTicks(OpEmitter &emit, Value value);
+
   mtf::LoopOp loop;
   Stages s;
+  /// 1F1B: the trained loss's statement and the ops between the loop and it.
+  mtf::TrainOp train;
+  SmallVector<Operation *> head;
 };
 
 LogicalResult Pipeliner::check() {
@@ -188,7 +204,11 @@ LogicalResult Pipeliner::check() {
     }
     return WalkResult::advance();
   });
-  return failure(walk.wasInterrupted());
+  if (walk.wasInterrupted())
+    return failure();
+  if (s.schedule == meshc::PipelineSchedule::OneFOneB)
+    return findHead();
+  return success();
 }
 
 TensorType Pipeliner::inner(TensorType type, bool staged) const {
@@ -342,6 +362,125 @@ Value Pipeliner::backToBatch(OpEmitter &emit, Value kept, TensorType type) {
       .getResult();
 }
 
+LogicalResult Pipeliner::findHead() {
+  auto program = loop->getParentOfType<mtf::ProgramOp>();
+  for (auto op : program.getBodyBlock().getOps<mtf::TrainOp>())
+    train = op;
+  auto refuse = [&](const Twine &why) {
+    return loop.emitError()
+           << "the 1F1B schedule runs each microbatch's loss inside the "
+              "pipeline's ticks, but "
+           << why;
+  };
+  if (!train)
+    return refuse("the model trains no loss (--schedule 1f1b is for "
+                  "training)");
+  // The ops the loop's results reach, and those the loss is computed from.
+  llvm::DenseSet<Operation *> reached;
+  llvm::SmallVector<Value> work(loop.getFinals());
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    for (Operation *user : value.getUsers())
+      if (user->getBlock() == loop->getBlock() && reached.insert(user).second)
+        llvm::append_range(work, user->getResults());
+  }
+  llvm::DenseSet<Operation *> feeds;
+  work.assign({train.getLoss()});
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val().getDefiningOp();
+    if (!op || op == loop.getOperation() || !feeds.insert(op).second)
+      continue;
+    llvm::append_range(work, op->getOperands());
+  }
+  for (Operation &op : *loop->getBlock())
+    if (reached.contains(&op) && feeds.contains(&op))
+      head.push_back(&op);
+  if (head.empty())
+    return refuse("the trained loss does not depend on the pipeline's "
+                  "results");
+  // The loss: a mean over the batch (through casts), of which each
+  // microbatch's is 1/M.
+  Value loss = train.getLoss();
+  while (auto cast = loss.getDefiningOp<mtf::CastOp>())
+    loss = cast.getInput();
+  auto mean = loss.getDefiningOp<mtf::ReduceMeanOp>();
+  if (!mean || !tensorType(mean.getInput()).hasDim(s.batch.getValue()) ||
+      tensorType(train.getLoss()).getRank() != 0)
+    return refuse("the trained loss is not a scalar mean over '" +
+                  s.batch.getValue() +
+                  "', which a sum of the microbatches' means divided by " +
+                  Twine(s.microbatches) + " equals");
+  for (Operation *op : head) {
+    if (op->getNumRegions() != 0)
+      return op->emitError() << "holds a region; the 1F1B schedule runs "
+                                "what computes the loss inside the "
+                                "pipeline's ticks, which takes plain ops";
+    if (op == mean.getOperation())
+      continue;
+    for (NamedAttribute attr : op->getAttrs())
+      if (auto name = llvm::dyn_cast<StringAttr>(attr.getValue());
+          name && name == s.batch &&
+          !attr.getName().getValue().starts_with("mtf."))
+        return op->emitError()
+               << "works along '" << s.batch.getValue()
+               << "', which the 1F1B schedule cuts into microbatches to "
+                  "compute the loss of each in the pipeline's ticks";
+    bool reads = llvm::any_of(op->getOperandTypes(), [&](Type type) {
+      auto tensor = llvm::dyn_cast<TensorType>(type);
+      return tensor && tensor.hasDim(s.batch.getValue());
+    });
+    bool keeps = llvm::all_of(op->getResultTypes(), [&](Type type) {
+      auto tensor = llvm::dyn_cast<TensorType>(type);
+      return !tensor || tensor.hasDim(s.batch.getValue());
+    });
+    if (reads && !keeps && !llvm::isa<mtf::CastOp>(op))
+      return op->emitError()
+             << "reduces over '" << s.batch.getValue()
+             << "' before the loss's mean, which mixes the examples that the "
+                "1F1B schedule computes the loss of microbatch by microbatch";
+  }
+  for (Operation *op : head)
+    for (Value operand : op->getOperands()) {
+      Operation *from = operand.getDefiningOp();
+      if (from == loop.getOperation() || llvm::is_contained(head, from))
+        continue;
+      TensorType type = tensorType(operand);
+      if (!type.hasDim(s.batch.getValue()))
+        continue;
+      int64_t size = type.getDims()[*type.getDimIndex(s.batch.getValue())].size;
+      if (size % s.microbatches != 0)
+        return refuse("'" + s.batch.getValue() + "' (" + Twine(size) +
+                      ") does not cut into " + Twine(s.microbatches) +
+                      " microbatches of equal size");
+    }
+  return success();
+}
+
+Value Pipeliner::lastStageTicks(OpEmitter &emit, Value value) {
+  OpBuilder &b = emit.builder();
+  Location loc = loop.getLoc();
+  if (!llvm::isa<FloatType>(tensorType(value).getElementType()))
+    value = mtf::CastOp::create(b, loc, value, b.getF32Type()).getResult();
+  TensorType type = tensorType(value);
+  Value cut = s.microbatches > 1
+                  ? mtf::SplitDimOp::create(b, loc, microbatched(type), value,
+                                            s.batch, nullptr)
+                        .getResult()
+                  : addUnit(emit, value, s.micro);
+  SmallVector<NamedDim> first{{s.ticksDim, s.ticks}};
+  llvm::append_range(first, inner(type, /*staged=*/false).getDims());
+  Value ticks =
+      emit.tag(mtf::WindowOp::create(b, loc, withDims(type, first), cut,
+                                     s.micro.getValue(), s.ticksDim.getValue(),
+                                     -(s.stages - 1)))
+          ->getResult(0);
+  // On every stage (the head runs on each; the last one's counts), so that
+  // the ticks keep it per stage like everything else.
+  SmallVector<NamedDim> staged{{s.ticksDim, s.ticks}};
+  llvm::append_range(staged, inner(type, /*staged=*/true).getDims());
+  return emit.broadcastTo(ticks, withDims(type, staged));
+}
+
 void Pipeliner::rewrite() {
   OpEmitter emit(loop);
   OpBuilder &b = emit.builder();
@@ -365,13 +504,85 @@ void Pipeliner::rewrite() {
       moving.push_back(value);
   }
 
+  bool oneFOneB = s.schedule == meshc::PipelineSchedule::OneFOneB;
+  // 1F1B: the values the head reads beside the loop's results, made before
+  // the loop (none of them depends on it).
+  SmallVector<Value> headPerExample, headInvariant;
+  if (oneFOneB) {
+    llvm::SetVector<Value> outside;
+    for (Operation *op : head)
+      for (Value operand : op->getOperands())
+        if (operand.getDefiningOp() != loop.getOperation() &&
+            !llvm::is_contained(head, operand.getDefiningOp()))
+          outside.insert(operand);
+    llvm::DenseSet<Operation *> needed;
+    SmallVector<Value> work(outside.begin(), outside.end());
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val().getDefiningOp();
+      if (!op || op->getBlock() != loop->getBlock() ||
+          !loop->isBeforeInBlock(op) || !needed.insert(op).second)
+        continue;
+      llvm::append_range(work, op->getOperands());
+    }
+    for (Operation *op = loop->getNextNode(); op;) {
+      Operation *next = op->getNextNode();
+      if (needed.contains(op))
+        op->moveBefore(loop);
+      op = next;
+    }
+    for (Value value : outside)
+      (tensorType(value).hasDim(s.batch.getValue()) ? headPerExample
+                                                    : headInvariant)
+          .push_back(value);
+  }
+
   // Each of them as one microbatch per tick, [ticks=T, ...] (zeros after
-  // the last microbatch), and its state on the stages, zeros first.
+  // the last microbatch), and its state on the stages, zeros first. 1F1B:
+  // stage 0's microbatch per tick, [ticks=T, stage=P, ...] (zeros on the
+  // other stages), so that everything the ticks keep for the backward has
+  // the stage dim.
   SmallVector<Value> ticksIn, states;
   for (Value value : moving) {
-    ticksIn.push_back(alongTicks(emit, value));
-    states.push_back(
-        emit.constant(0.0, inner(tensorType(value), /*staged=*/true)));
+    Value along = alongTicks(emit, value);
+    Value state = emit.constant(0.0, inner(tensorType(value), /*staged=*/true));
+    if (oneFOneB) {
+      SmallVector<StringRef> names{s.ticksDim.getValue()};
+      llvm::append_range(names, tensorType(state).getDimNames());
+      along =
+          emit.tag(mtf::EinsumOp::create(
+                       b, loc, ValueRange{along, stageVector(emit, along, 0)},
+                       names))
+              ->getResult(0);
+    }
+    ticksIn.push_back(along);
+    states.push_back(state);
+  }
+  // 1F1B: the loss's sum so far (carried), the head's per-example values
+  // as the last stage's microbatch per tick, and the loss's weight per tick
+  // and stage: 1/M on the last stage in the ticks a microbatch leaves it.
+  Value lossWeights;
+  if (oneFOneB) {
+    TensorType lossType = tensorType(train.getLoss());
+    states.push_back(emit.constant(0.0, lossType));
+    for (Value value : headPerExample)
+      ticksIn.push_back(lastStageTicks(emit, value));
+    MLIRContext *context = loop.getContext();
+    Type element = lossType.getElementType();
+    Value valid = emit.constant(
+        1.0 / static_cast<double>(s.microbatches),
+        TensorType::get(context, {NamedDim{s.micro, s.microbatches}}, element));
+    valid = emit.tag(mtf::WindowOp::create(b, loc, valid, s.micro.getValue(),
+                                           s.ticksDim.getValue(), s.ticks,
+                                           -(s.stages - 1)))
+                ->getResult(0);
+    lossWeights =
+        emit
+            .tag(mtf::EinsumOp::create(
+                b, loc,
+                ValueRange{valid, stageVector(emit, valid, s.stages - 1)},
+                ArrayRef<StringRef>{s.ticksDim.getValue(), s.stage.getValue()}))
+            ->getResult(0);
+    ticksIn.push_back(lossWeights);
   }
 
   SmallVector<Value> invariants;
@@ -381,6 +592,8 @@ void Pipeliner::rewrite() {
   for (auto [value, at] : llvm::zip(loop.getInvariant(), travelsAt))
     if (at < 0)
       invariants.push_back(value);
+  size_t headInvariantsAt = invariants.size();
+  llvm::append_range(invariants, headInvariant);
 
   SmallVector<Type> stateTypes, keptTypes;
   for (Value state : states)
@@ -418,12 +631,15 @@ void Pipeliner::rewrite() {
   // device for its own stages (its gradient, a sum over the stages, is one
   // all-reduce of a microbatch where a slice would gather every stage).
   SmallVector<Value> current;
-  for (auto [state, in] : llvm::zip(stateArgs, inArgs)) {
+  for (auto [state, in] : llvm::zip(stateArgs.take_front(moving.size()),
+                                    inArgs.take_front(moving.size()))) {
     Value placed =
-        tick.tag(mtf::EinsumOp::create(tb, loc,
-                                       ValueRange{in, stageVector(tick, in, 0)},
-                                       tensorType(state).getDimNames()))
-            ->getResult(0);
+        oneFOneB
+            ? in
+            : tick.tag(mtf::EinsumOp::create(
+                           tb, loc, ValueRange{in, stageVector(tick, in, 0)},
+                           tensorType(state).getDimNames()))
+                  ->getResult(0);
     current.push_back(tick.add(state, placed));
   }
   // Each stage's layers, one after the other, on every stage at once.
@@ -468,6 +684,43 @@ void Pipeliner::rewrite() {
       current[index] = next;
     }
   }
+  // 1F1B: the head on every stage's result (only the last stage's counts:
+  // the loss's weights are zero elsewhere, and where no microbatch leaves
+  // it), its loss added to the sum.
+  Value lossSum;
+  if (oneFOneB) {
+    IRMapping mapping;
+    for (auto [result, value] : llvm::zip(loop.getFinals(), current))
+      mapping.map(result, value);
+    ValueRange perExampleArgs =
+        inArgs.slice(moving.size(), headPerExample.size());
+    for (auto [value, arg] : llvm::zip(headPerExample, perExampleArgs)) {
+      Value slice = arg;
+      Type element = tensorType(value).getElementType();
+      if (element != tensorType(arg).getElementType())
+        slice = mtf::CastOp::create(tb, loc, arg, element).getResult();
+      mapping.map(value, slice);
+    }
+    for (auto [value, arg] :
+         llvm::zip(headInvariant, invariantArgs.drop_front(headInvariantsAt)))
+      mapping.map(value, arg);
+    for (Operation *op : head) {
+      Operation *clone = tb.clone(*op, mapping);
+      bool staged = llvm::any_of(clone->getOperandTypes(), [&](Type type) {
+        auto tensor = llvm::dyn_cast<TensorType>(type);
+        return tensor && tensor.hasDim(s.stage.getValue());
+      });
+      for (Value result : clone->getResults())
+        if (auto type = llvm::dyn_cast<TensorType>(result.getType()))
+          result.setType(inner(type, staged));
+    }
+    Value perStage = mapping.lookup(train.getLoss());
+    Value weighted = tick.tag(mtf::EinsumOp::create(
+                                  tb, loc, ValueRange{perStage, inArgs.back()},
+                                  ArrayRef<StringRef>{}))
+                         ->getResult(0);
+    lossSum = tick.add(stateArgs.back(), weighted);
+  }
   // The last stage's result is kept (a sum over the stages of the result
   // times the last stage's 0/1 vector: one all-reduce of a microbatch); the
   // others move one stage on.
@@ -485,6 +738,8 @@ void Pipeliner::rewrite() {
     yielded.push_back(mtf::WindowOp::create(tb, loc, value, s.stage.getValue(),
                                             s.stage.getValue(), s.stages, -1)
                           .getResult());
+  if (lossSum)
+    yielded.push_back(lossSum);
   llvm::append_range(yielded, kept);
   mtf::YieldOp::create(tb, loc, yielded);
 
@@ -493,6 +748,19 @@ void Pipeliner::rewrite() {
   for (auto [result, kept] :
        llvm::zip(loop.getFinals(), ticks.getStackedResults()))
     result.replaceAllUsesWith(backToBatch(emit, kept, tensorType(result)));
+  if (oneFOneB) {
+    // The loss trained is the ticks' sum; the head after the loop computes
+    // the outputs (the same loss among them) from the kept results.
+    train.getLossMutable().assign(ticks.getFinals().back());
+    Builder attrs(loop.getContext());
+    ticks->setAttr(
+        mtf::MtfDialect::kOneFOneBAttrName,
+        attrs.getDictionaryAttr(
+            {attrs.getNamedAttr("stages", attrs.getI64IntegerAttr(s.stages)),
+             attrs.getNamedAttr("microbatches",
+                                attrs.getI64IntegerAttr(s.microbatches)),
+             attrs.getNamedAttr("stage", s.stage)}));
+  }
   loop.erase();
 }
 
@@ -575,6 +843,7 @@ struct MtfPipelineStagesPass
             loop.getCount() % s.stages == 0 ? loop.getCount() / s.stages : 0;
       }
       s.microbatches = microbatches;
+      s.schedule = schedule;
       s.ticks = s.microbatches + s.stages - 1;
       s.batch = StringAttr::get(context, batchDim);
       std::string dim = loop.getDim().str();
@@ -594,7 +863,10 @@ struct MtfPipelineStagesPass
           b.getNamedAttr("stages", b.getI64IntegerAttr(s.stages)),
           b.getNamedAttr("per_stage", b.getI64IntegerAttr(s.perStage)),
           b.getNamedAttr("microbatches", b.getI64IntegerAttr(s.microbatches)),
-          b.getNamedAttr("ticks", b.getI64IntegerAttr(s.ticks))};
+          b.getNamedAttr("ticks", b.getI64IntegerAttr(s.ticks)),
+          b.getNamedAttr("schedule",
+                         b.getStringAttr(meshc::choiceName(
+                             meshc::scheduleChoices(), s.schedule)))};
       if (!s.blocks.empty())
         shape.push_back(
             b.getNamedAttr("blocks", b.getDenseI64ArrayAttr(s.blocks)));

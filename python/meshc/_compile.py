@@ -181,6 +181,7 @@ def compile(model: Union[PathLike, str], *,
             repeat: Optional[str] = None,
             microbatches: int = 1,
             microbatch_dim: Optional[str] = None,
+            pipeline_schedule: str = "gpipe",
             shard_optimizer: bool = False,
             shard_params: bool = False,
             machine: Optional[str] = None,
@@ -201,7 +202,8 @@ def compile(model: Union[PathLike, str], *,
     text of a .mtf model (any string holding a newline). Every keyword is
     the meshc flag of the same name (``meshc --help``, docs/language.md):
     ``layout="auto"`` searches (its report in ``Program.search_report``),
-    ``fuse=False`` is ``--no-fuse``. Raises :class:`CompileError` with the
+    ``fuse=False`` is ``--no-fuse``, ``pipeline_schedule`` is ``--schedule``
+    (``schedule=False`` is ``--no-schedule``). Raises :class:`CompileError` with the
     file, line, column, message and hint meshc would print; warnings become
     Python warnings.
     """
@@ -232,6 +234,7 @@ def compile(model: Union[PathLike, str], *,
         "axis_weights": axis_weights, "uneven": uneven,
         "precision": precision, "remat": remat, "repeat": repeat,
         "microbatches": microbatches, "microbatch_dim": microbatch_dim,
+        "pipeline_schedule": pipeline_schedule,
         "shard_optimizer": shard_optimizer, "shard_params": shard_params,
         "machine": machine,
         "memory_limit": memory_limit, "bucket_size": bucket_size,

@@ -176,6 +176,8 @@ CompileOptions toOptions(nb::dict options) {
   compile.microbatches = take<int64_t>(options, "microbatches");
   compile.microbatchDim =
       take<std::optional<std::string>>(options, "microbatch_dim");
+  compile.schedule = choose(take<std::string>(options, "pipeline_schedule"),
+                            "pipeline_schedule", scheduleChoices());
   compile.shardOptimizer = take<bool>(options, "shard_optimizer");
   compile.shardParams = take<bool>(options, "shard_params");
   compile.machine = take<std::optional<std::string>>(options, "machine");

@@ -140,3 +140,20 @@ def test_save_and_load_round_trip(tmp, digits):
                     f"x={DIGITS / 'train_x.npy'}", "--input",
                     f"labels={DIGITS / 'train_labels.npy'}")
     assert tool.returncode == 0, tool.stderr
+
+
+def test_pipeline_schedule_is_the_flag(tmp):
+    # pipeline_schedule="1f1b" (--schedule 1f1b): the pipeline's backward
+    # beside its forward, another program than GPipe's.
+    model = ROOT / "tests" / "training" / "Inputs" / "pipeline-lm.mtf"
+    options = {"mesh": "p:2", "layout": "layers:p", "microbatches": 2}
+    one = meshc.compile(model, pipeline_schedule="1f1b", **options)
+    gpipe = meshc.compile(model, **options)
+    out = tmp / "s.mprog"
+    tool = run_tool("meshc", str(model), "--mesh", "p:2", "--layout",
+                    "layers:p", "--microbatches", "2", "--schedule", "1f1b",
+                    "-o", str(out))
+    assert tool.returncode == 0, tool.stderr
+    assert json.loads(one.json) == json.loads(out.read_text())
+    assert json.loads(one.json) != json.loads(gpipe.json)
+    assert [p["schedule"] for p in one.explain()["pipelines"]] == ["1f1b"]

@@ -72,6 +72,8 @@ def test_a_missing_file():
     ({"interleave_halves": "backward"}, ValueError,
      "interleave_halves must be one of 'off', 'all', 'forward'"),
     ({"interleave_halves": 1}, TypeError, "interleave_halves must be bool or str"),
+    ({"pipeline_schedule": "zb"}, ValueError,
+     "pipeline_schedule must be one of 'gpipe', '1f1b'"),
     ({"keep_gathered": "yes"}, TypeError, "keep_gathered must be bool"),
     ({"microbatches": "2"}, TypeError, "microbatches must be int"),
     ({"shard_optimizer": 1}, TypeError, "shard_optimizer must be bool"),

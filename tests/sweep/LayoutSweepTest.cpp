@@ -138,6 +138,8 @@ struct SweepCase {
   /// A loop reads what an earlier loop gathered (meshc --keep-gathered:
   /// the backward the forward's layers, under --shard-params).
   bool keepGathered = false;
+  /// The pipelines' schedule (meshc --schedule); the reference is the same.
+  meshc::PipelineSchedule schedule = meshc::PipelineSchedule::GPipe;
 };
 
 /// `source` with each `dim NAME = N` of `sizes` ("NAME=N NAME=N") given the
@@ -177,6 +179,8 @@ std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
       (info.param.keepGathered ? "_keep" : "") +
       (info.param.bf16 ? "_bf16" : "") + (info.param.loops ? "_loop" : "") +
       (info.param.microbatches ? "_pipeline" : "") +
+      (info.param.schedule == meshc::PipelineSchedule::OneFOneB ? "_1f1b"
+                                                                : "") +
       (*info.param.axisWeights ? "_weights_" : "") + info.param.axisWeights +
       (info.param.uneven ? "_uneven" : "");
   for (char &c : name)
@@ -453,7 +457,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
         wellConditioned(train);
       PassManager pm(&context, ModuleOp::getOperationName());
       meshc::addPipelineStages(pm, mesh, *rules, weights, param.microbatches,
-                               "batch");
+                               "batch", param.schedule);
       ASSERT_TRUE(succeeded(pm.run(*pipelined))) << text << diagnostics;
       ASSERT_TRUE(succeeded(meshc::differentiate(
           *pipelined, trains, meshc::Remat::None, param.bf16)))
@@ -720,6 +724,14 @@ const SweepCase kCases[] = {
      false, false, false, "", false, true, 2},
     {"examples/transformer/charlm.mtf", "a:2;b:2;c:2", kPipelineSizes, 7, false,
      false, false, false, "", false, true, 2},
+    // ... under the 1F1B schedule (each stage's backward beside a later
+    // microbatch's forward).
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kPipelineSizes, 1, false,
+     false, false, false, "", false, true, 2, false, meshc::Halves::Off, false,
+     meshc::PipelineSchedule::OneFOneB},
+    {"examples/transformer/charlm.mtf", "a:2;b:2", kPipelineSizes, 1, false,
+     false, false, true, "", false, true, 2, false, meshc::Halves::Off, false,
+     meshc::PipelineSchedule::OneFOneB},
     // --shard-params (ZeRO-3): parameters sharded too, gathered where read,
     // a loop's layer slice in its body (after its cast under bf16).
     {"examples/mlp/mlp.mtf", "a:2;b:2", "", 1, false, false, false, false, "",
