@@ -5,14 +5,16 @@
 # rounds of STEPS steps, the programs alternating within each round:
 #   1 device           the whole model on one device (one core)
 #   b:2                data parallel on 2 devices (the peer)
-#   p:2 M=1,2,4,8      a pipeline of 2 stages of 3 layers, M microbatches
+#   p:2 M=1,2,4,8      a pipeline of 2 stages of 3 layers, M microbatches,
+#                      GPipe's schedule and 1F1B's (--schedule 1f1b)
 # Prints each run's median step, and for each pipeline the share of its step
 # beyond the data-parallel peer's, 1 - t(b:2) / t(p:2), beside GPipe's
 # bubble (P - 1) / (M + P - 1): both run the same layers on the same two
 # cores, a pipeline also its bubble ticks (and the layers before and after
 # the repeat on both stages). Then one traced run of each pipeline
 # (meshrun --trace) and the bubble measured in it by bench/pipeline_bubble.py:
-# the share of the tick loops' time in which a stage holds no microbatch.
+# the share of the tick loops' time in which a stage holds no microbatch,
+# and each program's device memory (meshrun's planned and resident arena).
 #
 # usage: bench/pipeline.sh [BUILD]   (BUILD: the build with bin/meshc and
 #        bin/meshrun, default build)
@@ -38,6 +40,8 @@ meshc="$build/bin/meshc"
 for m in $counts; do
   "$meshc" "$work/lm.mtf" --mesh "p:2" --layout "layers:p" \
     --microbatches "$m" -o "$work/p$m.mprog"
+  "$meshc" "$work/lm.mtf" --mesh "p:2" --layout "layers:p" \
+    --microbatches "$m" --schedule 1f1b -o "$work/f$m.mprog"
 done
 run() { # run NAME -> median ms
   "$build/bin/meshrun" "$work/$1.mprog" --steps "$steps" --quiet 2>&1 |
@@ -48,16 +52,26 @@ for round in $(seq "$rounds"); do
   dp="$(run dp)"
   line="round $round: 1 device $(run one) ms, b:2 ${dp} ms"
   for m in $counts; do
-    t="$(run "p$m")"
-    share=$(awk -v t="$t" -v d="$dp" -v m="$m" \
-      'BEGIN { printf "beyond b:2 %.0f%%, bubble %.0f%%", 100 * (1 - d / t), 100 / (m + 1) }')
-    line+=", p:2 M=$m ${t} ms (${share})"
+    for schedule in p f; do
+      t="$(run "$schedule$m")"
+      share=$(awk -v t="$t" -v d="$dp" -v m="$m" \
+        'BEGIN { printf "beyond b:2 %.0f%%, bubble %.0f%%", 100 * (1 - d / t), 100 / (m + 1) }')
+      name=$([ "$schedule" = p ] && echo GPipe || echo 1F1B)
+      line+=", p:2 M=$m $name ${t} ms (${share})"
+    done
   done
   echo "$line"
 done
 for m in $counts; do
-  "$build/bin/meshrun" "$work/p$m.mprog" --steps "$steps" --quiet \
-    --trace "$work/p$m.json" > /dev/null
-  echo "traced p:2 M=$m: $(python3 "$root/bench/pipeline_bubble.py" \
-    "$work/p$m.json" "$m" | tail -1)"
+  for schedule in gpipe 1f1b; do
+    name=$([ "$schedule" = gpipe ] && echo "p$m" || echo "f$m")
+    memory="$("$build/bin/meshrun" "$work/$name.mprog" --steps "$steps" \
+      --quiet --trace "$work/$name.json" | sed -n 's/.*device memory \(.*\)/\1/p')"
+    echo "traced p:2 M=$m $schedule: memory $memory"
+    # 1F1B's bubble takes more microbatches than stages to tell its loops.
+    if [ "$schedule" = gpipe ] || [ "$m" -gt 1 ]; then
+      echo "  $(python3 "$root/bench/pipeline_bubble.py" \
+        "$work/$name.json" "$m" --schedule "$schedule" | tail -1)"
+    fi
+  done
 done

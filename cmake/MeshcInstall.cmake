@@ -56,6 +56,7 @@ set(MESHC_COMPILER_PUBLIC_HEADERS
   compiler/driver/Registration.h
   compiler/passes/Choices.h
   compiler/passes/Remat.h
+  compiler/passes/Schedule.h
 )
 # With the CUDA backend: registerCudaBackend() and what its header includes.
 set(MESHC_CUDA_PUBLIC_HEADERS

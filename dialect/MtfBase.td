@@ -74,7 +74,9 @@ def Mtf_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kPipelinesAttrName =
         "mtf.pipelines";
     /// On a pipeline's tick loop whose schedule is 1F1B (mtf-pipeline-stages):
-    /// {stages = P, microbatches = M, stage = "layers_stage"}. mtf-autodiff
+    /// {stages = P, microbatches = M, stage = "layers_stage", entries = N}
+    /// (its first N stacked operands are what stage 0 takes per tick, the
+    /// rest the last stage's or every stage's). mtf-autodiff
     /// then runs each stage's backward of a microbatch soon after its
     /// forward, in the ticks' own loops, not after every forward
     /// (docs/pipeline.md#1f1b).

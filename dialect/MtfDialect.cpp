@@ -187,12 +187,17 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
     auto stages = dict ? dict.getAs<IntegerAttr>("stages") : IntegerAttr();
     auto count = dict ? dict.getAs<IntegerAttr>("microbatches") : IntegerAttr();
     auto stage = dict ? dict.getAs<StringAttr>("stage") : StringAttr();
-    if (!llvm::isa<LoopOp>(op) || !stages || !count || !stage ||
-        dict.size() != 3 || stages.getInt() < 2 || count.getInt() < 1)
+    auto entries = dict ? dict.getAs<IntegerAttr>("entries") : IntegerAttr();
+    auto loop = llvm::dyn_cast<LoopOp>(op);
+    if (!loop || !stages || !count || !stage || !entries ||
+        dict.size() != 4 || stages.getInt() < 2 || count.getInt() < 1 ||
+        entries.getInt() < 0 ||
+        entries.getInt() > static_cast<int64_t>(loop.getStacked().size()))
       return op->emitError()
              << "'" << kOneFOneBAttrName
-             << "' must be {stages = P, microbatches = M, stage = \"dim\"} "
-                "with P >= 2 and M >= 1 on an mtf.loop, got "
+             << "' must be {stages = P, microbatches = M, stage = \"dim\", "
+                "entries = N} with P >= 2, M >= 1 and N at most the stacked "
+                "operands on an mtf.loop, got "
              << attr.getValue();
     return success();
   }

@@ -332,8 +332,8 @@ LogicalResult differentiateLoop(mtf::LoopOp loop, Differentiator &diff,
   if (forward->hasAttr(mtf::MtfDialect::kOneFOneBAttrName)) {
     // A pipeline under 1F1B: the backward runs inside the ticks.
     SmallVector<Value> forwardCarried(forward.getCarried());
-    LoopGradient gradient{forward, ownStacked, body,
-                          carried, stacked,    stackedResultTypes};
+    LoopGradient gradient{forward, ownStacked,         body,         carried,
+                          stacked, stackedResultTypes, stackedWanted};
     FailureOr<LoopGradientValues> values = scheduleOneFOneB(gradient);
     if (failed(values))
       return failure();

@@ -91,6 +91,7 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
   int64_t stages = attr.getAs<IntegerAttr>("stages").getInt();
   int64_t micro = attr.getAs<IntegerAttr>("microbatches").getInt();
   auto stage = attr.getAs<StringAttr>("stage");
+  int64_t entries = attr.getAs<IntegerAttr>("entries").getInt();
   int64_t ticks = forward.getCount();
   StringRef dim = forward.getDim();
   Location loc = forward.getLoc();
@@ -173,6 +174,15 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
       recast.back() = value.getType();
       value = cast.getInput();
     }
+    // Without the stage dim, only what stage 0 takes per tick (read at
+    // stage 0's delay).
+    if (!isStaged) {
+      auto at = llvm::find(forward.getStackedArgs(), value);
+      if (at == forward.getStackedArgs().end() ||
+          at - forward.getStackedArgs().begin() >= entries)
+        return refuse("its backward reads a value without the stage dim "
+                      "that is not what stage 0 takes per tick");
+    }
     perTick.push_back(value);
     staged.push_back(isStaged);
   }
@@ -202,13 +212,6 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
     return emit
         .tag(mtf::WindowOp::create(emit.builder(), loc, value, from, to, size,
                                    offset))
-        ->getResult(0);
-  };
-  auto einsum = [&](OpEmitter &emit, Value lhs, Value rhs,
-                    ArrayRef<StringRef> names) {
-    return emit
-        .tag(mtf::EinsumOp::create(emit.builder(), loc, ValueRange{lhs, rhs},
-                                   names))
         ->getResult(0);
   };
   // 1 at `index` of [name=size], 0 elsewhere.
@@ -243,11 +246,7 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
   SmallVector<int64_t> lineOf;             // per backward stacked operand
   SmallVector<Type> elements;              // the lines' element types
   SmallVector<size_t> elementOf;           // per line
-  for (auto [value, isStaged] : llvm::zip(perTick, staged)) {
-    if (!isStaged) {
-      lineOf.push_back(-1);
-      continue;
-    }
+  for (Value value : perTick) {
     lineOf.push_back(static_cast<int64_t>(slotsOf.size()));
     TensorType type = typeOf(value);
     Value zero = out.constant(0.0, type);
@@ -273,26 +272,35 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
                            out.scalar(slots - 2, f32));
   TensorType coolType = TensorType::get(
       context, {NamedDim{cool, stages - 1}, NamedDim{stage, stages}}, f32);
-  SmallVector<Value> clampedPicks, exactPicks;
+  // (What stage 0 takes per tick, without the stage dim: stage 0's slot,
+  // 2P - 3 - j, per tick [cool].)
+  Value entrySlot = out.add(out.scale(range(cool, stages - 1), -1.0),
+                            out.scalar(slots - 2, f32));
+  SmallVector<Value> clampedPicks, exactPicks, entryPicks;
   for (int64_t k = 0; k < kept; ++k) {
     Value slotIndex = out.scalar(static_cast<double>(k), f32);
     clampedPicks.push_back(out.sumTo(
         equal(out.max(coolSlot, out.scalar(0.0, f32)), slotIndex), coolType));
     exactPicks.push_back(out.sumTo(equal(coolSlot, slotIndex), coolType));
+    entryPicks.push_back(equal(entrySlot, slotIndex));
   }
+  SmallVector<SmallVector<Value>> coolEntrySelects;
   for (Type element : elements) {
-    SmallVector<Value> vectors, clamped, exact;
+    SmallVector<Value> vectors, clamped, exact, entry;
     for (int64_t s = 0; s < stages; ++s)
       vectors.push_back(inElement(oneHot(out, stage, stages, s), element));
-    for (auto [pick, exactPick] : llvm::zip(clampedPicks, exactPicks)) {
+    for (auto [pick, exactPick, entryPick] :
+         llvm::zip(clampedPicks, exactPicks, entryPicks)) {
       clamped.push_back(inElement(pick, element));
       exact.push_back(inElement(exactPick, element));
-      markBackward(clamped.back().getDefiningOp());
-      markBackward(exact.back().getDefiningOp());
+      entry.push_back(inElement(entryPick, element));
+      for (Value select : {clamped.back(), exact.back(), entry.back()})
+        markBackward(select.getDefiningOp());
     }
     stageVectors.push_back(vectors);
     coolSelects.push_back(clamped);
     coolInputSelects.push_back(exact);
+    coolEntrySelects.push_back(entry);
   }
   auto recastTo = [&](OpEmitter &emit, Value value, Type castTo) -> Value {
     if (!castTo)
@@ -303,12 +311,13 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
             llvm::cast<TensorType>(castTo).getElementType()))
         ->getResult(0);
   };
-  // Σ_k slot_k ⊗ picks_k: each stage its slot.
+  // Σ_k slot_k · picks_k: each stage its slot (elementwise, so that
+  // mtf-fuse makes the sum one step).
   auto pickSlots = [&](OpEmitter &emit, ArrayRef<Value> slotValues,
                        ArrayRef<Value> picks) {
     Value sum;
     for (auto [value, pick] : llvm::zip(slotValues, picks)) {
-      Value term = einsum(emit, value, pick, typeOf(value).getDimNames());
+      Value term = emit.mul(value, pick);
       sum = sum ? emit.add(sum, term) : term;
     }
     return sum;
@@ -416,8 +425,7 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
   auto moved = [&](IRMapping &mapping, ValueRange slotArgs, bool fill) {
     SmallVector<SmallVector<Value>> next;
     for (auto [k, line] : llvm::enumerate(lineOf)) {
-      if (line < 0)
-        continue;
+      (void)line;
       Value value = mapping.lookupOrDefault(perTick[k]);
       SmallVector<Value> slotValues{value};
       for (int64_t i = 1; i < slots; ++i)
@@ -494,8 +502,9 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
     SmallVector<SmallVector<Operation *>> chains;
     for (auto [k, line] : llvm::enumerate(lineOf)) {
       Operation *last = body->empty() ? nullptr : &body->back();
-      if (line < 0) {
-        stackedReads.push_back(mapping.lookupOrDefault(perTick[k]));
+      if (!staged[k]) {
+        // Stage 0's: slot 2(P - 1).
+        stackedReads.push_back(next[line][kept]);
         chains.emplace_back();
         continue;
       }
@@ -532,9 +541,11 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
   llvm::append_range(coolInvariants,
                      steadyFinalValues.slice(forwardCarried, slotCount));
   SmallVector<Value> coolStacked;
-  for (auto [clamped, exact] : llvm::zip(coolSelects, coolInputSelects)) {
+  for (auto [clamped, exact, entry] :
+       llvm::zip(coolSelects, coolInputSelects, coolEntrySelects)) {
     llvm::append_range(coolStacked, clamped);
     llvm::append_range(coolStacked, exact);
+    llvm::append_range(coolStacked, entry);
   }
   auto coolLoop = mtf::LoopOp::create(
       b, loc, typesOf(coolCarried),
@@ -553,13 +564,10 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
     SmallVector<SmallVector<Operation *>> chains;
     for (auto [k, line] : llvm::enumerate(lineOf)) {
       Operation *last = body->empty() ? nullptr : &body->back();
-      if (line < 0) {
-        stackedReads.push_back(backward.constant(0.0, typeOf(perTick[k])));
-        chains.push_back(readOps(body, last));
-        continue;
-      }
-      ValueRange picks = selectArgs.slice(
-          (2 * elementOf[line] + (isInput[k] ? 1 : 0)) * kept, kept);
+      // Per element type the clamped, exact and stage 0's picks.
+      int64_t kind = !staged[k] ? 2 : isInput[k] ? 1 : 0;
+      ValueRange picks =
+          selectArgs.slice((3 * elementOf[line] + kind) * kept, kept);
       ValueRange slotValues =
           invariantArgs.slice(invariants.size() + line * kept, kept);
       stackedReads.push_back(
@@ -590,13 +598,25 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
     Value fromCool = coolLoop.getStackedResults()[index];
     TensorType slice =
         llvm::cast<TensorType>(mtf::LoopOp::sliceType(type, dim, ticks));
-    if (slice.getRank() == 0 || slice.getDims()[0].name != stage)
-      return refuse("the gradient of a value it reads per tick (" +
-                    Twine(index) + ") is not per stage");
     Value all = back.add(window(back, fromSteady, steady.getValue(),
                                 joined.getValue(), micro + stages - 1, 0),
                          window(back, fromCool, cool.getValue(),
                                 joined.getValue(), micro + stages - 1, -micro));
+    bool perStage = slice.getRank() > 0 && slice.getDims()[0].name == stage;
+    if (!perStage) {
+      // The gradient of what stage 0 takes: its backward of tick t ran at
+      // tick t + 2P - 2.
+      Value operand = gradient.stackedWanted[index];
+      auto at = llvm::find(forward.getStacked(), operand);
+      if (at == forward.getStacked().end() ||
+          at - forward.getStacked().begin() >= entries)
+        return refuse("the gradient of a value it reads per tick (" +
+                      Twine(index) +
+                      ") is neither per stage nor what stage 0 takes");
+      values.stackedResults.push_back(window(back, all, joined.getValue(), dim,
+                                             ticks, stages - 1));
+      continue;
+    }
     Value sum;
     for (int64_t s = 0; s < stages; ++s) {
       Value moved =
@@ -606,7 +626,7 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
         select = back.tag(mtf::CastOp::create(back.builder(), loc, select,
                                               typeOf(moved).getElementType()))
                      ->getResult(0);
-      Value term = einsum(back, moved, select, typeOf(moved).getDimNames());
+      Value term = back.mul(moved, select);
       sum = sum ? back.add(sum, term) : term;
     }
     values.stackedResults.push_back(sum);

@@ -31,6 +31,8 @@ struct LoopGradient {
   /// and the types of its stacked results.
   llvm::SmallVector<mlir::Value> carried, stacked;
   llvm::SmallVector<mlir::Type> stackedResultTypes;
+  /// The forward's stacked operands whose gradients those results are.
+  llvm::SmallVector<mlir::Value> stackedWanted;
 };
 
 /// What the backward loop would have given: its finals and stacked results.

@@ -537,25 +537,12 @@ void Pipeliner::rewrite() {
   }
 
   // Each of them as one microbatch per tick, [ticks=T, ...] (zeros after
-  // the last microbatch), and its state on the stages, zeros first. 1F1B:
-  // stage 0's microbatch per tick, [ticks=T, stage=P, ...] (zeros on the
-  // other stages), so that everything the ticks keep for the backward has
-  // the stage dim.
+  // the last microbatch), and its state on the stages, zeros first.
   SmallVector<Value> ticksIn, states;
   for (Value value : moving) {
-    Value along = alongTicks(emit, value);
-    Value state = emit.constant(0.0, inner(tensorType(value), /*staged=*/true));
-    if (oneFOneB) {
-      SmallVector<StringRef> names{s.ticksDim.getValue()};
-      llvm::append_range(names, tensorType(state).getDimNames());
-      along =
-          emit.tag(mtf::EinsumOp::create(
-                       b, loc, ValueRange{along, stageVector(emit, along, 0)},
-                       names))
-              ->getResult(0);
-    }
-    ticksIn.push_back(along);
-    states.push_back(state);
+    ticksIn.push_back(alongTicks(emit, value));
+    states.push_back(
+        emit.constant(0.0, inner(tensorType(value), /*staged=*/true)));
   }
   // 1F1B: the loss's sum so far (carried), the head's per-example values
   // as the last stage's microbatch per tick, and the loss's weight per tick
@@ -634,12 +621,10 @@ void Pipeliner::rewrite() {
   for (auto [state, in] : llvm::zip(stateArgs.take_front(moving.size()),
                                     inArgs.take_front(moving.size()))) {
     Value placed =
-        oneFOneB
-            ? in
-            : tick.tag(mtf::EinsumOp::create(
-                           tb, loc, ValueRange{in, stageVector(tick, in, 0)},
-                           tensorType(state).getDimNames()))
-                  ->getResult(0);
+        tick.tag(mtf::EinsumOp::create(tb, loc,
+                                       ValueRange{in, stageVector(tick, in, 0)},
+                                       tensorType(state).getDimNames()))
+            ->getResult(0);
     current.push_back(tick.add(state, placed));
   }
   // Each stage's layers, one after the other, on every stage at once.
@@ -759,7 +744,9 @@ void Pipeliner::rewrite() {
             {attrs.getNamedAttr("stages", attrs.getI64IntegerAttr(s.stages)),
              attrs.getNamedAttr("microbatches",
                                 attrs.getI64IntegerAttr(s.microbatches)),
-             attrs.getNamedAttr("stage", s.stage)}));
+             attrs.getNamedAttr("stage", s.stage),
+             attrs.getNamedAttr("entries",
+                                attrs.getI64IntegerAttr(moving.size()))}));
   }
   loop.erase();
 }
