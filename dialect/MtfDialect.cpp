@@ -189,9 +189,8 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
     auto stage = dict ? dict.getAs<StringAttr>("stage") : StringAttr();
     auto entries = dict ? dict.getAs<IntegerAttr>("entries") : IntegerAttr();
     auto loop = llvm::dyn_cast<LoopOp>(op);
-    if (!loop || !stages || !count || !stage || !entries ||
-        dict.size() != 4 || stages.getInt() < 2 || count.getInt() < 1 ||
-        entries.getInt() < 0 ||
+    if (!loop || !stages || !count || !stage || !entries || dict.size() != 4 ||
+        stages.getInt() < 2 || count.getInt() < 1 || entries.getInt() < 0 ||
         entries.getInt() > static_cast<int64_t>(loop.getStacked().size()))
       return op->emitError()
              << "'" << kOneFOneBAttrName

@@ -17,15 +17,16 @@
 //
 // so a stage idles (P - 1) / (M + P - 1) of the step, as in GPipe, and
 // keeps what its backward reads for 2(P - 1 - s) ticks, not for the whole
-// step: a line of 2P - 1 slots per kept value, carried, shifted by one each
-// tick, from which each stage reads the slot of its own delay (an einsum
-// with a 0/1 matrix [slot, stage]). The backward body is stage by stage
-// except for two kinds of op: the shift of the activations' gradient from
-// stage s + 1 to s, which the delays (one tick less per stage) keep in
-// step, and sums over the stages into the carried totals, which add the
-// same terms in another order. A value the backward reads without the
-// stage dim is the last stage's (the head's per-example values, whose delay
-// is 0): it is read as the forward makes it.
+// step: a line of 2P - 2 carried slots per kept value (and the tick's own
+// value), moved one on each tick, from which each stage reads the slot of
+// its own delay (elementwise with its stage's 0/1 vector). The backward
+// body is stage by stage except for two kinds of op: the shift of the
+// activations' gradient from stage s + 1 to s, which the delays (one tick
+// less per stage) keep in step, and sums over the stages into the carried
+// totals, which add the same terms in another order. What stage 0 takes
+// per tick (without the stage dim: `entries` of the attribute) its
+// backward reads from the inputs themselves, cut 2(P - 1) ticks later, and
+// its gradient is stage 0's, given 2(P - 1) ticks late.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,8 @@
 #include "compiler/passes/LayoutBridge.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <set>
 
@@ -214,6 +217,28 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
                                    offset))
         ->getResult(0);
   };
+  // Ticks [offset, offset + count) of the forward's stacked operand
+  // `value` as [name=count, ...] (zeros outside its ticks). Where `value` is
+  // itself a window into the ticks (the pipeline's microbatches laid along
+  // them), the cut is taken from that window's operand: no copy of all the
+  // ticks in between.
+  auto cutTicks = [&](Value value, StringAttr name, int64_t count,
+                      int64_t offset) -> Value {
+    SmallVector<NamedDim> dims(typeOf(value).getDims());
+    dims[0] = NamedDim{name, count};
+    auto type = TensorType::get(context, dims, typeOf(value).getElementType());
+    auto along = value.getDefiningOp<mtf::WindowOp>();
+    if (along && along.getTo() == dim && typeOf(value).getDims()[0].name == dim)
+      return out
+          .tag(mtf::WindowOp::create(b, loc, type, along.getInput(),
+                                     along.getFrom(), name.getValue(),
+                                     along.getOffset() + offset))
+          ->getResult(0);
+    return out
+        .tag(mtf::WindowOp::create(b, loc, type, value, dim, name.getValue(),
+                                   offset))
+        ->getResult(0);
+  };
   // 1 at `index` of [name=size], 0 elsewhere.
   auto oneHot = [&](OpEmitter &emit, StringAttr name, int64_t size,
                     int64_t index) {
@@ -246,7 +271,11 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
   SmallVector<int64_t> lineOf;             // per backward stacked operand
   SmallVector<Type> elements;              // the lines' element types
   SmallVector<size_t> elementOf;           // per line
-  for (Value value : perTick) {
+  for (auto [value, isStaged] : llvm::zip(perTick, staged)) {
+    if (!isStaged) {
+      lineOf.push_back(-1);
+      continue;
+    }
     lineOf.push_back(static_cast<int64_t>(slotsOf.size()));
     TensorType type = typeOf(value);
     Value zero = out.constant(0.0, type);
@@ -272,35 +301,26 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
                            out.scalar(slots - 2, f32));
   TensorType coolType = TensorType::get(
       context, {NamedDim{cool, stages - 1}, NamedDim{stage, stages}}, f32);
-  // (What stage 0 takes per tick, without the stage dim: stage 0's slot,
-  // 2P - 3 - j, per tick [cool].)
-  Value entrySlot = out.add(out.scale(range(cool, stages - 1), -1.0),
-                            out.scalar(slots - 2, f32));
-  SmallVector<Value> clampedPicks, exactPicks, entryPicks;
+  SmallVector<Value> clampedPicks, exactPicks;
   for (int64_t k = 0; k < kept; ++k) {
     Value slotIndex = out.scalar(static_cast<double>(k), f32);
     clampedPicks.push_back(out.sumTo(
         equal(out.max(coolSlot, out.scalar(0.0, f32)), slotIndex), coolType));
     exactPicks.push_back(out.sumTo(equal(coolSlot, slotIndex), coolType));
-    entryPicks.push_back(equal(entrySlot, slotIndex));
   }
-  SmallVector<SmallVector<Value>> coolEntrySelects;
   for (Type element : elements) {
-    SmallVector<Value> vectors, clamped, exact, entry;
+    SmallVector<Value> vectors, clamped, exact;
     for (int64_t s = 0; s < stages; ++s)
       vectors.push_back(inElement(oneHot(out, stage, stages, s), element));
-    for (auto [pick, exactPick, entryPick] :
-         llvm::zip(clampedPicks, exactPicks, entryPicks)) {
+    for (auto [pick, exactPick] : llvm::zip(clampedPicks, exactPicks)) {
       clamped.push_back(inElement(pick, element));
       exact.push_back(inElement(exactPick, element));
-      entry.push_back(inElement(entryPick, element));
-      for (Value select : {clamped.back(), exact.back(), entry.back()})
+      for (Value select : {clamped.back(), exact.back()})
         markBackward(select.getDefiningOp());
     }
     stageVectors.push_back(vectors);
     coolSelects.push_back(clamped);
     coolInputSelects.push_back(exact);
-    coolEntrySelects.push_back(entry);
   }
   auto recastTo = [&](OpEmitter &emit, Value value, Type castTo) -> Value {
     if (!castTo)
@@ -355,11 +375,26 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
   // only, the M of both.
   SmallVector<Value> firstIn, warmIn, steadyIn;
   for (Value value : forward.getStacked()) {
-    firstIn.push_back(window(out, value, dim, first.getValue(), 1, 0));
+    firstIn.push_back(cutTicks(value, first, 1, 0));
     if (stages > 2)
-      warmIn.push_back(window(out, value, dim, warm.getValue(), stages - 2, 1));
-    steadyIn.push_back(
-        window(out, value, dim, steady.getValue(), micro, stages - 1));
+      warmIn.push_back(cutTicks(value, warm, stages - 2, 1));
+    steadyIn.push_back(cutTicks(value, steady, micro, stages - 1));
+  }
+  // What stage 0 takes per tick, as its backward reads it: in the M ticks
+  // of both, tick j's backward is of tick j + P - 1 - 2(P - 1); in the
+  // ticks of backward only, j + M + P - 1 - 2(P - 1).
+  SmallVector<Value> steadyEntries, coolEntries;
+  for (auto [k, value] : llvm::enumerate(perTick)) {
+    if (staged[k])
+      continue;
+    Value operand =
+        forward.getStacked()[llvm::cast<BlockArgument>(value).getArgNumber() -
+                             forwardCarried];
+    steadyEntries.push_back(cutTicks(operand, steady, micro, -(stages - 1)));
+    coolEntries.push_back(
+        cutTicks(operand, cool, stages - 1, micro - stages + 1));
+    markBackward(steadyEntries.back().getDefiningOp());
+    markBackward(coolEntries.back().getDefiningOp());
   }
   SmallVector<Value> invariants(forward.getInvariant());
   TypeRange ownTypes =
@@ -425,7 +460,8 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
   auto moved = [&](IRMapping &mapping, ValueRange slotArgs, bool fill) {
     SmallVector<SmallVector<Value>> next;
     for (auto [k, line] : llvm::enumerate(lineOf)) {
-      (void)line;
+      if (line < 0)
+        continue;
       Value value = mapping.lookupOrDefault(perTick[k]);
       SmallVector<Value> slotValues{value};
       for (int64_t i = 1; i < slots; ++i)
@@ -480,9 +516,12 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
   llvm::append_range(steadyStackedTypes,
                      restacked(gradient.stackedResultTypes, dim, ticks,
                                steady.getValue(), micro));
+  SmallVector<Value> steadyStacked(steadyIn);
+  llvm::append_range(steadyStacked, steadyEntries);
   auto steadyLoop = mtf::LoopOp::create(
       b, loc, typesOf(steadyCarried), steadyStackedTypes, steady.getValue(),
-      micro, steadyCarried, steadyIn, steadyInvariants, /*reverse=*/false);
+      micro, steadyCarried, steadyStacked, steadyInvariants,
+      /*reverse=*/false);
   out.tag(steadyLoop);
   size_t slotCount = lineCount * kept;
   {
@@ -493,18 +532,20 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
     ValueRange carriedArgs = steadyLoop.getCarriedArgs();
     ValueRange invariantArgs = steadyLoop.getInvariantArgs();
     IRMapping mapping;
+    ValueRange stackedArgs = steadyLoop.getStackedArgs();
     cloneForward(emit, mapping, carriedArgs.take_front(forwardCarried),
-                 steadyLoop.getStackedArgs(),
+                 stackedArgs.take_front(steadyIn.size()),
                  invariantArgs.take_front(invariants.size()));
     SmallVector<SmallVector<Value>> next =
         moved(mapping, carriedArgs.slice(forwardCarried, slotCount), false);
     SmallVector<Value> stackedReads;
     SmallVector<SmallVector<Operation *>> chains;
+    size_t entry = steadyIn.size();
     for (auto [k, line] : llvm::enumerate(lineOf)) {
       Operation *last = body->empty() ? nullptr : &body->back();
-      if (!staged[k]) {
-        // Stage 0's: slot 2(P - 1).
-        stackedReads.push_back(next[line][kept]);
+      if (line < 0) {
+        // Stage 0's input of 2(P - 1) ticks before.
+        stackedReads.push_back(stackedArgs[entry++]);
         chains.emplace_back();
         continue;
       }
@@ -541,12 +582,12 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
   llvm::append_range(coolInvariants,
                      steadyFinalValues.slice(forwardCarried, slotCount));
   SmallVector<Value> coolStacked;
-  for (auto [clamped, exact, entry] :
-       llvm::zip(coolSelects, coolInputSelects, coolEntrySelects)) {
+  for (auto [clamped, exact] : llvm::zip(coolSelects, coolInputSelects)) {
     llvm::append_range(coolStacked, clamped);
     llvm::append_range(coolStacked, exact);
-    llvm::append_range(coolStacked, entry);
   }
+  size_t coolEntriesAt = coolStacked.size();
+  llvm::append_range(coolStacked, coolEntries);
   auto coolLoop = mtf::LoopOp::create(
       b, loc, typesOf(coolCarried),
       restacked(gradient.stackedResultTypes, dim, ticks, cool.getValue(),
@@ -562,12 +603,17 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
     ValueRange selectArgs = coolLoop.getStackedArgs();
     SmallVector<Value> stackedReads;
     SmallVector<SmallVector<Operation *>> chains;
+    size_t entry = coolEntriesAt;
     for (auto [k, line] : llvm::enumerate(lineOf)) {
       Operation *last = body->empty() ? nullptr : &body->back();
-      // Per element type the clamped, exact and stage 0's picks.
-      int64_t kind = !staged[k] ? 2 : isInput[k] ? 1 : 0;
-      ValueRange picks =
-          selectArgs.slice((3 * elementOf[line] + kind) * kept, kept);
+      if (line < 0) {
+        stackedReads.push_back(selectArgs[entry++]);
+        chains.emplace_back();
+        continue;
+      }
+      // Per element type the clamped and the exact picks.
+      ValueRange picks = selectArgs.slice(
+          (2 * elementOf[line] + (isInput[k] ? 1 : 0)) * kept, kept);
       ValueRange slotValues =
           invariantArgs.slice(invariants.size() + line * kept, kept);
       stackedReads.push_back(
@@ -613,8 +659,8 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
         return refuse("the gradient of a value it reads per tick (" +
                       Twine(index) +
                       ") is neither per stage nor what stage 0 takes");
-      values.stackedResults.push_back(window(back, all, joined.getValue(), dim,
-                                             ticks, stages - 1));
+      values.stackedResults.push_back(
+          window(back, all, joined.getValue(), dim, ticks, stages - 1));
       continue;
     }
     Value sum;
@@ -656,7 +702,14 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
   for (auto [final, value] : llvm::zip(forward.getFinals(), steadyFinalValues))
     final.replaceAllUsesWith(value);
 
+  llvm::SetVector<Value> forwardStacked(forward.getStacked().begin(),
+                                        forward.getStacked().end());
   forward.erase();
+  // The ticks laid out whole, now read only in cuts, go.
+  for (Value value : forwardStacked)
+    if (Operation *def = value.getDefiningOp();
+        def && value.use_empty() && isMemoryEffectFree(def))
+      def->erase();
   return values;
 }
 
