@@ -94,13 +94,16 @@ SmallVector<std::string> wholeDims(Operation *op) {
 
 LogicalResult decomposeSplitOps(mtf::ProgramOp program) {
   mtf::MeshAttr mesh = program.getMeshAttr();
+  // The program's ops and its loops' bodies' (a pipeline's head runs in
+  // its ticks: docs/pipeline.md#1f1b).
   SmallVector<Operation *> candidates;
-  for (Operation &op : program.getBodyBlock())
+  program.getBodyBlock().walk([&](Operation *op) {
     if (llvm::isa<mtf::DecomposeOpInterface>(op) &&
-        llvm::any_of(wholeDims(&op), [&](const std::string &dim) {
-          return splitsDim(&op, dim, mesh);
+        llvm::any_of(wholeDims(op), [&](const std::string &dim) {
+          return splitsDim(op, dim, mesh);
         }))
-      candidates.push_back(&op);
+      candidates.push_back(op);
+  });
 
   for (Operation *op : candidates) {
     AxesByDim axes;
@@ -122,7 +125,7 @@ LogicalResult decomposeSplitOps(mtf::ProgramOp program) {
              << "' has type " << (value ? value.getType() : Type())
              << ", not the op's " << op->getResult(0).getType();
     for (Operation *made = before ? before->getNextNode()
-                                  : &program.getBodyBlock().front();
+                                  : &op->getBlock()->front();
          made != op; made = made->getNextNode())
       if (made->getNumResults() == 1)
         if (auto type =

@@ -14,10 +14,11 @@
 
 namespace meshc {
 
-/// Rewrites every decomposable op of laid-out `program` whose whole
-/// dimension some of its tensors split over more than one device; the new
-/// ops get layouts from the op's operands and result. Fails (with an error
-/// at the op) only on an internal inconsistency.
+/// Rewrites every decomposable op of laid-out `program`, in its loops'
+/// bodies too, whose whole dimension some of its tensors split over more
+/// than one device; the new ops get layouts from the op's operands and
+/// result. Fails (with an error at the op) only on an internal
+/// inconsistency.
 mlir::LogicalResult decomposeSplitOps(mlir::mtf::ProgramOp program);
 
 } // namespace meshc
