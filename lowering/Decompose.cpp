@@ -13,8 +13,14 @@ namespace meshc {
 
 namespace {
 
-/// The layout attribute of the op that defines `value` (null if none).
+/// The layout attribute of the op that defines `value`; for a loop body's
+/// argument, its operand's (a stacked operand's names the loop dim too,
+/// which the slice lacks and the readers skip); null if none.
 mtf::LayoutAttr layoutOf(Value value) {
+  if (auto arg = llvm::dyn_cast<BlockArgument>(value))
+    if (auto loop =
+            llvm::dyn_cast_or_null<mtf::LoopOp>(arg.getOwner()->getParentOp()))
+      return layoutOf(loop->getOperand(arg.getArgNumber()));
   Operation *def = value.getDefiningOp();
   return def ? def->getAttrOfType<mtf::LayoutAttr>(
                    mtf::MtfDialect::kLayoutAttrName)
