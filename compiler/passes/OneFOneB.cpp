@@ -230,9 +230,9 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
     auto along = value.getDefiningOp<mtf::WindowOp>();
     if (along && along.getTo() == dim && typeOf(value).getDims()[0].name == dim)
       return out
-          .tag(mtf::WindowOp::create(b, loc, type, along.getInput(),
-                                     along.getFrom(), name.getValue(),
-                                     along.getOffset() + offset))
+          .tag(mtf::WindowOp::create(
+              b, loc, type, along.getInput(), along.getFrom(), name.getValue(),
+              static_cast<int64_t>(along.getOffset()) + offset))
           ->getResult(0);
     return out
         .tag(mtf::WindowOp::create(b, loc, type, value, dim, name.getValue(),
@@ -680,9 +680,33 @@ FailureOr<LoopGradientValues> scheduleOneFOneB(LoopGradient &gradient) {
   for (Operation *op = coolLoop->getNextNode(); op != forward.getOperation();
        op = op->getNextNode())
     markBackward(op);
-  // The forward's own stacked results, the ticks of its loops in order.
+  // The forward's own stacked results (the last stage's result per tick):
+  // a window that reads only ticks of both (the microbatches that leave the
+  // last stage) reads the loop of both; otherwise the ticks of every loop,
+  // in order (an add of windows, which a 16-bit tensor stages in f32).
   for (auto [index, result] :
        llvm::enumerate(forward.getStackedResults().take_front(ownStacked))) {
+    Value steadyPart = steadyLoop.getStackedResults()[index];
+    for (OpOperand &use : llvm::make_early_inc_range(result.getUses())) {
+      auto read = llvm::dyn_cast<mtf::WindowOp>(use.getOwner());
+      if (!read || read.getFrom() != dim)
+        continue;
+      TensorType readType = typeOf(read.getResult());
+      int64_t size =
+          readType.getDims()[*readType.getDimIndex(read.getTo())].size;
+      auto offset = static_cast<int64_t>(read.getOffset());
+      if (offset < stages - 1 || offset + size > stages - 1 + micro)
+        continue;
+      OpBuilder at(read);
+      auto cut = mtf::WindowOp::create(at, read.getLoc(), readType, steadyPart,
+                                       steady.getValue(), read.getTo(),
+                                       offset - (stages - 1));
+      cut->setDiscardableAttrs(read->getDiscardableAttrDictionary());
+      read.getResult().replaceAllUsesWith(cut.getResult());
+      read.erase();
+    }
+    if (result.use_empty())
+      continue;
     Value whole;
     int64_t at = 0;
     SmallVector<std::pair<Value, int64_t>> parts;
