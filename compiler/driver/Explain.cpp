@@ -8,6 +8,7 @@
 #include "compiler/driver/Explain.h"
 
 #include "compiler/passes/LayoutBridge.h"
+#include "compiler/passes/Schedule.h"
 #include "lowering/ProgramCost.h"
 #include "runtime/Loader.h"
 #include "runtime/core/layout/ReshardPlan.h"
@@ -243,8 +244,7 @@ struct PipelineShape {
   int64_t stages = 1, perStage = 1, microbatches = 1, ticks = 1;
   /// Each stage's layers, for uneven stages only.
   std::vector<int64_t> blocks;
-  /// "gpipe" or "1f1b" (scheduleChoices).
-  std::string schedule = "gpipe";
+  PipelineSchedule schedule = PipelineSchedule::GPipe;
 };
 
 std::vector<PipelineShape> pipelinesOf(mtf::ProgramOp program) {
@@ -265,7 +265,8 @@ std::vector<PipelineShape> pipelinesOf(mtf::ProgramOp program) {
     shape.microbatches = get("microbatches");
     shape.ticks = get("ticks");
     if (auto schedule = attr.getAs<StringAttr>("schedule"))
-      shape.schedule = schedule.str();
+      shape.schedule = findChoice(scheduleChoices(), schedule.getValue())
+                           .value_or(PipelineSchedule::GPipe);
     if (auto blocks = attr.getAs<DenseI64ArrayAttr>("blocks"))
       shape.blocks.assign(blocks.asArrayRef().begin(),
                           blocks.asArrayRef().end());
@@ -496,93 +497,84 @@ static std::vector<int64_t> shown(int64_t count, int64_t most, int64_t head,
   return indices;
 }
 
-/// A pipeline's GPipe schedule as a table: the microbatch each stage runs
-/// at each tick of the forward loop ('.' where it computes on zeros); the
-/// backward loop runs the same ticks in reverse. Long pipelines show their
-/// first and last ticks and stages.
-/// 1F1B's schedule: at each tick the microbatch each stage runs forward
-/// and the one it runs backward, "f/b" ('.': none).
-static void explainOneFOneB(int64_t stages, int64_t microbatches,
-                            llvm::raw_ostream &os) {
-  int64_t ticks = microbatches + 2 * stages - 2;
-  std::vector<int64_t> columns = shown(ticks, 12, 8, 3);
+/// A pipeline's schedule as a table of `stages` rows and `ticks` columns
+/// (long pipelines show their first and last ticks and stages: at most
+/// `mostTicks`, else `headTicks`, "..." and `tailTicks`), each cell
+/// `cellOf(stage, tick)` right-aligned to `width`.
+static void
+scheduleTable(int64_t stages, int64_t ticks, int64_t mostTicks,
+              int64_t headTicks, int64_t tailTicks, int width,
+              llvm::function_ref<std::string(int64_t, int64_t)> cellOf,
+              llvm::raw_ostream &os) {
+  std::vector<int64_t> columns = shown(ticks, mostTicks, headTicks, tailTicks);
   std::vector<int64_t> lines = shown(stages, 8, 4, 2);
-  auto name = [&](int64_t microbatch) {
-    return microbatch >= 0 && microbatch < microbatches
-               ? std::to_string(microbatch)
-               : std::string(".");
-  };
-  int width = static_cast<int>(2 * std::to_string(microbatches - 1).size()) + 2;
   std::string stageLabel = "stage " + std::to_string(stages - 1);
   auto cell = [&](const std::string &text) {
     os << std::string(size_t(std::max<int>(0, width - int(text.size()))), ' ')
        << text;
   };
+  os << "    " << llvm::left_justify("tick", stageLabel.size());
+  for (int64_t tick : columns)
+    cell(tick < 0 ? "..." : std::to_string(tick));
+  os << "\n";
+  for (int64_t stage : lines) {
+    if (stage < 0) {
+      os << "    ...\n";
+      continue;
+    }
+    os << "    "
+       << llvm::left_justify("stage " + std::to_string(stage),
+                             stageLabel.size());
+    for (int64_t tick : columns)
+      cell(tick < 0 ? "..." : cellOf(stage, tick));
+    os << "\n";
+  }
+}
+
+/// The microbatch's number, or "." outside [0, microbatches).
+static std::string microbatchName(int64_t microbatch, int64_t microbatches) {
+  return microbatch >= 0 && microbatch < microbatches
+             ? std::to_string(microbatch)
+             : std::string(".");
+}
+
+/// A pipeline's GPipe schedule: the microbatch each stage runs at each tick
+/// of the forward loop ('.' where it computes on zeros); the backward loop
+/// runs the same ticks in reverse.
+static void explainSchedule(int64_t stages, int64_t microbatches, int64_t ticks,
+                            llvm::raw_ostream &os) {
+  os << "  schedule: the microbatch each stage runs at each tick ('.': "
+        "zeros); the backward runs the ticks in reverse, every stage holds "
+        "the memory below (one SPMD program)\n";
+  scheduleTable(
+      stages, ticks, 16, 10, 4,
+      static_cast<int>(std::to_string(ticks - 1).size()) + 1,
+      [&](int64_t stage, int64_t tick) {
+        return microbatchName(tick - stage, microbatches);
+      },
+      os);
+}
+
+/// 1F1B's schedule: at each tick the microbatch each stage runs forward
+/// and the one it runs backward, "f/b" ('.': none).
+static void explainOneFOneB(int64_t stages, int64_t microbatches,
+                            llvm::raw_ostream &os) {
   os << "  schedule (1F1B): the microbatch each stage runs forward/backward "
         "at each tick ('.': none); the first "
      << stages - 1 << " ticks run forward only, the last " << stages - 1
      << " backward only; stage s keeps what its backward reads for 2(P-1-s) "
         "ticks\n";
-  os << "    " << llvm::left_justify("tick", stageLabel.size());
-  for (int64_t tick : columns)
-    cell(tick < 0 ? "..." : std::to_string(tick));
-  os << "\n";
-  for (int64_t stage : lines) {
-    if (stage < 0) {
-      os << "    ...\n";
-      continue;
-    }
-    os << "    "
-       << llvm::left_justify("stage " + std::to_string(stage),
-                             stageLabel.size());
-    for (int64_t tick : columns) {
-      if (tick < 0) {
-        cell("...");
-        continue;
-      }
-      int64_t forward = tick < microbatches + stages - 1 ? tick - stage : -1;
-      int64_t backward =
-          tick >= stages - 1 ? tick - (2 * stages - 2 - stage) : -1;
-      cell(name(forward) + "/" + name(backward));
-    }
-    os << "\n";
-  }
-}
-
-static void explainSchedule(int64_t stages, int64_t microbatches, int64_t ticks,
-                            llvm::raw_ostream &os) {
-  std::vector<int64_t> columns = shown(ticks, 16, 10, 4);
-  std::vector<int64_t> lines = shown(stages, 8, 4, 2);
-  int width = static_cast<int>(std::to_string(ticks - 1).size()) + 1;
-  std::string stageLabel = "stage " + std::to_string(stages - 1);
-  auto cell = [&](const std::string &text) {
-    os << std::string(size_t(std::max<int>(0, width - int(text.size()))), ' ')
-       << text;
-  };
-  os << "  schedule: the microbatch each stage runs at each tick ('.': "
-        "zeros); the backward runs the ticks in reverse, every stage holds "
-        "the memory below (one SPMD program)\n";
-  os << "    " << llvm::left_justify("tick", stageLabel.size());
-  for (int64_t tick : columns)
-    cell(tick < 0 ? "..." : std::to_string(tick));
-  os << "\n";
-  for (int64_t stage : lines) {
-    if (stage < 0) {
-      os << "    ...\n";
-      continue;
-    }
-    os << "    "
-       << llvm::left_justify("stage " + std::to_string(stage),
-                             stageLabel.size());
-    for (int64_t tick : columns) {
-      int64_t microbatch = tick - stage;
-      cell(tick < 0 ? "..."
-           : microbatch >= 0 && microbatch < microbatches
-               ? std::to_string(microbatch)
-               : ".");
-    }
-    os << "\n";
-  }
+  scheduleTable(
+      stages, microbatches + 2 * stages - 2, 12, 8, 3,
+      static_cast<int>(2 * std::to_string(microbatches - 1).size()) + 2,
+      [&](int64_t stage, int64_t tick) {
+        int64_t forward = tick < microbatches + stages - 1 ? tick - stage : -1;
+        int64_t backward =
+            tick >= stages - 1 ? tick - (2 * stages - 2 - stage) : -1;
+        return microbatchName(forward, microbatches) + "/" +
+               microbatchName(backward, microbatches);
+      },
+      os);
 }
 
 void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
@@ -615,7 +607,7 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
        << (stages == 1 ? "" : "s") << " of " << layers << " layer"
        << (layers == "1" ? "" : "s") << ", " << microbatches << " microbatch"
        << (microbatches == 1 ? "" : "es");
-    if (shape.schedule == "1f1b")
+    if (shape.schedule == PipelineSchedule::OneFOneB)
       os << " in " << microbatches + 2 * stages - 2
          << " ticks (1F1B: each stage runs a microbatch's backward beside a "
             "later one's forward); each stage idles "
@@ -627,7 +619,7 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
          << " of them, a bubble of ";
     os << llvm::format("%.0f", 100.0 * double(stages - 1) / double(ticks))
        << "% (docs/pipeline.md)\n";
-    if (shape.schedule == "1f1b")
+    if (shape.schedule == PipelineSchedule::OneFOneB)
       explainOneFOneB(stages, microbatches, os);
     else
       explainSchedule(stages, microbatches, ticks, os);
@@ -766,12 +758,13 @@ llvm::json::Value explanationJson(mtf::ProgramOp program, ModuleOp spmd,
       !shapes.empty()) {
     Array list;
     for (const PipelineShape &shape : shapes) {
-      Object pipeline{{"dim", shape.dim},
-                      {"stages", shape.stages},
-                      {"per_stage", shape.perStage},
-                      {"microbatches", shape.microbatches},
-                      {"ticks", shape.ticks},
-                      {"schedule", shape.schedule}};
+      Object pipeline{
+          {"dim", shape.dim},
+          {"stages", shape.stages},
+          {"per_stage", shape.perStage},
+          {"microbatches", shape.microbatches},
+          {"ticks", shape.ticks},
+          {"schedule", choiceName(scheduleChoices(), shape.schedule)}};
       if (!shape.blocks.empty())
         pipeline["blocks"] = Array(shape.blocks);
       list.push_back(std::move(pipeline));

@@ -92,9 +92,9 @@ private:
   /// Per stacked weight, the k-th layer of every stage, [stage=P, ...], for
   /// each k of a stage's layers.
   SmallVector<SmallVector<Value>> layersOfStages(OpEmitter &emit);
-  /// `value` as one microbatch per tick, [ticks=T, ...] (zeros after the
-  /// last microbatch).
-  Value alongTicks(OpEmitter &emit, Value value);
+  /// `value` as one microbatch per tick, [ticks=T, ...], microbatch m at
+  /// tick m + `at` (zeros in the other ticks).
+  Value alongTicks(OpEmitter &emit, Value value, int64_t at = 0);
   /// The last stage's results of every tick, [ticks=T, ...], as the batch
   /// of type `type` (microbatch m left the last stage at tick m + P - 1).
   Value backToBatch(OpEmitter &emit, Value kept, TensorType type);
@@ -320,7 +320,7 @@ SmallVector<SmallVector<Value>> Pipeliner::layersOfStages(OpEmitter &emit) {
   return weights;
 }
 
-Value Pipeliner::alongTicks(OpEmitter &emit, Value value) {
+Value Pipeliner::alongTicks(OpEmitter &emit, Value value, int64_t at) {
   OpBuilder &b = emit.builder();
   Location loc = loop.getLoc();
   TensorType type = tensorType(value);
@@ -336,7 +336,7 @@ Value Pipeliner::alongTicks(OpEmitter &emit, Value value) {
   return emit
       .tag(mtf::WindowOp::create(b, loc, withDims(type, first), cut,
                                  s.micro.getValue(), s.ticksDim.getValue(),
-                                 static_cast<int64_t>(0)))
+                                 -at))
       ->getResult(0);
 }
 
@@ -458,27 +458,16 @@ LogicalResult Pipeliner::findHead() {
 
 Value Pipeliner::lastStageTicks(OpEmitter &emit, Value value) {
   OpBuilder &b = emit.builder();
-  Location loc = loop.getLoc();
   if (!llvm::isa<FloatType>(tensorType(value).getElementType()))
-    value = mtf::CastOp::create(b, loc, value, b.getF32Type()).getResult();
-  TensorType type = tensorType(value);
-  Value cut = s.microbatches > 1
-                  ? mtf::SplitDimOp::create(b, loc, microbatched(type), value,
-                                            s.batch, nullptr)
-                        .getResult()
-                  : addUnit(emit, value, s.micro);
-  SmallVector<NamedDim> first{{s.ticksDim, s.ticks}};
-  llvm::append_range(first, inner(type, /*staged=*/false).getDims());
-  Value ticks =
-      emit.tag(mtf::WindowOp::create(b, loc, withDims(type, first), cut,
-                                     s.micro.getValue(), s.ticksDim.getValue(),
-                                     -(s.stages - 1)))
-          ->getResult(0);
+    value = mtf::CastOp::create(b, loop.getLoc(), value, b.getF32Type())
+                .getResult();
+  Value ticks = alongTicks(emit, value, s.stages - 1);
   // On every stage (the head runs on each; the last one's counts), so that
   // the ticks keep it per stage like everything else.
   SmallVector<NamedDim> staged{{s.ticksDim, s.ticks}};
-  llvm::append_range(staged, inner(type, /*staged=*/true).getDims());
-  return emit.broadcastTo(ticks, withDims(type, staged));
+  llvm::append_range(staged,
+                     inner(tensorType(value), /*staged=*/true).getDims());
+  return emit.broadcastTo(ticks, withDims(tensorType(value), staged));
 }
 
 void Pipeliner::rewrite() {
