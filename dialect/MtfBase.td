@@ -73,6 +73,15 @@ def Mtf_Dialect : Dialect {
     /// ticks = 5}} (`meshc --explain` prints it).
     static constexpr ::llvm::StringLiteral kPipelinesAttrName =
         "mtf.pipelines";
+    /// On a program whose params hold a model dim cut into several
+    /// (mtf-pipeline-stages under the interleaved schedule): per model dim,
+    /// the dims it is cut into, outermost first, {layers = ["layers_round",
+    /// "layers_stage", "layers_layer"]}. A param whose leading dims are
+    /// those holds the model's param in the same row-major order; the
+    /// .mprog lists its dims as the model declares them ("model_dims"), by
+    /// which the runtime reads and writes it (checkpoints, --dump-params).
+    static constexpr ::llvm::StringLiteral kModelDimsAttrName =
+        "mtf.model_dims";
     /// On a pipeline's tick loop whose schedule is 1F1B (mtf-pipeline-stages):
     /// {stages = P, microbatches = M, stage = "layers_stage", entries = N}
     /// (its first N stacked operands are what stage 0 takes per tick, the

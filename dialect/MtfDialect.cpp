@@ -147,6 +147,23 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kModelDimsAttrName) {
+    auto dict = llvm::dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!llvm::isa<ProgramOp>(op) || !dict ||
+        !llvm::all_of(dict, [](NamedAttribute entry) {
+          auto names = llvm::dyn_cast<ArrayAttr>(entry.getValue());
+          return names && names.size() >= 2 &&
+                 llvm::all_of(names, [](Attribute name) {
+                   return llvm::isa<StringAttr>(name);
+                 });
+        }))
+      return op->emitError()
+             << "'" << kModelDimsAttrName
+             << "' must map a model dim name to the list of at least two dim "
+                "names it is cut into on an mtf.program, got "
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kPipelinesAttrName) {
     auto dict = llvm::dyn_cast<DictionaryAttr>(attr.getValue());
     bool valid = llvm::isa<ProgramOp>(op) && dict;
@@ -156,12 +173,17 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
       for (StringRef key : {"stages", "per_stage", "microbatches", "ticks"})
         valid = valid && shape && shape.getAs<IntegerAttr>(key) &&
                 shape.getAs<IntegerAttr>(key).getInt() >= 1;
-      // The schedule, where recorded: "gpipe" or "1f1b".
+      // The schedule, where recorded: "gpipe", "1f1b" or "interleaved"
+      // (with its rounds, virtual_stages >= 2).
       if (valid && shape.get("schedule")) {
         auto schedule = shape.getAs<StringAttr>("schedule");
         valid = schedule && (schedule.getValue() == "gpipe" ||
-                             schedule.getValue() == "1f1b");
+                             schedule.getValue() == "1f1b" ||
+                             schedule.getValue() == "interleaved");
       }
+      if (valid && shape.get("virtual_stages"))
+        valid = shape.getAs<IntegerAttr>("virtual_stages") &&
+                shape.getAs<IntegerAttr>("virtual_stages").getInt() >= 2;
       // Uneven stages: each stage's layers, at most per_stage.
       if (valid && shape.get("blocks")) {
         auto blocks = shape.getAs<DenseI64ArrayAttr>("blocks");
@@ -177,8 +199,9 @@ LogicalResult MtfDialect::verifyOperationAttribute(Operation *op,
              << "'" << kPipelinesAttrName
              << "' must map layer dims to {stages, per_stage, microbatches, "
                 "ticks} (each at least 1; with uneven stages, blocks: the "
-                "layers of each, at most per_stage; schedule: \"gpipe\" or "
-                "\"1f1b\") on an mtf.program, got "
+                "layers of each, at most per_stage; schedule: \"gpipe\", "
+                "\"1f1b\" or \"interleaved\"; virtual_stages: at least 2) on "
+                "an mtf.program, got "
              << attr.getValue();
     return success();
   }

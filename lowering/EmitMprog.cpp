@@ -137,6 +137,10 @@ private:
   /// The shape of a buffer, each size as extent() gives it.
   json::Array bufferShape(const BufferInfo &info);
   json::Object tensorEntry(StringRef role, StringRef name, Value value);
+  /// A param or output whose leading dims cut a model dim (mtf.model_dims, the
+  /// interleaved schedule): its dims as the model declares them, the cut
+  /// dims merged into one, from `entry`'s global dims; else none.
+  std::optional<json::Array> modelDims(Value value, const json::Object &entry);
   /// The classes synthetic labels `input` range over: those of their first
   /// consumer, as in the reference interpreter. The labels may reach it
   /// through views and collectives; its class dimension is always whole
@@ -772,6 +776,36 @@ json::Array MprogEmitter::axisNames(ArrayRef<int16_t> axes) {
   return names;
 }
 
+std::optional<json::Array> MprogEmitter::modelDims(Value value,
+                                                   const json::Object &entry) {
+  auto cuts = program->getAttrOfType<DictionaryAttr>(
+      mtf::MtfDialect::kModelDimsAttrName);
+  const json::Array *dims = entry.getArray("dims");
+  if (!cuts || !dims)
+    return std::nullopt;
+  auto type = llvm::cast<mtf::TensorType>(value.getType());
+  for (NamedAttribute cut : cuts) {
+    auto names = llvm::cast<ArrayAttr>(cut.getValue());
+    if (type.getRank() < static_cast<int64_t>(names.size()) ||
+        !llvm::all_of(llvm::enumerate(names), [&](auto named) {
+          return type.getDims()[named.index()].name == named.value();
+        }))
+      continue;
+    int64_t size = 1;
+    for (size_t d = 0; d < names.size(); ++d)
+      size *= *(*dims)[d].getAsObject()->getInteger("size");
+    json::Array model{
+        json::Object{{"name", cut.getName().getValue()}, {"size", size}}};
+    for (size_t d = names.size(); d < dims->size(); ++d) {
+      const json::Object &dim = *(*dims)[d].getAsObject();
+      model.push_back(json::Object{{"name", *dim.getString("name")},
+                                   {"size", *dim.getInteger("size")}});
+    }
+    return model;
+  }
+  return std::nullopt;
+}
+
 json::Object MprogEmitter::tensorEntry(StringRef role, StringRef name,
                                        Value value) {
   Value source = value;
@@ -1020,6 +1054,11 @@ FailureOr<json::Value> MprogEmitter::run(MemoryPlanStats *stats) {
           {"kind", mtf::stringifyInitKind(boundary.init.getKind())},
           {"args", std::move(args)}};
     }
+    // A param (or its gradient, an output) of dims that cut a model dim:
+    // the dims the model declares.
+    if (boundary.kind != Boundary::Input)
+      if (std::optional<json::Array> model = modelDims(value, entry))
+        entry["model_dims"] = std::move(*model);
     if (std::optional<int64_t> snapshot = snapshotBuffer(&op))
       entry["buffer"] = *snapshot;
     tensors.push_back(std::move(entry));

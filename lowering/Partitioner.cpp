@@ -84,6 +84,9 @@ mtf::ProgramOp Partitioner::run() {
   setAxisWeights(local, weights, mesh);
   if (Attribute training = global->getAttr(mtf::MtfDialect::kTrainingAttrName))
     local->setAttr(mtf::MtfDialect::kTrainingAttrName, training);
+  // The params' dims as the model declares them (the .mprog's model_dims).
+  if (Attribute model = global->getAttr(mtf::MtfDialect::kModelDimsAttrName))
+    local->setAttr(mtf::MtfDialect::kModelDimsAttrName, model);
   dataAxes = dataParallelAxes(global, mesh);
   for (auto param : global.getBodyBlock().getOps<mtf::ParamOp>())
     params[param.getName()] = param.getResult();

@@ -123,7 +123,8 @@ CheckpointIndex makeIndex(const Session &session, const Program &program,
   index.seed = session.seed();
   for (size_t p = 0; p < params.size(); ++p) {
     const Tensor &tensor = *params[p];
-    CheckpointTensor entry{tensor.name, tensor.dtype, tensor.dims, {}};
+    CheckpointTensor entry{
+        tensor.name, tensor.dtype, tensor.dims, tensor.modelDims, {}};
     for (int64_t d = 0; d < session.numDevices(); ++d) {
       const ShardRecord &record = records[d * params.size() + p];
       if (record.stored)

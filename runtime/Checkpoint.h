@@ -53,6 +53,11 @@ struct CheckpointTensor {
   DType dtype = DType::F32;
   /// Global dims (names and sizes), in order.
   std::vector<layout::Dim> dims;
+  /// The dims the model declares where the writer's program cut its first
+  /// (Tensor::modelDims: the interleaved schedule's params), else empty.
+  /// A restore matches params by these and moves the elements between the
+  /// two shapes (the same row-major order).
+  std::vector<layout::Dim> modelDims;
   std::vector<CheckpointShard> shards;
 };
 

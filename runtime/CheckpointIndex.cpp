@@ -91,6 +91,26 @@ CheckpointTensor readTensorEntry(const JsonNode &node) {
   for (const JsonNode &dim : node.member("dims").elements())
     tensor.dims.push_back(
         {dim.member("name").string(), dim.member("size").integerAtLeast(1)});
+  if (std::optional<JsonNode> model = node.optionalMember("model_dims")) {
+    for (const JsonNode &dim : model->elements())
+      tensor.modelDims.push_back(
+          {dim.member("name").string(), dim.member("size").integerAtLeast(1)});
+    // The leading dims merged into the first, the others the same.
+    bool valid = !tensor.modelDims.empty() &&
+                 tensor.modelDims.size() < tensor.dims.size();
+    size_t lead = valid ? tensor.dims.size() - tensor.modelDims.size() + 1 : 0;
+    int64_t merged = 1;
+    for (size_t d = 0; d < lead; ++d)
+      merged *= tensor.dims[d].size;
+    valid = valid && merged == tensor.modelDims[0].size;
+    for (size_t d = 1; valid && d < tensor.modelDims.size(); ++d)
+      valid = tensor.modelDims[d].name == tensor.dims[lead + d - 1].name &&
+              tensor.modelDims[d].size == tensor.dims[lead + d - 1].size;
+    if (!valid)
+      model->fail("model_dims of '" + tensor.name +
+                  "' must merge its leading dims into the first and keep the "
+                  "others");
+  }
   for (const JsonNode &shard : node.member("shards").elements())
     tensor.shards.push_back(readShardEntry(shard, tensor.dims));
   return tensor;
@@ -122,10 +142,17 @@ std::string checkpointIndexJson(const CheckpointIndex &index,
                         {"byte_offset", shard.byteOffset},
                         {"bytes", shard.bytes},
                         {"crc32", hex(shard.crc32)}});
-    tensors.push_back({{"name", tensor.name},
-                       {"dtype", dtypeName(tensor.dtype)},
-                       {"dims", dims},
-                       {"shards", shards}});
+    ordered_json entry = {{"name", tensor.name},
+                          {"dtype", dtypeName(tensor.dtype)},
+                          {"dims", dims}};
+    if (!tensor.modelDims.empty()) {
+      ordered_json model = ordered_json::array();
+      for (const layout::Dim &dim : tensor.modelDims)
+        model.push_back({{"name", dim.name}, {"size", dim.size}});
+      entry["model_dims"] = model;
+    }
+    entry["shards"] = shards;
+    tensors.push_back(std::move(entry));
   }
   ordered_json mesh = ordered_json::array();
   for (const layout::MeshAxis &axis : program.mesh.axes())

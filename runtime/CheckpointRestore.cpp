@@ -119,15 +119,20 @@ void checkParams(const Program &program, const CheckpointIndex &index) {
                          program.fileName + " (checkpoint of program '" +
                          index.program + "'); it is of another program");
     const CheckpointTensor &tensor = *found->second;
-    bool sameDims = tensor.dims.size() == param->dims.size();
-    for (size_t d = 0; sameDims && d < tensor.dims.size(); ++d)
-      sameDims = tensor.dims[d].name == param->dims[d].name &&
-                 tensor.dims[d].size == param->dims[d].size;
+    // By the dims the model declares: an interleaved pipeline's params
+    // restore unpipelined and back.
+    const std::vector<layout::Dim> &storedDims =
+        tensor.modelDims.empty() ? tensor.dims : tensor.modelDims;
+    const std::vector<layout::Dim> &dims = param->declaredDims();
+    bool sameDims = storedDims.size() == dims.size();
+    for (size_t d = 0; sameDims && d < storedDims.size(); ++d)
+      sameDims = storedDims[d].name == dims[d].name &&
+                 storedDims[d].size == dims[d].size;
     if (!sameDims || tensor.dtype != param->dtype)
-      throw RuntimeError(
-          "param '" + param->name + "' is " + dtypeName(param->dtype) +
-          shapeText(param->dims) + " in " + program.fileName + " but " +
-          dtypeName(tensor.dtype) + shapeText(tensor.dims) + " in " + file);
+      throw RuntimeError("param '" + param->name + "' is " +
+                         dtypeName(param->dtype) + shapeText(dims) + " in " +
+                         program.fileName + " but " + dtypeName(tensor.dtype) +
+                         shapeText(storedDims) + " in " + file);
     stored.erase(found);
   }
   if (!stored.empty())
@@ -159,28 +164,37 @@ std::vector<char> assembleBlock(const Program &program, const Tensor &tensor,
   std::vector<int64_t> offset = tensor.blockOffset(program.mesh, device);
   std::vector<char> block(product(shape) * 4);
   int64_t covered = 0;
-  for (size_t s : shards) {
-    const CheckpointShard &shard = stored.shards[s];
-    std::vector<int64_t> region(shape.size()), srcStart(shape.size()),
-        dstStart(shape.size());
-    bool overlaps = true;
-    for (size_t d = 0; d < shape.size() && overlaps; ++d) {
-      int64_t begin = std::max(offset[d], shard.offset[d]);
-      int64_t end =
-          std::min(offset[d] + shape[d], shard.offset[d] + shard.shape[d]);
-      overlaps = begin < end;
-      region[d] = end - begin;
-      srcStart[d] = begin - shard.offset[d];
-      dstStart[d] = begin - offset[d];
+  // Box by box in the dims the model declares (one box each where the
+  // program's dims are the model's): the block's, and each shard's.
+  const std::vector<layout::Dim> &declared = tensor.declaredDims();
+  for (const DeclaredBox &to :
+       declaredBoxes(tensor.dims, tensor.modelDims, offset, shape)) {
+    for (size_t s : shards) {
+      const CheckpointShard &shard = stored.shards[s];
+      for (const DeclaredBox &from : declaredBoxes(
+               stored.dims, stored.modelDims, shard.offset, shard.shape)) {
+        std::vector<int64_t> region(declared.size()), srcStart(declared.size()),
+            dstStart(declared.size());
+        bool overlaps = true;
+        for (size_t d = 0; d < declared.size() && overlaps; ++d) {
+          int64_t begin = std::max(to.offset[d], from.offset[d]);
+          int64_t end = std::min(to.offset[d] + to.shape[d],
+                                 from.offset[d] + from.shape[d]);
+          overlaps = begin < end;
+          region[d] = end - begin;
+          srcStart[d] = begin - from.offset[d];
+          dstStart[d] = begin - to.offset[d];
+        }
+        if (!overlaps)
+          continue;
+        auto bytes = cache.find(s);
+        if (bytes == cache.end())
+          bytes = cache.emplace(s, readShard(index.dir, stored, shard)).first;
+        copyRegion(bytes->second.data() + from.start * 4, from.shape, srcStart,
+                   block.data() + to.start * 4, to.shape, dstStart, region);
+        covered += product(region);
+      }
     }
-    if (!overlaps)
-      continue;
-    auto bytes = cache.find(s);
-    if (bytes == cache.end())
-      bytes = cache.emplace(s, readShard(index.dir, stored, shard)).first;
-    copyRegion(bytes->second.data(), shard.shape, srcStart, block.data(), shape,
-               dstStart, region);
-    covered += product(region);
   }
   if (covered != product(shape))
     throw RuntimeError((fs::path(index.dir) / "index.json").string() +

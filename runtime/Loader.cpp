@@ -138,6 +138,38 @@ InitSpec parseInit(const JsonNode &node) {
   return spec;
 }
 
+/// A param's or output's "model_dims": its dims as the model declares them, the
+/// first merging its leading dims (the rest the same); refused otherwise.
+std::vector<layout::Dim> parseModelDims(const JsonNode &node,
+                                        const Tensor &tensor) {
+  std::vector<layout::Dim> model;
+  for (const JsonNode &dim : node.elements())
+    model.push_back(
+        {dim.member("name").string(), dim.member("size").integer()});
+  auto text = [](const std::vector<layout::Dim> &dims) {
+    std::string out = "[";
+    for (size_t d = 0; d < dims.size(); ++d)
+      out +=
+          (d ? ", " : "") + dims[d].name + "=" + std::to_string(dims[d].size);
+    return out + "]";
+  };
+  bool valid = !model.empty() && model.size() < tensor.dims.size();
+  size_t lead = valid ? tensor.dims.size() - model.size() + 1 : 0;
+  int64_t merged = 1;
+  for (size_t d = 0; valid && d < lead; ++d)
+    merged *= tensor.dims[d].size;
+  valid = valid && model[0].size == merged && !model[0].name.empty();
+  for (size_t d = 1; valid && d < model.size(); ++d)
+    valid = model[d].name == tensor.dims[lead + d - 1].name &&
+            model[d].size == tensor.dims[lead + d - 1].size;
+  if (!valid)
+    node.fail("'" + tensor.name + "' of dims " + text(tensor.dims) +
+              " cannot be declared as " + text(model) +
+              ": model_dims merge the leading dims into the first and keep "
+              "the others");
+  return model;
+}
+
 Tensor parseTensor(const JsonNode &node, const Program &program,
                    const std::map<int64_t, size_t> &bufferIndex) {
   Tensor tensor;
@@ -199,6 +231,9 @@ Tensor parseTensor(const JsonNode &node, const Program &program,
                  "; params must be f32");
     tensor.init = parseInit(node.member("init"));
   }
+  if (tensor.role != Role::Input)
+    if (std::optional<JsonNode> model = node.optionalMember("model_dims"))
+      tensor.modelDims = parseModelDims(*model, tensor);
   if (tensor.role == Role::Input)
     if (std::optional<JsonNode> range = node.optionalMember("range")) {
       std::vector<JsonNode> bounds = range->elements();

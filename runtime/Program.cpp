@@ -85,6 +85,54 @@ std::vector<int64_t> Tensor::globalShape() const {
   return shape;
 }
 
+std::vector<int64_t> Tensor::declaredShape() const {
+  std::vector<int64_t> shape;
+  for (const layout::Dim &dim : declaredDims())
+    shape.push_back(dim.size);
+  return shape;
+}
+
+std::vector<DeclaredBox> declaredBoxes(const std::vector<layout::Dim> &dims,
+                                       const std::vector<layout::Dim> &declared,
+                                       const std::vector<int64_t> &offset,
+                                       const std::vector<int64_t> &shape) {
+  if (declared.empty() || declared.size() >= dims.size())
+    return {{offset, shape, 0}};
+  // dims [d0, ..., d(lead-1), rest...] declared as [d0 * ... * d(lead-1),
+  // rest...]: a run along d(lead-1) per index of the dims before it.
+  size_t lead = dims.size() - declared.size() + 1;
+  int64_t rest = 1;
+  for (size_t d = lead; d < dims.size(); ++d)
+    rest *= shape[d];
+  int64_t runs = 1;
+  for (size_t d = 0; d + 1 < lead; ++d)
+    runs *= shape[d];
+  std::vector<DeclaredBox> boxes;
+  std::vector<int64_t> index(lead - 1, 0);
+  for (int64_t run = 0; run < runs; ++run) {
+    int64_t merged = 0;
+    for (size_t d = 0; d + 1 < lead; ++d)
+      merged = merged * dims[d].size + offset[d] + index[d];
+    merged = merged * dims[lead - 1].size + offset[lead - 1];
+    int64_t start = run * shape[lead - 1] * rest;
+    if (!boxes.empty() &&
+        boxes.back().offset[0] + boxes.back().shape[0] == merged)
+      boxes.back().shape[0] += shape[lead - 1];
+    else {
+      DeclaredBox box{{merged}, {shape[lead - 1]}, start};
+      box.offset.insert(box.offset.end(), offset.begin() + lead, offset.end());
+      box.shape.insert(box.shape.end(), shape.begin() + lead, shape.end());
+      boxes.push_back(std::move(box));
+    }
+    for (size_t d = lead - 1; d-- > 0;) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return boxes;
+}
+
 std::vector<int64_t> Tensor::blockShape(const layout::Mesh &mesh,
                                         int64_t deviceId) const {
   return layout.blockShape(dims, mesh, blocks, deviceId);

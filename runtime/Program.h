@@ -89,9 +89,21 @@ struct Tensor {
   InitSpec init;
   /// For i32 inputs: synthetic values are uniform in [first, second).
   std::optional<std::pair<int64_t, int64_t>> range;
+  /// A param (or output: its gradient) whose leading dims cut one dim of the
+  /// model (the interleaved schedule's [round, stage, layer, ...] for [layers,
+  /// ...]): its dims as the model declares them, the same elements in the same
+  /// row-major order. Checkpoints, --dump-params and --init-params use these.
+  /// Empty: `dims` are the model's.
+  std::vector<layout::Dim> modelDims;
 
   /// The global shape.
   std::vector<int64_t> globalShape() const;
+  /// The dims as the model declares them (modelDims, else dims), and their
+  /// shape.
+  const std::vector<layout::Dim> &declaredDims() const {
+    return modelDims.empty() ? dims : modelDims;
+  }
+  std::vector<int64_t> declaredShape() const;
   /// The shape and the global offsets of device `deviceId`'s block.
   std::vector<int64_t> blockShape(const layout::Mesh &mesh,
                                   int64_t deviceId) const;
@@ -100,6 +112,22 @@ struct Tensor {
   /// The largest block along each dim.
   std::vector<int64_t> maxBlockShape(const layout::Mesh &mesh) const;
 };
+
+/// A box of a tensor in its declared dims (Tensor::declaredDims) that a run
+/// of a block's row-major elements covers.
+struct DeclaredBox {
+  std::vector<int64_t> offset, shape;
+  /// The first element of the run in the block.
+  int64_t start = 0;
+};
+/// The boxes, in the block's order, that the block at `offset` of `shape`
+/// of a tensor of `dims` covers in `declared`, whose first dim merges the
+/// leading dims of `dims` (the rest are the same): one box where `declared`
+/// is empty or equals `dims`.
+std::vector<DeclaredBox> declaredBoxes(const std::vector<layout::Dim> &dims,
+                                       const std::vector<layout::Dim> &declared,
+                                       const std::vector<int64_t> &offset,
+                                       const std::vector<int64_t> &shape);
 
 /// Which part of a training program a step belongs to: an eval run executes
 /// only the forward steps, a training run all of them.

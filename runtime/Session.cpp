@@ -266,10 +266,12 @@ void Session::initializeParam(const Tensor &tensor,
     if (values->dtype != DType::F32)
       throw RuntimeError(path + ": .npy dtype " + dtypeName(values->dtype) +
                          " does not match param '" + tensor.name + "' (f32)");
-    if (values->shape != tensor.globalShape())
+    // In the model's dims: the same elements in the same order.
+    if (values->shape != tensor.declaredShape())
       throw RuntimeError(path + ": .npy shape " + npyShapeStr(values->shape) +
                          " does not match param '" + tensor.name + "' shape " +
-                         npyShapeStr(tensor.globalShape()));
+                         npyShapeStr(tensor.declaredShape()));
+    values->shape = tensor.globalShape();
   }
   for (size_t i = 0; i < localIds.size(); ++i) {
     std::vector<int64_t> blockShape =
@@ -710,6 +712,19 @@ std::string Session::traceJson() const {
   return tracer ? tracer->json(localIds, processes) : std::string();
 }
 
+namespace {
+
+/// `host`, gathered in `tensor`'s dims, in the dims the model declares (the
+/// same bytes).
+void declare(const Tensor &tensor, HostTensor &host) {
+  host.shape = tensor.declaredShape();
+  host.dims.clear();
+  for (const layout::Dim &dim : tensor.declaredDims())
+    host.dims.push_back(dim.name);
+}
+
+} // namespace
+
 HostTensor Session::gather(const Tensor &tensor) const {
   HostTensor host;
   host.dtype = tensor.dtype;
@@ -731,6 +746,7 @@ HostTensor Session::gather(const Tensor &tensor) const {
         copyBlock(host.shape, tensor.blockOffset(program.mesh, d),
                   tensor.blockShape(program.mesh, d), host.data.data(),
                   all.data() + d * static_cast<int64_t>(block.size()), false);
+    declare(tensor, host);
     return host;
   }
   for (size_t d = 0; d < localIds.size(); ++d) {
@@ -742,6 +758,7 @@ HostTensor Session::gather(const Tensor &tensor) const {
     copyBlock(host.shape, tensor.blockOffset(program.mesh, localIds[d]),
               blockShape, host.data.data(), block.data(), false);
   }
+  declare(tensor, host);
   return host;
 }
 

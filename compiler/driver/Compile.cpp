@@ -469,6 +469,18 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
         << "' splits no repeat's layer dim (docs/pipeline.md)\n";
     return failure();
   }
+  if (options.virtualStages &&
+      options.schedule != PipelineSchedule::Interleaved) {
+    err << "meshc: error: --virtual-stages " << *options.virtualStages
+        << " is the number of rounds of the interleaved schedule; it needs "
+           "--schedule interleaved (docs/pipeline.md#interleaved)\n";
+    return failure();
+  }
+  if (options.virtualStages && *options.virtualStages < 2) {
+    err << "meshc: error: --virtual-stages must be at least 2, got "
+        << *options.virtualStages << " (one round is --schedule gpipe)\n";
+    return failure();
+  }
   // Loops do not take unequal blocks yet: under device weights the default
   // unrolls and an explicit --repeat=loop is refused, but for a pipeline,
   // whose tick loop holds equal blocks (its stages may hold unequal numbers
@@ -577,7 +589,8 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
   // attention is fused in its final types, before autodiff.
   if (pipelined)
     addPipelineStages(pm, mesh, rules, weights, options.microbatches,
-                      microbatchDim, options.schedule);
+                      microbatchDim, options.schedule,
+                      options.virtualStages.value_or(2));
   if (options.precision == PrecisionKind::BF16)
     pm.nest<mtf::ProgramOp>().addPass(createMtfPrecision());
   if (!options.noFuseAttention)
@@ -643,7 +656,8 @@ LogicalResult compile(const CompileOptions &options, llvm::SourceMgr &sourceMgr,
       PassManager stages(&context, ModuleOp::getOperationName());
       stages.enableVerifier(false);
       addPipelineStages(stages, mesh, candidate, weights, options.microbatches,
-                        microbatchDim, options.schedule);
+                        microbatchDim, options.schedule,
+                        options.virtualStages.value_or(2));
       if (failed(stages.run(*copy)) ||
           failed(differentiate(*copy, options.outputGrads, options.remat,
                                options.precision == PrecisionKind::BF16,

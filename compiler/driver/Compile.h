@@ -118,6 +118,9 @@ struct CompileOptions {
   int64_t microbatches = 1;
   /// A pipeline's order of forwards and backwards (--schedule).
   PipelineSchedule schedule = PipelineSchedule::GPipe;
+  /// Under the interleaved schedule, the rounds V each stage runs (stage s
+  /// holds the layer blocks s, s + P, ...); absent: 2 (--virtual-stages).
+  std::optional<int64_t> virtualStages;
   /// (default: "batch")
   std::optional<std::string> microbatchDim;
   bool shardOptimizer = false;

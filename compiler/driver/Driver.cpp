@@ -150,6 +150,12 @@ struct Options {
                "backwards (docs/pipeline.md)"),
       cl::init(PipelineSchedule::GPipe), choiceValues(scheduleChoices()),
       cl::cat(category)};
+  cl::opt<int64_t> virtualStages{
+      "virtual-stages",
+      cl::desc("under --schedule interleaved, the rounds V of every stage: "
+               "stage s holds the layer blocks s, s + P, ... (default 2; "
+               "docs/pipeline.md#interleaved)"),
+      cl::init(2), cl::cat(category)};
   cl::opt<std::string> microbatchDim{
       "microbatch-dim",
       cl::desc("the dim --microbatches cuts (default: batch)"),
@@ -267,6 +273,8 @@ struct Options {
     o.precision = precision;
     o.microbatches = microbatches;
     o.schedule = schedule;
+    if (given(virtualStages))
+      o.virtualStages = virtualStages;
     if (given(microbatchDim))
       o.microbatchDim = microbatchDim;
     o.shardOptimizer = shardOptimizer;

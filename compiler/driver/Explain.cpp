@@ -245,6 +245,8 @@ struct PipelineShape {
   /// Each stage's layers, for uneven stages only.
   std::vector<int64_t> blocks;
   PipelineSchedule schedule = PipelineSchedule::GPipe;
+  /// The interleaved schedule's rounds (perStage is then a block's layers).
+  int64_t virtualStages = 1;
 };
 
 std::vector<PipelineShape> pipelinesOf(mtf::ProgramOp program) {
@@ -267,6 +269,8 @@ std::vector<PipelineShape> pipelinesOf(mtf::ProgramOp program) {
     if (auto schedule = attr.getAs<StringAttr>("schedule"))
       shape.schedule = findChoice(scheduleChoices(), schedule.getValue())
                            .value_or(PipelineSchedule::GPipe);
+    if (auto rounds = attr.getAs<IntegerAttr>("virtual_stages"))
+      shape.virtualStages = rounds.getInt();
     if (auto blocks = attr.getAs<DenseI64ArrayAttr>("blocks"))
       shape.blocks.assign(blocks.asArrayRef().begin(),
                           blocks.asArrayRef().end());
@@ -577,6 +581,33 @@ static void explainOneFOneB(int64_t stages, int64_t microbatches,
       os);
 }
 
+/// The interleaved schedule: at each tick the microbatch each stage runs
+/// and the round of the block, a letter ('a': the stage's first block).
+static void explainInterleaved(int64_t stages, int64_t microbatches,
+                               int64_t rounds, int64_t ticks,
+                               llvm::raw_ostream &os) {
+  os << "  schedule (interleaved): the microbatch each stage runs at each "
+        "tick and the round of its block (a: blocks 0.."
+     << stages - 1 << ", b: " << stages << ".." << 2 * stages - 1
+     << ", ...; '.': zeros); stage 0 takes a microbatch back from stage "
+     << stages - 1
+     << " for its next round; the backward runs the ticks in reverse\n";
+  scheduleTable(
+      stages, ticks, 16, 10, 4,
+      static_cast<int>(std::to_string(microbatches - 1).size()) + 2,
+      [&](int64_t stage, int64_t tick) {
+        int64_t entry = tick - stage;
+        if (entry < 0 || entry >= rounds * microbatches)
+          return std::string(".");
+        int64_t inGroup = entry % (rounds * stages);
+        int64_t microbatch =
+            entry / (rounds * stages) * stages + inGroup % stages;
+        return std::to_string(microbatch) +
+               std::string(1, static_cast<char>('a' + inGroup / stages));
+      },
+      os);
+}
+
 void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
                     const MemoryPlanStats *plan, const ScratchPlan *scratch,
                     const cost::MachineProfile &machine, bool grouped,
@@ -604,10 +635,18 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
         layers += (layers.empty() ? "" : "|") + std::to_string(block);
     }
     os << "pipeline over '" << shape.dim << "': " << stages << " stage"
-       << (stages == 1 ? "" : "s") << " of " << layers << " layer"
-       << (layers == "1" ? "" : "s") << ", " << microbatches << " microbatch"
-       << (microbatches == 1 ? "" : "es");
-    if (shape.schedule == PipelineSchedule::OneFOneB)
+       << (stages == 1 ? "" : "s") << " of ";
+    if (shape.virtualStages > 1)
+      os << shape.virtualStages << " blocks of ";
+    os << layers << " layer" << (layers == "1" ? "" : "s") << ", "
+       << microbatches << " microbatch" << (microbatches == 1 ? "" : "es");
+    if (shape.virtualStages > 1)
+      os << " in " << ticks
+         << " ticks of a block each (interleaved: stage s holds the blocks s, "
+            "s + "
+         << stages << ", ...); each stage computes on zeros in " << stages - 1
+         << " of them, a bubble of ";
+    else if (shape.schedule == PipelineSchedule::OneFOneB)
       os << " in " << microbatches + 2 * stages - 2
          << " ticks (1F1B: each stage runs a microbatch's backward beside a "
             "later one's forward); each stage idles "
@@ -619,7 +658,9 @@ void explainProgram(mtf::ProgramOp program, ModuleOp spmd,
          << " of them, a bubble of ";
     os << llvm::format("%.0f", 100.0 * double(stages - 1) / double(ticks))
        << "% (docs/pipeline.md)\n";
-    if (shape.schedule == PipelineSchedule::OneFOneB)
+    if (shape.virtualStages > 1)
+      explainInterleaved(stages, microbatches, shape.virtualStages, ticks, os);
+    else if (shape.schedule == PipelineSchedule::OneFOneB)
       explainOneFOneB(stages, microbatches, os);
     else
       explainSchedule(stages, microbatches, ticks, os);
@@ -767,6 +808,8 @@ llvm::json::Value explanationJson(mtf::ProgramOp program, ModuleOp spmd,
           {"schedule", choiceName(scheduleChoices(), shape.schedule)}};
       if (!shape.blocks.empty())
         pipeline["blocks"] = Array(shape.blocks);
+      if (shape.virtualStages > 1)
+        pipeline["virtual_stages"] = shape.virtualStages;
       list.push_back(std::move(pipeline));
     }
     out["pipelines"] = std::move(list);

@@ -108,7 +108,8 @@ bool pipelines(ModuleOp module, const layout::LayoutRules &rules) {
 void addPipelineStages(OpPassManager &pm, const layout::Mesh &mesh,
                        const layout::LayoutRules &rules,
                        const layout::AxisWeights &weights, int64_t microbatches,
-                       llvm::StringRef batchDim, PipelineSchedule schedule) {
+                       llvm::StringRef batchDim, PipelineSchedule schedule,
+                       int64_t virtualStages) {
   MtfPipelineStagesOptions options;
   options.mesh = mesh.str();
   options.layout = rules.str();
@@ -117,6 +118,8 @@ void addPipelineStages(OpPassManager &pm, const layout::Mesh &mesh,
   options.microbatches = microbatches;
   options.batchDim = batchDim.str();
   options.schedule = schedule;
+  options.virtualStages =
+      schedule == PipelineSchedule::Interleaved ? virtualStages : 1;
   pm.nest<mtf::ProgramOp>().addPass(createMtfPipelineStages(options));
 }
 

@@ -115,7 +115,8 @@ bool pipelines(mlir::ModuleOp module, const layout::LayoutRules &rules);
 void addPipelineStages(mlir::OpPassManager &pm, const layout::Mesh &mesh,
                        const layout::LayoutRules &rules,
                        const layout::AxisWeights &weights, int64_t microbatches,
-                       llvm::StringRef batchDim, PipelineSchedule schedule);
+                       llvm::StringRef batchDim, PipelineSchedule schedule,
+                       int64_t virtualStages);
 
 /// Outputs in the format of `meshrun --dump-outputs`:
 /// {"outputs": {name: {"dims": [...], "shape": [...], "data": [...]}}}.

@@ -204,6 +204,12 @@ private:
                            const meshc::layout::LayoutRules &rules,
                            const meshc::layout::Mesh &mesh) {
     std::map<std::string, int64_t> dims = meshc::collectModelDims(program);
+    // A pipelined layer dim may be gone, cut into others (the interleaved
+    // schedule's params): its rule is the stages'.
+    if (auto pipelines = program->getAttrOfType<DictionaryAttr>(
+            mtf::MtfDialect::kPipelinesAttrName))
+      for (NamedAttribute pipeline : pipelines)
+        dims.emplace(pipeline.getName().str(), 0);
     for (meshc::layout::Status status :
          {rules.checkAgainstMesh(mesh), rules.checkAgainstDims(dims)}) {
       if (!status.ok()) {

@@ -138,6 +138,9 @@ def MtfPipelineStages : Pass<"mtf-pipeline-stages", "::mlir::mtf::ProgramOp"> {
            /*default=*/"::meshc::PipelineSchedule::GPipe",
            "the order of the microbatches' forwards and backwards (meshc "
            "--schedule)", [{::meshc::choiceValues(::meshc::scheduleChoices())}]>,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "under schedule=interleaved, the rounds each stage runs (meshc "
+           "--virtual-stages)">,
   ];
   let dependentDialects = ["::mlir::mtf::MtfDialect"];
 }

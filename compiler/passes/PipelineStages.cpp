@@ -65,6 +65,17 @@ struct Stages {
   SmallVector<int64_t> stagesCut;
   StringAttr stage, layer, ticksDim, last, micro, batch, examples;
   meshc::PipelineSchedule schedule = meshc::PipelineSchedule::GPipe;
+  /// The interleaved schedule: the rounds V (each stage holds V blocks of
+  /// perStage layers, stage s the blocks s, s + P, ...; 1 otherwise), and
+  /// the names of the dims its weights and microbatches are cut into: the
+  /// round of a block, the group of P microbatches and the place in it,
+  /// the entries of a group (its V rounds of P), all entries in order, the
+  /// round of an entry.
+  int64_t rounds = 1;
+  StringAttr round, group, inGroup, slot, entry, entryRound;
+  /// Interleaved: the blocks of every round, [round, stage] merged (for a
+  /// stacked parameter's readers other than the repeat).
+  StringAttr allBlocks;
 };
 
 class Pipeliner {
@@ -83,6 +94,9 @@ private:
   /// [stage=P] of `like`'s element type: 1 at stage `index`, 0 elsewhere
   /// (exact: a window of a 1 padded with zeros).
   Value stageVector(OpEmitter &emit, Value like, int64_t index);
+  /// [dim=size] of `element`: 1 at `index`, 0 elsewhere.
+  Value unitVector(OpEmitter &emit, Type element, StringAttr dim, int64_t size,
+                   int64_t index);
   /// [stage=P] of `like`'s element type: 1 at the stages `in` holds, 0
   /// elsewhere (a window of ones per run of them, added).
   Value stagesVector(OpEmitter &emit, Value like,
@@ -98,6 +112,28 @@ private:
   /// The last stage's results of every tick, [ticks=T, ...], as the batch
   /// of type `type` (microbatch m left the last stage at tick m + P - 1).
   Value backToBatch(OpEmitter &emit, Value kept, TensorType type);
+
+  /// Interleaved: `value` with its dim `micro` (M microbatches) laid out as
+  /// the entries into stage 0, `entry` (V * M): microbatch g * P + j enters
+  /// at g * V * P + j (the first round of group g), zeros in the others.
+  Value toEntries(OpEmitter &emit, Value value);
+  /// Interleaved: the inverse, [..., entry=V*M, ...] to [..., micro=M, ...]
+  /// (the first round's entries of every group).
+  Value fromEntries(OpEmitter &emit, Value value);
+  /// Interleaved: [entry=V*M, ...] from `perRound` [entry_round=V, ...]:
+  /// each entry takes its round's value.
+  Value byEntryRound(OpEmitter &emit, Value perRound);
+  /// Interleaved: [ticks=T, round=V, stage=P] of `element`: 1 where stage s
+  /// runs a block of round v at tick t, 0 elsewhere (selects each stage's
+  /// weights per tick).
+  Value roundSelect(OpEmitter &emit, Type element);
+  /// Interleaved: [ticks=T] of `element`: 1 where stage 0 takes the last
+  /// stage's result of the tick before (a microbatch's next round), else 0.
+  Value wrapTicks(OpEmitter &emit, Type element);
+  /// Interleaved: each stacked parameter [layers=L, ...] stored as [round=V,
+  /// stage=P, layer=K, ...] (the same elements in the same order), and of
+  /// each its k-th layer of every block, [round=V, stage=P, ...].
+  SmallVector<SmallVector<Value>> blocksOfRounds(OpEmitter &emit);
 
   /// 1F1B: the ops after the loop that the trained loss is computed by
   /// from the loop's results (in program order), into `head`; refused
@@ -132,6 +168,36 @@ LogicalResult Pipeliner::check() {
                   "] per device), where each device runs one stage; weights "
                   "that give each device one of them cut the layers in "
                   "proportion");
+  }
+  if (s.rounds > 1) {
+    if (s.perStage == 0 || !s.blocks.empty())
+      return refuse(Twine(loop.getCount()) + " layers do not cut into " +
+                    Twine(s.rounds * s.stages) + " blocks of equal size (" +
+                    Twine(s.rounds) + " virtual stages of " + Twine(s.stages) +
+                    " stages; the interleaved schedule takes no uneven "
+                    "stages)");
+    if (s.microbatches % s.stages != 0)
+      return refuse("the interleaved schedule runs the microbatches in "
+                    "groups of one per stage, and " +
+                    Twine(s.microbatches) +
+                    " microbatches do not cut into "
+                    "groups of " +
+                    Twine(s.stages) +
+                    " (as in Megatron-LM, the microbatches must be a multiple "
+                    "of the stages)");
+    for (auto [index, stacked] : llvm::enumerate(loop.getStacked())) {
+      auto param = stacked.getDefiningOp<mtf::ParamOp>();
+      if (!param || param.getSlot() ||
+          llvm::count_if(stacked.getUsers(), [&](Operation *user) {
+            return user == loop.getOperation();
+          }) != 1)
+        return refuse("its stacked operand #" + Twine(index) + " (" +
+                      describe(stacked.getType()) +
+                      ") is not a parameter it reads once; the interleaved "
+                      "schedule stores each stacked parameter as [rounds, "
+                      "stages, layers of a block, ...] so that each device "
+                      "holds its own blocks");
+    }
   }
   if (s.perStage == 0)
     return refuse(Twine(loop.getCount()) + " layers do not cut into " +
@@ -242,6 +308,215 @@ Value Pipeliner::stageVector(OpEmitter &emit, Value like, int64_t index) {
       ->getResult(0);
 }
 
+Value Pipeliner::unitVector(OpEmitter &emit, Type element, StringAttr dim,
+                            int64_t size, int64_t index) {
+  Value one = emit.constant(
+      1.0, TensorType::get(loop.getContext(), {NamedDim{s.last, 1}}, element));
+  return emit
+      .tag(mtf::WindowOp::create(emit.builder(), emit.getLoc(), one,
+                                 s.last.getValue(), dim.getValue(), size,
+                                 -index))
+      ->getResult(0);
+}
+
+/// `type` with its dim `from` replaced by `to` (in place).
+TensorType replaceDim(TensorType type, StringAttr from, ArrayRef<NamedDim> to) {
+  SmallVector<NamedDim> dims;
+  for (NamedDim dim : type.getDims()) {
+    if (dim.name == from)
+      dims.append(to.begin(), to.end());
+    else
+      dims.push_back(dim);
+  }
+  return withDims(type, dims);
+}
+
+Value Pipeliner::toEntries(OpEmitter &emit, Value value) {
+  OpBuilder &b = emit.builder();
+  Location loc = loop.getLoc();
+  int64_t groups = s.microbatches / s.stages, group = s.rounds * s.stages;
+  // [micro] -> [group, in_group] -> [group, slot] (the first round of
+  // each group's slots) -> [entry].
+  Value cut = mtf::SplitDimOp::create(
+                  b, loc,
+                  replaceDim(tensorType(value), s.micro,
+                             {{s.group, groups}, {s.inGroup, s.stages}}),
+                  value, s.micro, nullptr)
+                  .getResult();
+  Value slots =
+      emit
+          .tag(mtf::WindowOp::create(
+              b, loc, replaceDim(tensorType(cut), s.inGroup, {{s.slot, group}}),
+              cut, s.inGroup.getValue(), s.slot.getValue(), 0))
+          ->getResult(0);
+  return mtf::MergeDimsOp::create(
+             b, loc,
+             replaceDim(replaceDim(tensorType(slots), s.slot, {}), s.group,
+                        {{s.entry, groups * group}}),
+             slots, s.group, nullptr)
+      .getResult();
+}
+
+Value Pipeliner::fromEntries(OpEmitter &emit, Value value) {
+  OpBuilder &b = emit.builder();
+  Location loc = loop.getLoc();
+  int64_t groups = s.microbatches / s.stages, group = s.rounds * s.stages;
+  Value cut =
+      mtf::SplitDimOp::create(b, loc,
+                              replaceDim(tensorType(value), s.entry,
+                                         {{s.group, groups}, {s.slot, group}}),
+                              value, s.entry, nullptr)
+          .getResult();
+  Value first =
+      emit.tag(mtf::WindowOp::create(
+                   b, loc,
+                   replaceDim(tensorType(cut), s.slot, {{s.inGroup, s.stages}}),
+                   cut, s.slot.getValue(), s.inGroup.getValue(), 0))
+          ->getResult(0);
+  return mtf::MergeDimsOp::create(
+             b, loc,
+             replaceDim(replaceDim(tensorType(first), s.inGroup, {}), s.group,
+                        {{s.micro, s.microbatches}}),
+             first, s.group, nullptr)
+      .getResult();
+}
+
+Value Pipeliner::byEntryRound(OpEmitter &emit, Value perRound) {
+  OpBuilder &b = emit.builder();
+  Location loc = loop.getLoc();
+  int64_t groups = s.microbatches / s.stages;
+  // [group, entry_round, in_group, ...] -> [group, slot, ...] -> [entry].
+  SmallVector<NamedDim> dims{
+      {s.group, groups}, {s.entryRound, s.rounds}, {s.inGroup, s.stages}};
+  for (NamedDim dim : tensorType(perRound).getDims())
+    if (dim.name != s.entryRound)
+      dims.push_back(dim);
+  Value spread =
+      emit.broadcastTo(perRound, withDims(tensorType(perRound), dims));
+  Value slots = mtf::MergeDimsOp::create(
+                    b, loc,
+                    replaceDim(replaceDim(tensorType(spread), s.inGroup, {}),
+                               s.entryRound, {{s.slot, s.rounds * s.stages}}),
+                    spread, s.entryRound, nullptr)
+                    .getResult();
+  return mtf::MergeDimsOp::create(
+             b, loc,
+             replaceDim(replaceDim(tensorType(slots), s.slot, {}), s.group,
+                        {{s.entry, s.rounds * s.microbatches}}),
+             slots, s.group, nullptr)
+      .getResult();
+}
+
+Value Pipeliner::roundSelect(OpEmitter &emit, Type element) {
+  OpBuilder &b = emit.builder();
+  Location loc = loop.getLoc();
+  // [entry_round, round]: the identity; then [entry, round]: 1 where the
+  // entry is a block of that round.
+  Value identity;
+  for (int64_t v = 0; v < s.rounds; ++v) {
+    Value term =
+        emit
+            .tag(mtf::EinsumOp::create(
+                b, loc,
+                ValueRange{unitVector(emit, element, s.entryRound, s.rounds, v),
+                           unitVector(emit, element, s.round, s.rounds, v)},
+                ArrayRef<StringRef>{s.entryRound.getValue(),
+                                    s.round.getValue()}))
+            ->getResult(0);
+    identity = identity ? emit.add(identity, term) : term;
+  }
+  Value byEntry = byEntryRound(emit, identity);
+  // Stage s runs entry e at tick e + s.
+  Value select;
+  for (int64_t stage = 0; stage < s.stages; ++stage) {
+    Value ticks =
+        emit.tag(mtf::WindowOp::create(b, loc, byEntry, s.entry.getValue(),
+                                       s.ticksDim.getValue(), s.ticks, -stage))
+            ->getResult(0);
+    Value term =
+        emit
+            .tag(mtf::EinsumOp::create(
+                b, loc,
+                ValueRange{ticks,
+                           unitVector(emit, element, s.stage, s.stages, stage)},
+                ArrayRef<StringRef>{s.ticksDim.getValue(), s.round.getValue(),
+                                    s.stage.getValue()}))
+            ->getResult(0);
+    select = select ? emit.add(select, term) : term;
+  }
+  return select;
+}
+
+Value Pipeliner::wrapTicks(OpEmitter &emit, Type element) {
+  OpBuilder &b = emit.builder();
+  Location loc = loop.getLoc();
+  // 1 in the rounds after the first: the entries that take the last
+  // stage's result of the tick before.
+  Value later = emit.sub(
+      emit.constant(1.0, TensorType::get(loop.getContext(),
+                                         {NamedDim{s.entryRound, s.rounds}},
+                                         element)),
+      unitVector(emit, element, s.entryRound, s.rounds, 0));
+  return emit
+      .tag(mtf::WindowOp::create(b, loc, byEntryRound(emit, later),
+                                 s.entry.getValue(), s.ticksDim.getValue(),
+                                 s.ticks, 0))
+      ->getResult(0);
+}
+
+SmallVector<SmallVector<Value>> Pipeliner::blocksOfRounds(OpEmitter &emit) {
+  OpBuilder &b = emit.builder();
+  Location loc = loop.getLoc();
+  SmallVector<SmallVector<Value>> weights;
+  for (Value stacked : loop.getStacked()) {
+    TensorType type = tensorType(stacked);
+    ArrayRef<NamedDim> rest = type.getDims().drop_front();
+    // The parameter itself takes the blocks' shape: element [v, s, k, ...]
+    // is layer (v * P + s) * K + k, as in [layers, ...] (check() made sure
+    // only this repeat reads it).
+    SmallVector<NamedDim> cut{
+        {s.round, s.rounds}, {s.stage, s.stages}, {s.layer, s.perStage}};
+    cut.append(rest.begin(), rest.end());
+    SmallVector<OpOperand *> others;
+    for (OpOperand &use : stacked.getUses())
+      if (use.getOwner() != loop.getOperation())
+        others.push_back(&use);
+    stacked.setType(withDims(type, cut));
+    if (!others.empty()) {
+      // Its other readers read it as the model declares it (merged back:
+      // a gather where the stages are split).
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointAfter(stacked.getDefiningOp());
+      SmallVector<NamedDim> blocks{{s.allBlocks, s.rounds * s.stages},
+                                   {s.layer, s.perStage}};
+      blocks.append(rest.begin(), rest.end());
+      Value merged = mtf::MergeDimsOp::create(b, loc, withDims(type, blocks),
+                                              stacked, s.round, nullptr)
+                         .getResult();
+      merged = mtf::MergeDimsOp::create(b, loc, type, merged, s.allBlocks,
+                                        nullptr)
+                   .getResult();
+      for (OpOperand *use : others)
+        use->set(merged);
+    }
+    SmallVector<NamedDim> one{{s.round, s.rounds}, {s.stage, s.stages}};
+    one.append(rest.begin(), rest.end());
+    TensorType layerType = withDims(type, one);
+    SmallVector<Value> layers;
+    for (int64_t k = 0; k < s.perStage; ++k) {
+      Value slice = stacked;
+      if (s.perStage > 1)
+        slice =
+            emit.tag(mtf::WindowOp::create(b, loc, stacked, s.layer.getValue(),
+                                           s.last.getValue(), 1, k))
+                ->getResult(0);
+      layers.push_back(emit.sumTo(slice, layerType));
+    }
+    weights.push_back(layers);
+  }
+  return weights;
+}
+
 Value Pipeliner::stagesVector(OpEmitter &emit, Value like,
                               llvm::function_ref<bool(int64_t)> in) {
   Type element = tensorType(like).getElementType();
@@ -329,14 +604,19 @@ Value Pipeliner::alongTicks(OpEmitter &emit, Value value, int64_t at) {
                                             s.batch, nullptr)
                         .getResult()
                   : addUnit(emit, value, s.micro);
+  // Interleaved: each group's microbatches enter in its first round.
+  StringAttr from = s.micro;
+  if (s.rounds > 1) {
+    cut = toEntries(emit, cut);
+    from = s.entry;
+  }
   // The microbatches padded with zeros to the ticks, the ticks first (one
   // window that also transposes: no copy of the batch in between).
   SmallVector<NamedDim> first{{s.ticksDim, s.ticks}};
   llvm::append_range(first, inner(type, /*staged=*/false).getDims());
   return emit
       .tag(mtf::WindowOp::create(b, loc, withDims(type, first), cut,
-                                 s.micro.getValue(), s.ticksDim.getValue(),
-                                 -at))
+                                 from.getValue(), s.ticksDim.getValue(), -at))
       ->getResult(0);
 }
 
@@ -350,11 +630,25 @@ Value Pipeliner::backToBatch(OpEmitter &emit, Value kept, TensorType type) {
         llvm::append_range(dims, type.getDims());
         return dims;
       }());
-  Value window =
-      emit.tag(mtf::WindowOp::create(b, loop.getLoc(), ordered, kept,
-                                     s.ticksDim.getValue(), s.micro.getValue(),
-                                     static_cast<int64_t>(s.stages - 1)))
-          ->getResult(0);
+  Value window;
+  if (s.rounds > 1) {
+    // Interleaved: entry e leaves the last stage in its last round, at tick
+    // e + V P - 1.
+    window = emit.tag(mtf::WindowOp::create(
+                          b, loop.getLoc(),
+                          replaceDim(ordered, s.micro,
+                                     {{s.entry, s.rounds * s.microbatches}}),
+                          kept, s.ticksDim.getValue(), s.entry.getValue(),
+                          s.rounds * s.stages - 1))
+                 ->getResult(0);
+    window = fromEntries(emit, window);
+  } else {
+    window = emit.tag(mtf::WindowOp::create(b, loop.getLoc(), ordered, kept,
+                                            s.ticksDim.getValue(),
+                                            s.micro.getValue(),
+                                            static_cast<int64_t>(s.stages - 1)))
+                 ->getResult(0);
+  }
   if (s.microbatches == 1)
     return emit.sumTo(window, type);
   return mtf::MergeDimsOp::create(b, loop.getLoc(), type, window, s.examples,
@@ -477,7 +771,9 @@ void Pipeliner::rewrite() {
 
   // Each stacked weight's layers, an invariant of the ticks per layer of
   // a stage.
-  SmallVector<SmallVector<Value>> weights = layersOfStages(emit);
+  bool circular = s.rounds > 1;
+  SmallVector<SmallVector<Value>> weights =
+      circular ? blocksOfRounds(emit) : layersOfStages(emit);
 
   // What moves through the stages: the carried values and, with
   // microbatches, the per-example values every layer reads (they travel
@@ -560,6 +856,23 @@ void Pipeliner::rewrite() {
             ->getResult(0);
     ticksIn.push_back(lossWeights);
   }
+  // Interleaved: which round's block each stage runs per tick (selects its
+  // weights), per moving value the ticks at which stage 0 takes the last
+  // stage's result of the tick before, and that result (carried).
+  size_t selectAt = ticksIn.size(), wrapAt = 0, lastAt = 0;
+  if (circular) {
+    Type element = weights.empty()
+                       ? Type(b.getF32Type())
+                       : tensorType(weights.front().front()).getElementType();
+    ticksIn.push_back(roundSelect(emit, element));
+    wrapAt = ticksIn.size();
+    for (Value value : moving)
+      ticksIn.push_back(wrapTicks(emit, tensorType(value).getElementType()));
+    lastAt = states.size();
+    for (Value value : moving)
+      states.push_back(
+          emit.constant(0.0, inner(tensorType(value), /*staged=*/false)));
+  }
 
   SmallVector<Value> invariants;
   for (const SmallVector<Value> &layers : weights)
@@ -606,9 +919,17 @@ void Pipeliner::rewrite() {
   // the microbatch times a 0/1 vector along the stages, computed on each
   // device for its own stages (its gradient, a sum over the stages, is one
   // all-reduce of a microbatch where a slice would gather every stage).
+  // Interleaved: in a later round it takes the last stage's result of the
+  // tick before instead (the fresh microbatch is zero there, and that
+  // result is dropped where the wrap is zero: exact).
   SmallVector<Value> current;
-  for (auto [state, in] : llvm::zip(stateArgs.take_front(moving.size()),
-                                    inArgs.take_front(moving.size()))) {
+  for (auto [index, state, fresh] :
+       llvm::enumerate(stateArgs.take_front(moving.size()),
+                       inArgs.take_front(moving.size()))) {
+    Value in = fresh;
+    if (circular)
+      in = tick.add(
+          fresh, tick.mul(stateArgs[lastAt + index], inArgs[wrapAt + index]));
     Value placed =
         tick.tag(mtf::EinsumOp::create(tb, loc,
                                        ValueRange{in, stageVector(tick, in, 0)},
@@ -616,6 +937,20 @@ void Pipeliner::rewrite() {
             ->getResult(0);
     current.push_back(tick.add(state, placed));
   }
+  // Interleaved: each stage's weights of this tick, the blocks of the round
+  // it runs ([round, stage, ...] times the tick's 0/1 [round, stage]).
+  SmallVector<Value> layerWeights(invariantArgs.take_front(originalInvariants));
+  if (circular)
+    for (Value &weight : layerWeights) {
+      SmallVector<StringRef> names;
+      for (NamedDim dim : tensorType(weight).getDims())
+        if (dim.name != s.round)
+          names.push_back(dim.name.getValue());
+      weight =
+          tick.tag(mtf::EinsumOp::create(
+                       tb, loc, ValueRange{weight, inArgs[selectAt]}, names))
+              ->getResult(0);
+    }
   // Each stage's layers, one after the other, on every stage at once.
   Block &layerBody = loop.getBodyBlock();
   for (int64_t k = 0; k < s.perStage; ++k) {
@@ -623,7 +958,7 @@ void Pipeliner::rewrite() {
     for (auto [arg, value] : llvm::zip(loop.getCarriedArgs(), current))
       mapping.map(arg, value);
     for (auto [j, arg] : llvm::enumerate(loop.getStackedArgs()))
-      mapping.map(arg, invariantArgs[j * s.perStage + k]);
+      mapping.map(arg, layerWeights[j * s.perStage + k]);
     size_t staying = originalInvariants;
     for (auto [arg, at] : llvm::zip(loop.getInvariantArgs(), travelsAt))
       mapping.map(arg, at >= 0 ? current[at] : invariantArgs[staying++]);
@@ -698,23 +1033,29 @@ void Pipeliner::rewrite() {
   // The last stage's result is kept (a sum over the stages of the result
   // times the last stage's 0/1 vector: one all-reduce of a microbatch); the
   // others move one stage on.
-  SmallVector<Value> yielded, kept;
-  for (auto [value, keptType] : llvm::zip(current, keptTypes))
-    kept.push_back(
-        tick
-            .tag(mtf::EinsumOp::create(
-                tb, loc,
-                ValueRange{value, stageVector(tick, value, s.stages - 1)},
-                mtf::LoopOp::sliceType(keptType, s.ticksDim.getValue(), s.ticks)
-                    .getDimNames()))
+  // Interleaved: the last stage's result of every moving value is carried
+  // to the next tick, where stage 0 may take it.
+  SmallVector<Value> yielded, last;
+  for (auto [index, value] : llvm::enumerate(current)) {
+    if (index >= keptTypes.size() && !circular)
+      break;
+    last.push_back(
+        tick.tag(mtf::EinsumOp::create(
+                     tb, loc,
+                     ValueRange{value, stageVector(tick, value, s.stages - 1)},
+                     inner(tensorType(moving[index]), /*staged=*/false)
+                         .getDimNames()))
             ->getResult(0));
+  }
   for (Value value : current)
     yielded.push_back(mtf::WindowOp::create(tb, loc, value, s.stage.getValue(),
                                             s.stage.getValue(), s.stages, -1)
                           .getResult());
   if (lossSum)
     yielded.push_back(lossSum);
-  llvm::append_range(yielded, kept);
+  if (circular)
+    llvm::append_range(yielded, last);
+  llvm::append_range(yielded, ArrayRef(last).take_front(keptTypes.size()));
   mtf::YieldOp::create(tb, loc, yielded);
 
   // Back to the batch.
@@ -783,7 +1124,7 @@ struct MtfPipelineStagesPass
     std::set<std::string> taken;
     for (const auto &[name, size] : meshc::collectModelDims(program))
       taken.insert(name);
-    SmallVector<NamedAttribute> aliases, shapes;
+    SmallVector<NamedAttribute> aliases, shapes, modelDims;
     if (auto existing = program->getAttrOfType<DictionaryAttr>(
             mtf::MtfDialect::kLayoutAliasesAttrName))
       llvm::append_range(aliases, existing.getValue());
@@ -821,6 +1162,15 @@ struct MtfPipelineStagesPass
       s.microbatches = microbatches;
       s.schedule = schedule;
       s.ticks = s.microbatches + s.stages - 1;
+      if (schedule == meshc::PipelineSchedule::Interleaved) {
+        // V rounds of blocks of K layers: T = V M + P - 1 ticks of one
+        // block each.
+        s.rounds = std::max<int64_t>(virtualStages, 2);
+        s.perStage = loop.getCount() % (s.rounds * s.stages) == 0
+                         ? loop.getCount() / (s.rounds * s.stages)
+                         : 0;
+        s.ticks = s.rounds * s.microbatches + s.stages - 1;
+      }
       s.batch = StringAttr::get(context, batchDim);
       std::string dim = loop.getDim().str();
       s.stage = freshName(context, taken, dim + "_stage");
@@ -829,6 +1179,15 @@ struct MtfPipelineStagesPass
       s.last = freshName(context, taken, dim + "_one");
       s.micro = freshName(context, taken, batchDim + "_micro");
       s.examples = freshName(context, taken, batchDim + "_mb");
+      if (s.rounds > 1) {
+        s.round = freshName(context, taken, dim + "_round");
+        s.group = freshName(context, taken, batchDim + "_group");
+        s.inGroup = freshName(context, taken, batchDim + "_in_group");
+        s.slot = freshName(context, taken, batchDim + "_slot");
+        s.entry = freshName(context, taken, batchDim + "_entry");
+        s.entryRound = freshName(context, taken, batchDim + "_entry_round");
+        s.allBlocks = freshName(context, taken, dim + "_blocks");
+      }
       Pipeliner pipeliner(loop, s);
       if (failed(pipeliner.check()))
         return signalPassFailure();
@@ -846,6 +1205,13 @@ struct MtfPipelineStagesPass
       if (!s.blocks.empty())
         shape.push_back(
             b.getNamedAttr("blocks", b.getDenseI64ArrayAttr(s.blocks)));
+      if (s.rounds > 1) {
+        shape.push_back(
+            b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(s.rounds)));
+        modelDims.push_back(
+            NamedAttribute(StringAttr::get(context, dim),
+                           b.getArrayAttr({s.round, s.stage, s.layer})));
+      }
       // The loop is gone (rewrite erased it): its dim by the name kept.
       shapes.push_back(NamedAttribute(StringAttr::get(context, dim),
                                       b.getDictionaryAttr(shape)));
@@ -859,6 +1225,9 @@ struct MtfPipelineStagesPass
                        DictionaryAttr::get(context, aliases));
       program->setAttr(mtf::MtfDialect::kPipelinesAttrName,
                        DictionaryAttr::get(context, shapes));
+      if (!modelDims.empty())
+        program->setAttr(mtf::MtfDialect::kModelDimsAttrName,
+                         DictionaryAttr::get(context, modelDims));
     }
     if (failed(verify(program)))
       return signalPassFailure();

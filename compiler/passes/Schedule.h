@@ -22,6 +22,11 @@ enum class PipelineSchedule {
   /// have, beside the forward of a later one (each keeps at most 2P - 1
   /// ticks' activations).
   OneFOneB,
+  /// GPipe's order over V rounds: stage s holds the layer blocks s, s + P,
+  /// ..., and a microbatch passes every stage V times (Megatron-LM's
+  /// virtual stages, MaxText's circular pipeline): the bubble shrinks to
+  /// (P - 1) / (VM + P - 1).
+  Interleaved,
 };
 
 inline llvm::ArrayRef<Choice<PipelineSchedule>> scheduleChoices() {
@@ -32,6 +37,9 @@ inline llvm::ArrayRef<Choice<PipelineSchedule>> scheduleChoices() {
        "one forward, one backward: a microbatch's backward starts as soon as "
        "its forward leaves the last stage, so each stage keeps at most "
        "2P - 1 ticks' activations"},
+      {PipelineSchedule::Interleaved, "interleaved",
+       "GPipe's order over --virtual-stages rounds: stage s holds the layer "
+       "blocks s, s + P, ...; a smaller bubble for more per-tick steps"},
   };
   return choices;
 }

@@ -182,6 +182,7 @@ def compile(model: Union[PathLike, str], *,
             microbatches: int = 1,
             microbatch_dim: Optional[str] = None,
             pipeline_schedule: str = "gpipe",
+            virtual_stages: Optional[int] = None,
             shard_optimizer: bool = False,
             shard_params: bool = False,
             machine: Optional[str] = None,
@@ -226,6 +227,10 @@ def compile(model: Union[PathLike, str], *,
                         f"{interleave_halves!r}")
     if isinstance(interleave_halves, bool):
         interleave_halves = "all" if interleave_halves else "off"
+    if virtual_stages is not None and (not isinstance(virtual_stages, int) or
+                                       isinstance(virtual_stages, bool)):
+        raise TypeError("virtual_stages must be int, got "
+                        f"{virtual_stages!r}")
     if seed < 0:
         raise ValueError(f"seed must be at least 0, got {seed}")
     options = {
@@ -235,6 +240,7 @@ def compile(model: Union[PathLike, str], *,
         "precision": precision, "remat": remat, "repeat": repeat,
         "microbatches": microbatches, "microbatch_dim": microbatch_dim,
         "pipeline_schedule": pipeline_schedule,
+        "virtual_stages": virtual_stages,
         "shard_optimizer": shard_optimizer, "shard_params": shard_params,
         "machine": machine,
         "memory_limit": memory_limit, "bucket_size": bucket_size,

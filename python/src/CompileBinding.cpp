@@ -178,6 +178,8 @@ CompileOptions toOptions(nb::dict options) {
       take<std::optional<std::string>>(options, "microbatch_dim");
   compile.schedule = choose(take<std::string>(options, "pipeline_schedule"),
                             "pipeline_schedule", scheduleChoices());
+  compile.virtualStages =
+      take<std::optional<int64_t>>(options, "virtual_stages");
   compile.shardOptimizer = take<bool>(options, "shard_optimizer");
   compile.shardParams = take<bool>(options, "shard_params");
   compile.machine = take<std::optional<std::string>>(options, "machine");

@@ -171,19 +171,19 @@ mtf.program @p attributes {mtf.layout_aliases = {batch_mb = []}} {
 
 // -----
 
-// expected-error @+1 {{'mtf.pipelines' must map layer dims to {stages, per_stage, microbatches, ticks} (each at least 1; with uneven stages, blocks: the layers of each, at most per_stage; schedule: "gpipe" or "1f1b") on an mtf.program, got {layers = {microbatches = 2 : i64, per_stage = 3 : i64, stages = 0 : i64, ticks = 1 : i64}}}}
+// expected-error @+1 {{'mtf.pipelines' must map layer dims to {stages, per_stage, microbatches, ticks} (each at least 1; with uneven stages, blocks: the layers of each, at most per_stage; schedule: "gpipe", "1f1b" or "interleaved"; virtual_stages: at least 2) on an mtf.program, got {layers = {microbatches = 2 : i64, per_stage = 3 : i64, stages = 0 : i64, ticks = 1 : i64}}}}
 mtf.program @p attributes {mtf.pipelines = {layers = {stages = 0, per_stage = 3, microbatches = 2, ticks = 1}}} {
 }
 
 // -----
 
-// expected-error @+1 {{'mtf.pipelines' must map layer dims to {stages, per_stage, microbatches, ticks} (each at least 1; with uneven stages, blocks: the layers of each, at most per_stage; schedule: "gpipe" or "1f1b") on an mtf.program, got {layers = {blocks = array<i64: 2, 3>, microbatches = 2 : i64, per_stage = 2 : i64, stages = 2 : i64, ticks = 3 : i64}}}}
+// expected-error @+1 {{'mtf.pipelines' must map layer dims to {stages, per_stage, microbatches, ticks} (each at least 1; with uneven stages, blocks: the layers of each, at most per_stage; schedule: "gpipe", "1f1b" or "interleaved"; virtual_stages: at least 2) on an mtf.program, got {layers = {blocks = array<i64: 2, 3>, microbatches = 2 : i64, per_stage = 2 : i64, stages = 2 : i64, ticks = 3 : i64}}}}
 mtf.program @p attributes {mtf.pipelines = {layers = {stages = 2, per_stage = 2, microbatches = 2, ticks = 3, blocks = array<i64: 2, 3>}}} {
 }
 
 // -----
 
-// expected-error @+1 {{'mtf.pipelines' must map layer dims to {stages, per_stage, microbatches, ticks} (each at least 1; with uneven stages, blocks: the layers of each, at most per_stage; schedule: "gpipe" or "1f1b") on an mtf.program, got {layers = {microbatches = 2 : i64, per_stage = 3 : i64, schedule = "zb", stages = 2 : i64, ticks = 3 : i64}}}}
+// expected-error @+1 {{'mtf.pipelines' must map layer dims to {stages, per_stage, microbatches, ticks} (each at least 1; with uneven stages, blocks: the layers of each, at most per_stage; schedule: "gpipe", "1f1b" or "interleaved"; virtual_stages: at least 2) on an mtf.program, got {layers = {microbatches = 2 : i64, per_stage = 3 : i64, schedule = "zb", stages = 2 : i64, ticks = 3 : i64}}}}
 mtf.program @p attributes {mtf.pipelines = {layers = {stages = 2, per_stage = 3, microbatches = 2, ticks = 3, schedule = "zb"}}} {
 }
 
@@ -191,4 +191,16 @@ mtf.program @p attributes {mtf.pipelines = {layers = {stages = 2, per_stage = 3,
 
 // expected-error @+1 {{'mtf.one_f_one_b' must be {stages = P, microbatches = M, stage = "dim", entries = N} with P >= 2, M >= 1 and N at most the stacked operands on an mtf.loop, got {entries = 0 : i64, microbatches = 2 : i64, stage = "layers_stage", stages = 2 : i64}}}
 mtf.program @p attributes {mtf.one_f_one_b = {stages = 2, microbatches = 2, stage = "layers_stage", entries = 0}} {
+}
+
+// -----
+
+// expected-error @+1 {{'mtf.pipelines' must map layer dims to {stages, per_stage, microbatches, ticks} (each at least 1; with uneven stages, blocks: the layers of each, at most per_stage; schedule: "gpipe", "1f1b" or "interleaved"; virtual_stages: at least 2) on an mtf.program, got {layers = {microbatches = 2 : i64, per_stage = 1 : i64, schedule = "interleaved", stages = 2 : i64, ticks = 3 : i64, virtual_stages = 1 : i64}}}}
+mtf.program @p attributes {mtf.pipelines = {layers = {stages = 2, per_stage = 1, microbatches = 2, ticks = 3, schedule = "interleaved", virtual_stages = 1}}} {
+}
+
+// -----
+
+// expected-error @+1 {{'mtf.model_dims' must map a model dim name to the list of at least two dim names it is cut into on an mtf.program, got {layers = ["layers_stage"]}}}
+mtf.program @p attributes {mtf.model_dims = {layers = ["layers_stage"]}} {
 }

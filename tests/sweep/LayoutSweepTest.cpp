@@ -180,7 +180,9 @@ std::string caseName(const ::testing::TestParamInfo<SweepCase> &info) {
       (info.param.bf16 ? "_bf16" : "") + (info.param.loops ? "_loop" : "") +
       (info.param.microbatches ? "_pipeline" : "") +
       (info.param.schedule == meshc::PipelineSchedule::OneFOneB ? "_1f1b"
-                                                                : "") +
+       : info.param.schedule == meshc::PipelineSchedule::Interleaved
+           ? "_interleaved"
+           : "") +
       (*info.param.axisWeights ? "_weights_" : "") + info.param.axisWeights +
       (info.param.uneven ? "_uneven" : "");
   for (char &c : name)
@@ -457,7 +459,7 @@ TEST_P(LayoutSweep, EveryValidLayoutEqualsTheReference) {
         wellConditioned(train);
       PassManager pm(&context, ModuleOp::getOperationName());
       meshc::addPipelineStages(pm, mesh, *rules, weights, param.microbatches,
-                               "batch", param.schedule);
+                               "batch", param.schedule, /*virtualStages=*/2);
       ASSERT_TRUE(succeeded(pm.run(*pipelined))) << text << diagnostics;
       ASSERT_TRUE(succeeded(meshc::differentiate(
           *pipelined, trains, meshc::Remat::None, param.bf16)))
@@ -632,6 +634,8 @@ constexpr const char *kCharLmSizes =
 /// then over a data-parallel axis).
 constexpr const char *kPipelineSizes =
     "batch=4 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4";
+constexpr const char *kInterleavedSizes =
+    "batch=8 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4 layers=8";
 constexpr const char *kLlamaSizes =
     "batch=2 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4";
 constexpr const char *kMoeSizes = "batch=2 seq=4 memory=4 vocab=4 d_model=4 "
@@ -732,6 +736,15 @@ const SweepCase kCases[] = {
     {"examples/transformer/charlm.mtf", "a:2;b:2", kPipelineSizes, 1, false,
      false, false, true, "", false, true, 2, false, meshc::Halves::Off, false,
      meshc::PipelineSchedule::OneFOneB},
+    // ... under the interleaved schedule (2 rounds: stage s holds the layer
+    // blocks s and s + P), on the pipeline tests' model of 8 layers (blocks
+    // for 2 and 4 stages) and 4 microbatches (groups of either).
+    {"tests/training/Inputs/pipeline-lm.mtf", "a:2;b:2", kInterleavedSizes, 1,
+     false, false, false, false, "", false, true, 4, false,
+     meshc::Halves::Off, false, meshc::PipelineSchedule::Interleaved},
+    {"tests/training/Inputs/pipeline-lm.mtf", "a:2;b:2", kInterleavedSizes, 1,
+     false, false, false, true, "", false, true, 4, false, meshc::Halves::Off,
+     false, meshc::PipelineSchedule::Interleaved},
     // --shard-params (ZeRO-3): parameters sharded too, gathered where read,
     // a loop's layer slice in its body (after its cast under bf16).
     {"examples/mlp/mlp.mtf", "a:2;b:2", "", 1, false, false, false, false, "",
