@@ -6,7 +6,9 @@
 #   1 device           the whole model on one device (one core)
 #   b:2                data parallel on 2 devices (the peer)
 #   p:2 M=1,2,4,8      a pipeline of 2 stages of 3 layers, M microbatches,
-#                      GPipe's schedule and 1F1B's (--schedule 1f1b)
+#                      GPipe's schedule and 1F1B's (--schedule 1f1b), and
+#                      for even M the interleaved one (--schedule interleaved
+#                      --virtual-stages 3: 3 blocks of one layer a stage)
 # Prints each run's median step, and for each pipeline the share of its step
 # beyond the data-parallel peer's, 1 - t(b:2) / t(p:2), beside GPipe's
 # bubble (P - 1) / (M + P - 1): both run the same layers on the same two
@@ -42,6 +44,11 @@ for m in $counts; do
     --microbatches "$m" -o "$work/p$m.mprog"
   "$meshc" "$work/lm.mtf" --mesh "p:2" --layout "layers:p" \
     --microbatches "$m" --schedule 1f1b -o "$work/f$m.mprog"
+  if [ $((m % 2)) -eq 0 ]; then
+    "$meshc" "$work/lm.mtf" --mesh "p:2" --layout "layers:p" \
+      --microbatches "$m" --schedule interleaved --virtual-stages 3 \
+      -o "$work/i$m.mprog"
+  fi
 done
 run() { # run NAME -> median ms
   "$build/bin/meshrun" "$work/$1.mprog" --steps "$steps" --quiet 2>&1 |
@@ -52,26 +59,30 @@ for round in $(seq "$rounds"); do
   dp="$(run dp)"
   line="round $round: 1 device $(run one) ms, b:2 ${dp} ms"
   for m in $counts; do
-    for schedule in p f; do
+    for schedule in p f i; do
+      [ -e "$work/$schedule$m.mprog" ] || continue
       t="$(run "$schedule$m")"
-      share=$(awk -v t="$t" -v d="$dp" -v m="$m" \
-        'BEGIN { printf "beyond b:2 %.0f%%, bubble %.0f%%", 100 * (1 - d / t), 100 / (m + 1) }')
-      name=$([ "$schedule" = p ] && echo GPipe || echo 1F1B)
+      v=$([ "$schedule" = i ] && echo 3 || echo 1)
+      share=$(awk -v t="$t" -v d="$dp" -v m="$m" -v v="$v" \
+        'BEGIN { printf "beyond b:2 %.0f%%, bubble %.0f%%", 100 * (1 - d / t), 100 / (v * m + 1) }')
+      name=$(case $schedule in p) echo GPipe;; f) echo 1F1B;; i) echo interleaved;; esac)
       line+=", p:2 M=$m $name ${t} ms (${share})"
     done
   done
   echo "$line"
 done
 for m in $counts; do
-  for schedule in gpipe 1f1b; do
-    name=$([ "$schedule" = gpipe ] && echo "p$m" || echo "f$m")
+  for schedule in gpipe 1f1b interleaved; do
+    name=$(case $schedule in gpipe) echo "p$m";; 1f1b) echo "f$m";; *) echo "i$m";; esac)
+    [ -e "$work/$name.mprog" ] || continue
     memory="$("$build/bin/meshrun" "$work/$name.mprog" --steps "$steps" \
       --quiet --trace "$work/$name.json" | sed -n 's/.*device memory \(.*\)/\1/p')"
     echo "traced p:2 M=$m $schedule: memory $memory"
     # 1F1B's bubble takes more microbatches than stages to tell its loops.
     if [ "$schedule" = gpipe ] || [ "$m" -gt 1 ]; then
       echo "  $(python3 "$root/bench/pipeline_bubble.py" \
-        "$work/$name.json" "$m" --schedule "$schedule" | tail -1)"
+        "$work/$name.json" "$m" --schedule "$schedule" --virtual-stages 3 |
+        tail -1)"
     fi
   done
 done

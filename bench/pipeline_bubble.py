@@ -19,8 +19,13 @@ B (the backward-only ticks'), and the bubble is the share of the ticks'
 time beyond M (F + B), the microbatches' own work: (P - 1) / (M + P - 1)
 where the ticks of both take F + B.
 
+With --schedule interleaved --virtual-stages V (meshc's) the tick loops run
+V M + P - 1 ticks of one block each, stage s idle in the ticks t with t - s
+outside [0, V M): the bubble (P - 1) / (V M + P - 1).
+
 usage: pipeline_bubble.py TRACE.json M [--axis p] [--runs N]
-                          [--schedule gpipe|1f1b]
+                          [--schedule gpipe|1f1b|interleaved]
+                          [--virtual-stages V]
   (the last N traced runs, default 3, each reported per device)
 """
 import argparse
@@ -36,9 +41,13 @@ def main():
     parser.add_argument("microbatches", type=int)
     parser.add_argument("--axis", default="p")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--schedule", choices=["gpipe", "1f1b"],
+    parser.add_argument("--schedule", choices=["gpipe", "1f1b", "interleaved"],
                         default="gpipe")
+    parser.add_argument("--virtual-stages", type=int, default=2)
     args = parser.parse_args()
+    # Interleaved: each of the V M entries is one tick of a stage's work.
+    entries = args.microbatches * (args.virtual_stages
+                                   if args.schedule == "interleaved" else 1)
     with open(args.trace) as f:
         events = json.load(f)["traceEvents"]
     stage_of = {}
@@ -52,12 +61,13 @@ def main():
         sys.exit(f"pipeline_bubble: no device of {args.trace} has a "
                  f"coordinate along '{args.axis}' (--axis)")
     stages = max(stage_of.values()) + 1
-    ticks = args.microbatches + stages - 1
+    ticks = entries + stages - 1
     steps = [e for e in events if e.get("ph") == "X" and "run" in e["args"]]
     runs = sorted({e["args"]["run"] for e in steps})[-args.runs:]
     bubble = (stages - 1) / ticks
+    name = "GPipe's" if args.schedule != "interleaved" else "interleaved"
     print(f"{stages} stages, {args.microbatches} microbatches, {ticks} ticks: "
-          f"GPipe's bubble {100 * bubble:.1f}%")
+          f"{name} bubble {100 * bubble:.1f}%")
     shares = []
     for (pid, tid), stage in sorted(stage_of.items()):
         for run in runs:
@@ -84,12 +94,11 @@ def main():
             if any(count != ticks for count in per_phase.values()):
                 sys.exit(f"pipeline_bubble: run {run} has loops of "
                          f"{dict(per_phase)} iterations, not the {ticks} "
-                         f"ticks of {args.microbatches} microbatches on "
-                         f"{stages} stages")
+                         f"ticks of {entries} entries on {stages} stages")
             loops = sum(last - first for first, last in spans.values())
             idle = sum(last - first for (_, tick), (first, last)
                        in spans.items()
-                       if not 0 <= tick - stage < args.microbatches)
+                       if not 0 <= tick - stage < entries)
             shares.append(idle / loops)
             print(f"stage {stage} (pid {pid} device {tid}) run {run}: step "
                   f"{(end - begin) / 1e3:.1f} ms, ticks {loops / 1e3:.1f} ms, "
@@ -98,7 +107,7 @@ def main():
                   f"step")
     shares.sort()
     print(f"bubble share of the ticks: median {100 * shares[len(shares) // 2]:.1f}%"
-          f" ({100 * shares[0]:.1f}-{100 * shares[-1]:.1f}%) against GPipe's "
+          f" ({100 * shares[0]:.1f}-{100 * shares[-1]:.1f}%) against {name} "
           f"{100 * bubble:.1f}%")
 
 

@@ -7,10 +7,15 @@
 // after the loop: the body yields the partial sum. Likewise a sum carried
 // from zero that adds one all-reduced value per iteration (a weight's
 // gradient summed over a pipeline's ticks) adds the partial sums and is
-// all-reduced once, after the loop. See Passes.td.
+// all-reduced once, after the loop; also where the all-reduced value reaches
+// the sum through an einsum with a value the same on every member of the
+// all-reduce (an interleaved pipeline's weight gradient, scattered to its
+// round by a 0/1 per tick): the einsum takes the partial sum. See
+// Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/passes/LayoutBridge.h"
 #include "lowering/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -219,12 +224,47 @@ bool isZero(Value value) {
   return constant && constant.getValue().isZero();
 }
 
+/// Whether `value` is the same on every member of `reduce`'s group: its
+/// layout (a result's, or a loop body argument's operand's) splits it over
+/// none of the all-reduce's axes. Unknown layouts are not.
+bool replicatedOver(Value value, shard::AllReduceOp reduce,
+                    const meshc::layout::Mesh &mesh) {
+  if (auto arg = llvm::dyn_cast<BlockArgument>(value)) {
+    auto loop = llvm::dyn_cast<mtf::LoopOp>(arg.getOwner()->getParentOp());
+    if (!loop)
+      return false;
+    auto find = [&](ValueRange args, ValueRange operands) -> Value {
+      for (auto [a, operand] : llvm::zip(args, operands))
+        if (a == arg)
+          return operand;
+      return {};
+    };
+    Value operand = find(loop.getStackedArgs(), loop.getStacked());
+    if (!operand)
+      operand = find(loop.getInvariantArgs(), loop.getInvariant());
+    if (!operand)
+      return false;
+    value = operand;
+  }
+  mtf::LayoutAttr layout = meshc::resultLayoutAttr(value);
+  if (!layout)
+    return false;
+  for (const mtf::DimSplit &split : layout.getSplits())
+    for (Attribute axis : split.axes)
+      if (std::optional<size_t> index =
+              mesh.axisIndex(llvm::cast<StringAttr>(axis).getValue().str()))
+        if (llvm::is_contained(reduce.getGridAxes(),
+                               static_cast<int16_t>(*index)))
+          return false;
+  return true;
+}
+
 /// A carried sum: carried value i starts at zero, the body adds one sum
 /// all-reduce's result to it and the sum is all it is read by. The body
 /// then adds the partial sums, and the final is all-reduced after the loop
 /// (the sum of the totals is the total of the sums; the order of the
 /// additions changes, as in any all-reduce).
-void hoistCarriedSums(mtf::LoopOp loop) {
+void hoistCarriedSums(mtf::LoopOp loop, const meshc::layout::Mesh &mesh) {
   Operation *yield = loop.getBodyBlock().getTerminator();
   for (size_t i = 0; i < loop.getFinals().size(); ++i) {
     BlockArgument arg = loop.getCarriedArgs()[i];
@@ -236,6 +276,23 @@ void hoistCarriedSums(mtf::LoopOp loop) {
     if (other == arg || (add.getLhs() != arg && add.getRhs() != arg))
       continue;
     std::optional<StackedReduction> found = stackedReduction(other);
+    // Through an einsum of the all-reduced value with one the same on every
+    // member: the einsum is linear in it, so it may take the partial sum.
+    mtf::EinsumOp through;
+    if (!found)
+      if (auto einsum = other.getDefiningOp<mtf::EinsumOp>();
+          einsum && einsum->hasOneUse() && einsum->getNumOperands() == 2 &&
+          einsum.getType() == add.getType())
+        for (unsigned k = 0; k < 2 && !found; ++k) {
+          std::optional<StackedReduction> inner =
+              stackedReduction(einsum->getOperand(k));
+          if (inner && inner->casts.empty() &&
+              einsum->getOperand(0) != einsum->getOperand(1) &&
+              replicatedOver(einsum->getOperand(1 - k), inner->reduce, mesh)) {
+            found = inner;
+            through = einsum;
+          }
+        }
     if (!found || !found->casts.empty())
       continue;
     Value final = loop.getFinals()[i];
@@ -245,7 +302,11 @@ void hoistCarriedSums(mtf::LoopOp loop) {
                     llvm::cast<mtf::TensorType>(final.getType()), "summed", to);
     final.replaceAllUsesExcept(from->getResult(0), to);
 
-    add->replaceUsesOfWith(other, found->toTensor->getOperand(0));
+    if (through)
+      through->replaceUsesOfWith(found->fromTensor->getResult(0),
+                                 found->toTensor->getOperand(0));
+    else
+      add->replaceUsesOfWith(other, found->toTensor->getOperand(0));
     found->fromTensor->erase();
     found->reduce->erase();
     found->toTensor->erase();
@@ -261,11 +322,12 @@ struct MtfHoistLoopReductionsPass
       return;
     for (auto program : getOperation().getOps<mtf::ProgramOp>())
       if (program.getLocal())
-        program.walk([&](mtf::LoopOp loop) {
-          hoist(loop, bucketBytes);
-          hoistCarriedSums(loop);
-          sinkStackedCasts(loop);
-        });
+        program.walk(
+            [&, mesh = meshc::toMesh(program.getMeshAttr())](mtf::LoopOp loop) {
+              hoist(loop, bucketBytes);
+              hoistCarriedSums(loop, mesh);
+              sinkStackedCasts(loop);
+            });
   }
 };
 

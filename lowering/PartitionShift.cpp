@@ -7,7 +7,8 @@
 // dimension would move every block to every device.
 //
 // With the window's offset o (result[j] = x[j + o]; shift(x, d, k) is
-// o = -k):
+// o = -k; a multiple of the block size moves whole blocks that many members
+// on instead):
 //   o > 0: each block's first o elements go to the previous member; the
 //   last member's halo is zeros.
 //   o < 0: each block's last |o| elements go to the next member; the first
@@ -36,10 +37,19 @@ bool Partitioner::partitionShift(mtf::WindowOp op) {
   int64_t size = type.getDims()[dim].size;
   std::vector<int64_t> blocks = layout.blockSizes(dim, size, mesh, weights);
   int64_t halo = offset > 0 ? offset : -offset;
-  if (!llvm::all_equal(blocks) || blocks.front() < halo)
+  if (!llvm::all_equal(blocks))
     return false;
   int64_t block = blocks.front();
   auto members = static_cast<int64_t>(blocks.size());
+  // A shift by whole blocks moves each block `distance` members on (an
+  // interleaved pipeline's last stage to the first: one pair).
+  int64_t distance = 1;
+  if (block < halo) {
+    if (halo % block != 0 || halo / block >= members)
+      return false;
+    distance = halo / block;
+    halo = block;
+  }
 
   Location loc = op.getLoc();
   Value local = operandAs(op.getInput(), layout, op);
@@ -63,7 +73,7 @@ bool Partitioner::partitionShift(mtf::WindowOp op) {
                             haloName, offset > 0 ? 0 : block - halo);
   SmallVector<int64_t> pairs;
   for (int64_t rank = 0; rank < members; ++rank) {
-    int64_t target = offset > 0 ? rank - 1 : rank + 1;
+    int64_t target = offset > 0 ? rank - distance : rank + distance;
     if (target >= 0 && target < members)
       pairs.append({rank, target});
   }
@@ -71,12 +81,15 @@ bool Partitioner::partitionShift(mtf::WindowOp op) {
   auto permute = mtf::CollectivePermuteOp::create(
       builder, loc, ranked, tensor, grid, gridAxes(axes),
       builder.getDenseI64ArrayAttr(pairs));
-  permute->setAttr(mtf::MtfDialect::kReasonAttrName,
-                   builder.getStringAttr("the shift of '" + op.getFrom().str() +
-                                         "' by " + std::to_string(-offset) +
-                                         " needs " + std::to_string(halo) +
-                                         " element" + (halo == 1 ? "" : "s") +
-                                         " of the neighbouring block"));
+  permute->setAttr(
+      mtf::MtfDialect::kReasonAttrName,
+      builder.getStringAttr(
+          "the shift of '" + op.getFrom().str() + "' by " +
+          std::to_string(-offset) + " needs " + std::to_string(halo) +
+          " element" + (halo == 1 ? "" : "s") +
+          (distance == 1 ? std::string(" of the neighbouring block")
+                         : " of the block " + std::to_string(distance) +
+                               " members away")));
   Value received =
       mtf::FromTensorOp::create(builder, loc, haloType, permute.getResult());
 

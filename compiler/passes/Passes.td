@@ -113,7 +113,14 @@ def MtfPipelineStages : Pass<"mtf-pipeline-stages", "::mlir::mtf::ProgramOp"> {
     stage's loss weighted per tick (1/M on the last stage when a microbatch
     leaves it) into a carried sum that becomes the trained loss; stage 0's
     microbatch enters as a stacked value with the stage dim; the tick loop
-    gets `mtf.one_f_one_b`, for mtf-autodiff (docs/pipeline.md#1f1b). Refused with
+    gets `mtf.one_f_one_b`, for mtf-autodiff (docs/pipeline.md#1f1b). Under
+    `schedule=interleaved` with `virtual-stages` V, each stacked parameter
+    is stored as `[layers_round=V, layers_stage=P, layers_layer=L/(VP),
+    ...]` (recorded in `mtf.model_dims`), the ticks are `V M + P - 1` of one
+    block, each stage's weights per tick the round it runs (an einsum with a
+    0/1 tick input), and stage 0 takes the last stage's result of the tick
+    before for a microbatch's next round (docs/pipeline.md#interleaved).
+    Refused with
     the reason: layers that do not cut into P equal stages (without
     `uneven` or weights), a body that stacks per-layer values, draws
     dropout masks, holds a loop, or mixes the examples of the batch (with

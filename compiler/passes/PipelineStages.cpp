@@ -128,7 +128,8 @@ private:
   /// weights per tick).
   Value roundSelect(OpEmitter &emit, Type element);
   /// Interleaved: [ticks=T] of `element`: 1 where stage 0 takes the last
-  /// stage's result of the tick before (a microbatch's next round), else 0.
+  /// stage's result of this tick at the next (a microbatch's next round),
+  /// else 0.
   Value wrapTicks(OpEmitter &emit, Type element);
   /// Interleaved: each stacked parameter [layers=L, ...] stored as [round=V,
   /// stage=P, layer=K, ...] (the same elements in the same order), and of
@@ -457,10 +458,11 @@ Value Pipeliner::wrapTicks(OpEmitter &emit, Type element) {
                                          {NamedDim{s.entryRound, s.rounds}},
                                          element)),
       unitVector(emit, element, s.entryRound, s.rounds, 0));
+  // Entry e enters at tick e: the wrap is at tick e - 1.
   return emit
       .tag(mtf::WindowOp::create(b, loc, byEntryRound(emit, later),
                                  s.entry.getValue(), s.ticksDim.getValue(),
-                                 s.ticks, 0))
+                                 s.ticks, 1))
       ->getResult(0);
 }
 
@@ -493,9 +495,9 @@ SmallVector<SmallVector<Value>> Pipeliner::blocksOfRounds(OpEmitter &emit) {
       Value merged = mtf::MergeDimsOp::create(b, loc, withDims(type, blocks),
                                               stacked, s.round, nullptr)
                          .getResult();
-      merged = mtf::MergeDimsOp::create(b, loc, type, merged, s.allBlocks,
-                                        nullptr)
-                   .getResult();
+      merged =
+          mtf::MergeDimsOp::create(b, loc, type, merged, s.allBlocks, nullptr)
+              .getResult();
       for (OpOperand *use : others)
         use->set(merged);
     }
@@ -857,9 +859,9 @@ void Pipeliner::rewrite() {
     ticksIn.push_back(lossWeights);
   }
   // Interleaved: which round's block each stage runs per tick (selects its
-  // weights), per moving value the ticks at which stage 0 takes the last
-  // stage's result of the tick before, and that result (carried).
-  size_t selectAt = ticksIn.size(), wrapAt = 0, lastAt = 0;
+  // weights), and per moving value the ticks whose last stage's result
+  // stage 0 takes at the next tick.
+  size_t selectAt = ticksIn.size(), wrapAt = 0;
   if (circular) {
     Type element = weights.empty()
                        ? Type(b.getF32Type())
@@ -868,10 +870,6 @@ void Pipeliner::rewrite() {
     wrapAt = ticksIn.size();
     for (Value value : moving)
       ticksIn.push_back(wrapTicks(emit, tensorType(value).getElementType()));
-    lastAt = states.size();
-    for (Value value : moving)
-      states.push_back(
-          emit.constant(0.0, inner(tensorType(value), /*staged=*/false)));
   }
 
   SmallVector<Value> invariants;
@@ -919,17 +917,9 @@ void Pipeliner::rewrite() {
   // the microbatch times a 0/1 vector along the stages, computed on each
   // device for its own stages (its gradient, a sum over the stages, is one
   // all-reduce of a microbatch where a slice would gather every stage).
-  // Interleaved: in a later round it takes the last stage's result of the
-  // tick before instead (the fresh microbatch is zero there, and that
-  // result is dropped where the wrap is zero: exact).
   SmallVector<Value> current;
-  for (auto [index, state, fresh] :
-       llvm::enumerate(stateArgs.take_front(moving.size()),
-                       inArgs.take_front(moving.size()))) {
-    Value in = fresh;
-    if (circular)
-      in = tick.add(
-          fresh, tick.mul(stateArgs[lastAt + index], inArgs[wrapAt + index]));
+  for (auto [state, in] : llvm::zip(stateArgs.take_front(moving.size()),
+                                    inArgs.take_front(moving.size()))) {
     Value placed =
         tick.tag(mtf::EinsumOp::create(tb, loc,
                                        ValueRange{in, stageVector(tick, in, 0)},
@@ -1033,29 +1023,36 @@ void Pipeliner::rewrite() {
   // The last stage's result is kept (a sum over the stages of the result
   // times the last stage's 0/1 vector: one all-reduce of a microbatch); the
   // others move one stage on.
-  // Interleaved: the last stage's result of every moving value is carried
-  // to the next tick, where stage 0 may take it.
-  SmallVector<Value> yielded, last;
-  for (auto [index, value] : llvm::enumerate(current)) {
-    if (index >= keptTypes.size() && !circular)
-      break;
-    last.push_back(
-        tick.tag(mtf::EinsumOp::create(
-                     tb, loc,
-                     ValueRange{value, stageVector(tick, value, s.stages - 1)},
-                     inner(tensorType(moving[index]), /*staged=*/false)
-                         .getDimNames()))
+  SmallVector<Value> yielded, kept;
+  for (auto [value, keptType] : llvm::zip(current, keptTypes))
+    kept.push_back(
+        tick
+            .tag(mtf::EinsumOp::create(
+                tb, loc,
+                ValueRange{value, stageVector(tick, value, s.stages - 1)},
+                mtf::LoopOp::sliceType(keptType, s.ticksDim.getValue(), s.ticks)
+                    .getDimNames()))
             ->getResult(0));
+  for (auto [index, value] : llvm::enumerate(current)) {
+    Value next = mtf::WindowOp::create(tb, loc, value, s.stage.getValue(),
+                                       s.stage.getValue(), s.stages, -1)
+                     .getResult();
+    if (circular) {
+      // Interleaved: where a microbatch's next round starts at the next
+      // tick, the last stage's result moves to stage 0 (a shift by P - 1:
+      // one collective_permute from the last stage to the first), else
+      // zero there (times a 0/1 per tick: exact).
+      Value wrapped =
+          mtf::WindowOp::create(tb, loc, value, s.stage.getValue(),
+                                s.stage.getValue(), s.stages, s.stages - 1)
+              .getResult();
+      next = tick.add(next, tick.mul(wrapped, inArgs[wrapAt + index]));
+    }
+    yielded.push_back(next);
   }
-  for (Value value : current)
-    yielded.push_back(mtf::WindowOp::create(tb, loc, value, s.stage.getValue(),
-                                            s.stage.getValue(), s.stages, -1)
-                          .getResult());
   if (lossSum)
     yielded.push_back(lossSum);
-  if (circular)
-    llvm::append_range(yielded, last);
-  llvm::append_range(yielded, ArrayRef(last).take_front(keptTypes.size()));
+  llvm::append_range(yielded, kept);
   mtf::YieldOp::create(tb, loc, yielded);
 
   // Back to the batch.

@@ -196,6 +196,63 @@ TEST(LoaderTest, TensorErrors) {
             "p.mprog: tensors[2].name: input 'x' is declared twice");
 }
 
+// A param (or output) stored with its first dim cut into several lists the
+// dims the model declares (an interleaved pipeline's params, docs/mprog.md).
+TEST(LoaderTest, ModelDims) {
+  json program = validProgram();
+  program["tensors"][1]["model_dims"] = {{{"name", "all"}, {"size", 16}}};
+  const Program loaded = parseProgram(program.dump(), "p.mprog");
+  const Tensor *w = loaded.findTensor(Role::Param, "w");
+  ASSERT_NE(w, nullptr);
+  ASSERT_EQ(w->declaredDims().size(), 1u);
+  EXPECT_EQ(w->declaredDims()[0].name, "all");
+  EXPECT_EQ(w->declaredShape(), std::vector<int64_t>{16});
+  EXPECT_EQ(w->globalShape(), (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["tensors"][1]["model_dims"] = {{{"name", "all"}, {"size", 15}}};
+            }),
+            "p.mprog: tensors[1].model_dims: 'w' of dims [io=4, hidden=4] "
+            "cannot be declared as [all=15]: model_dims merge the leading "
+            "dims into the first and keep the others");
+  EXPECT_EQ(errorAfter([](json &p) {
+              p["tensors"][1]["model_dims"] = {{{"name", "io"}, {"size", 4}},
+                                               {{"name", "h"}, {"size", 4}}};
+            }),
+            "p.mprog: tensors[1].model_dims: 'w' of dims [io=4, hidden=4] "
+            "cannot be declared as [io=4, h=4]: model_dims merge the leading "
+            "dims into the first and keep the others");
+}
+
+// A block in the stored dims [round=3, stage=2, layer=2, d=4] is a list of
+// boxes of the model's [layers=12, d=4]: stage 1's block of every round is
+// the layers 2-3, 6-7 and 10-11; a whole tensor is one box.
+TEST(LoaderTest, DeclaredBoxes) {
+  std::vector<meshc::layout::Dim> dims{
+      {"round", 3}, {"stage", 2}, {"layer", 2}, {"d", 4}};
+  std::vector<meshc::layout::Dim> model{{"layers", 12}, {"d", 4}};
+  std::vector<DeclaredBox> boxes =
+      declaredBoxes(dims, model, {0, 1, 0, 0}, {3, 1, 2, 4});
+  ASSERT_EQ(boxes.size(), 3u);
+  for (int64_t v = 0; v < 3; ++v) {
+    EXPECT_EQ(boxes[v].offset, (std::vector<int64_t>{(2 * v + 1) * 2, 0}));
+    EXPECT_EQ(boxes[v].shape, (std::vector<int64_t>{2, 4}));
+    EXPECT_EQ(boxes[v].start, v * 8);
+  }
+  boxes = declaredBoxes(dims, model, {0, 0, 0, 0}, {3, 2, 2, 4});
+  ASSERT_EQ(boxes.size(), 1u);
+  EXPECT_EQ(boxes[0].offset, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(boxes[0].shape, (std::vector<int64_t>{12, 4}));
+  // The second half of d in round 1: its stages' runs join into one box.
+  boxes = declaredBoxes(dims, model, {1, 0, 0, 2}, {1, 2, 2, 2});
+  ASSERT_EQ(boxes.size(), 1u);
+  EXPECT_EQ(boxes[0].offset, (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(boxes[0].shape, (std::vector<int64_t>{4, 2}));
+  // Without model dims: the block itself.
+  boxes = declaredBoxes(dims, {}, {1, 0, 0, 2}, {1, 2, 2, 2});
+  ASSERT_EQ(boxes.size(), 1u);
+  EXPECT_EQ(boxes[0].offset, (std::vector<int64_t>{1, 0, 0, 2}));
+}
+
 TEST(LoaderTest, StepErrors) {
   EXPECT_EQ(errorAfter([](json &p) { p["steps"][0]["op"] = "conv"; }),
             "p.mprog: steps[0].op: unknown op \"conv\" (known: fill, copy, "
