@@ -9,6 +9,8 @@
 
 #include "runtime/EinsumPlan.h"
 
+#include <set>
+
 #include <algorithm>
 
 namespace meshc::runtime {
@@ -31,6 +33,23 @@ Names concat(const Names &a, const Names &b, const Names &c) {
 /// Builds an einsum plan: scratch tensors and the stages between them.
 class Planner {
 public:
+  /// The dims of size 1 (the local block of a split dim, often): where they
+  /// stand does not change a tensor's bytes, so orders are compared without
+  /// them and no transpose moves them.
+  std::set<std::string> unit;
+
+  /// Whether `a` and `b` are the same order of dims but for those of size 1.
+  bool same(const Names &a, const Names &b) const {
+    auto squeezed = [&](const Names &names) {
+      Names kept;
+      for (const std::string &name : names)
+        if (!unit.count(name))
+          kept.push_back(name);
+      return kept;
+    };
+    return squeezed(a) == squeezed(b);
+  }
+
   /// A scratch tensor with dims `names`, sized from `from`.
   PlannedTensor scratchTensor(const Names &names,
                               const std::vector<const PlannedTensor *> &from) {
@@ -59,7 +78,7 @@ public:
   /// `src` reduced and transposed to dims `names` (itself when it already
   /// has exactly those dims in that order).
   PlannedTensor reshapeTo(const PlannedTensor &src, const Names &names) {
-    if (src.shape.names == names)
+    if (same(src.shape.names, names) && src.shape.names.size() == names.size())
       return src;
     PlannedTensor dst = scratchTensor(names, {&src});
     addReduce(src, dst);
@@ -86,7 +105,8 @@ public:
       bool inA = a.shape.has(name), inB = b.shape.has(name);
       (inA && inB ? batch : inA ? m : n).push_back(name);
     }
-    if (outNames == concat(batch, n, m) && outNames != concat(batch, m, n)) {
+    if (same(outNames, concat(batch, n, m)) &&
+        !same(outNames, concat(batch, m, n))) {
       std::swap(a, b);
       std::swap(m, n);
     }
@@ -96,19 +116,19 @@ public:
         k.push_back(name);
 
     GemmStage gemm;
-    if (a.shape.names == concat(batch, k, m) &&
-        a.shape.names != concat(batch, m, k))
+    if (same(a.shape.names, concat(batch, k, m)) &&
+        !same(a.shape.names, concat(batch, m, k)))
       gemm.transA = true;
     else
       a = reshapeTo(a, concat(batch, m, k));
-    if (b.shape.names == concat(batch, n, k) &&
-        b.shape.names != concat(batch, k, n))
+    if (same(b.shape.names, concat(batch, n, k)) &&
+        !same(b.shape.names, concat(batch, k, n)))
       gemm.transB = true;
     else
       b = reshapeTo(b, concat(batch, k, n));
     Names cNames = concat(batch, m, n);
     PlannedTensor c =
-        outNames == cNames ? target : scratchTensor(cNames, {&target});
+        same(outNames, cNames) ? target : scratchTensor(cNames, {&target});
 
     auto product = [&](const Names &names, const PlannedTensor &source) {
       int64_t count = 1;
@@ -127,7 +147,7 @@ public:
     stage.isGemm = true;
     stage.gemm = std::move(gemm);
     plan.stages.push_back(std::move(stage));
-    if (outNames != cNames)
+    if (!same(outNames, cNames))
       addReduce(c, target);
   }
 
@@ -139,6 +159,14 @@ public:
 EinsumPlan planEinsum(const std::vector<PlannedTensor> &inputs,
                       const PlannedTensor &out) {
   Planner planner;
+  for (const PlannedTensor *tensor : {&out})
+    for (size_t d = 0; d < tensor->shape.names.size(); ++d)
+      if (tensor->shape.sizes[d] == 1)
+        planner.unit.insert(tensor->shape.names[d]);
+  for (const PlannedTensor &tensor : inputs)
+    for (size_t d = 0; d < tensor.shape.names.size(); ++d)
+      if (tensor.shape.sizes[d] == 1)
+        planner.unit.insert(tensor.shape.names[d]);
   if (inputs.size() == 1) {
     planner.addReduce(inputs[0], out);
     return planner.plan;

@@ -157,3 +157,23 @@ def test_pipeline_schedule_is_the_flag(tmp):
     assert json.loads(one.json) == json.loads(out.read_text())
     assert json.loads(one.json) != json.loads(gpipe.json)
     assert [p["schedule"] for p in one.explain()["pipelines"]] == ["1f1b"]
+
+
+def test_virtual_stages_is_the_flag(tmp):
+    # pipeline_schedule="interleaved", virtual_stages=3 (--schedule
+    # interleaved --virtual-stages 3): stage s holds the blocks s, s + 2,
+    # s + 4; the params keep the model's dims outside the program.
+    model = ROOT / "tests" / "training" / "Inputs" / "pipeline-lm.mtf"
+    options = {"mesh": "p:2", "layout": "layers:p", "microbatches": 2}
+    program = meshc.compile(model, pipeline_schedule="interleaved",
+                            virtual_stages=3, **options)
+    out = tmp / "i.mprog"
+    tool = run_tool("meshc", str(model), "--mesh", "p:2", "--layout",
+                    "layers:p", "--microbatches", "2", "--schedule",
+                    "interleaved", "--virtual-stages", "3", "-o", str(out))
+    assert tool.returncode == 0, tool.stderr
+    assert json.loads(program.json) == json.loads(out.read_text())
+    [pipeline] = program.explain()["pipelines"]
+    assert (pipeline["schedule"], pipeline["virtual_stages"]) == ("interleaved", 3)
+    with pytest.raises(meshc.CompileError, match="needs --schedule interleaved"):
+        meshc.compile(model, virtual_stages=3, **options)
