@@ -95,17 +95,7 @@ CheckpointTensor readTensorEntry(const JsonNode &node) {
     for (const JsonNode &dim : model->elements())
       tensor.modelDims.push_back(
           {dim.member("name").string(), dim.member("size").integerAtLeast(1)});
-    // The leading dims merged into the first, the others the same.
-    bool valid = !tensor.modelDims.empty() &&
-                 tensor.modelDims.size() < tensor.dims.size();
-    size_t lead = valid ? tensor.dims.size() - tensor.modelDims.size() + 1 : 0;
-    int64_t merged = 1;
-    for (size_t d = 0; d < lead; ++d)
-      merged *= tensor.dims[d].size;
-    valid = valid && merged == tensor.modelDims[0].size;
-    for (size_t d = 1; valid && d < tensor.modelDims.size(); ++d)
-      valid = tensor.modelDims[d].name == tensor.dims[lead + d - 1].name &&
-              tensor.modelDims[d].size == tensor.dims[lead + d - 1].size;
+    bool valid = declaresDims(tensor.dims, tensor.modelDims);
     if (!valid)
       model->fail("model_dims of '" + tensor.name +
                   "' must merge its leading dims into the first and keep the "

@@ -153,15 +153,7 @@ std::vector<layout::Dim> parseModelDims(const JsonNode &node,
           (d ? ", " : "") + dims[d].name + "=" + std::to_string(dims[d].size);
     return out + "]";
   };
-  bool valid = !model.empty() && model.size() < tensor.dims.size();
-  size_t lead = valid ? tensor.dims.size() - model.size() + 1 : 0;
-  int64_t merged = 1;
-  for (size_t d = 0; valid && d < lead; ++d)
-    merged *= tensor.dims[d].size;
-  valid = valid && model[0].size == merged && !model[0].name.empty();
-  for (size_t d = 1; valid && d < model.size(); ++d)
-    valid = model[d].name == tensor.dims[lead + d - 1].name &&
-            model[d].size == tensor.dims[lead + d - 1].size;
+  bool valid = declaresDims(tensor.dims, model);
   if (!valid)
     node.fail("'" + tensor.name + "' of dims " + text(tensor.dims) +
               " cannot be declared as " + text(model) +

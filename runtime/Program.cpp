@@ -92,6 +92,24 @@ std::vector<int64_t> Tensor::declaredShape() const {
   return shape;
 }
 
+bool declaresDims(const std::vector<layout::Dim> &dims,
+                  const std::vector<layout::Dim> &declared) {
+  if (declared.empty() || declared.size() >= dims.size() ||
+      declared[0].name.empty())
+    return false;
+  size_t lead = dims.size() - declared.size() + 1;
+  int64_t merged = 1;
+  for (size_t d = 0; d < lead; ++d)
+    merged *= dims[d].size;
+  if (declared[0].size != merged)
+    return false;
+  for (size_t d = 1; d < declared.size(); ++d)
+    if (declared[d].name != dims[lead + d - 1].name ||
+        declared[d].size != dims[lead + d - 1].size)
+      return false;
+  return true;
+}
+
 std::vector<DeclaredBox> declaredBoxes(const std::vector<layout::Dim> &dims,
                                        const std::vector<layout::Dim> &declared,
                                        const std::vector<int64_t> &offset,

@@ -124,6 +124,11 @@ struct DeclaredBox {
 /// of a tensor of `dims` covers in `declared`, whose first dim merges the
 /// leading dims of `dims` (the rest are the same): one box where `declared`
 /// is empty or equals `dims`.
+/// Whether `declared` declares a tensor of `dims`: its first dim merges the
+/// leading dims of `dims` (its size their product), the others are the same
+/// (Tensor::modelDims, a checkpoint's model_dims).
+bool declaresDims(const std::vector<layout::Dim> &dims,
+                  const std::vector<layout::Dim> &declared);
 std::vector<DeclaredBox> declaredBoxes(const std::vector<layout::Dim> &dims,
                                        const std::vector<layout::Dim> &declared,
                                        const std::vector<int64_t> &offset,

@@ -194,18 +194,7 @@ SmallVector<SmallVector<Value>> Pipeliner::blocksOfRounds(OpEmitter &emit) {
     }
     SmallVector<NamedDim> one{{s.round, s.rounds}, {s.stage, s.stages}};
     one.append(rest.begin(), rest.end());
-    TensorType layerType = withDims(type, one);
-    SmallVector<Value> layers;
-    for (int64_t k = 0; k < s.perStage; ++k) {
-      Value slice = stacked;
-      if (s.perStage > 1)
-        slice =
-            emit.tag(mtf::WindowOp::create(b, loc, stacked, s.layer.getValue(),
-                                           s.last.getValue(), 1, k))
-                ->getResult(0);
-      layers.push_back(emit.sumTo(slice, layerType));
-    }
-    weights.push_back(layers);
+    weights.push_back(eachLayer(emit, stacked, withDims(type, one)));
   }
   return weights;
 }

@@ -260,21 +260,24 @@ SmallVector<SmallVector<Value>> Pipeliner::layersOfStages(OpEmitter &emit) {
             .getResult();
     SmallVector<NamedDim> one{{s.stage, s.stages}};
     one.append(rest.begin(), rest.end());
-    TensorType layerType = withDims(type, one);
-    SmallVector<Value> layers;
-    for (int64_t k = 0; k < s.perStage; ++k) {
-      Value slice = split;
-      if (s.perStage > 1) {
-        slice =
-            emit.tag(mtf::WindowOp::create(b, loc, split, s.layer.getValue(),
-                                           s.last.getValue(), 1, k))
-                ->getResult(0);
-      }
-      layers.push_back(emit.sumTo(slice, layerType));
-    }
-    weights.push_back(layers);
+    weights.push_back(eachLayer(emit, split, withDims(type, one)));
   }
   return weights;
+}
+
+SmallVector<Value> Pipeliner::eachLayer(OpEmitter &emit, Value blocks,
+                                        TensorType layerType) {
+  SmallVector<Value> layers;
+  for (int64_t k = 0; k < s.perStage; ++k) {
+    Value slice = blocks;
+    if (s.perStage > 1)
+      slice = emit.tag(mtf::WindowOp::create(emit.builder(), loop.getLoc(),
+                                             blocks, s.layer.getValue(),
+                                             s.last.getValue(), 1, k))
+                  ->getResult(0);
+    layers.push_back(emit.sumTo(slice, layerType));
+  }
+  return layers;
 }
 
 Value Pipeliner::alongTicks(OpEmitter &emit, Value value, int64_t at) {

@@ -99,6 +99,10 @@ private:
   /// Per stacked weight, the k-th layer of every stage, [stage=P, ...], for
   /// each k of a stage's layers.
   SmallVector<SmallVector<Value>> layersOfStages(OpEmitter &emit);
+  /// The k-th layer of `blocks` (its dim `layer` of perStage layers), of
+  /// type `layerType`, for each k.
+  SmallVector<Value> eachLayer(OpEmitter &emit, Value blocks,
+                               TensorType layerType);
   /// `value` as one microbatch per tick, [ticks=T, ...], microbatch m at
   /// tick m + `at` (zeros in the other ticks).
   Value alongTicks(OpEmitter &emit, Value value, int64_t at = 0);
