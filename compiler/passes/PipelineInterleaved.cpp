@@ -1,7 +1,7 @@
 //===- PipelineInterleaved.cpp - the interleaved schedule's parts ---------===//
 //
 // The interleaved schedule (docs/pipeline.md#interleaved): each stacked
-// parameter stored by blocks [round, stage, layer, ...], the microbatches'
+// parameter stored by rounds [round, in_round, ...], the microbatches'
 // entries into stage 0 (each group of P in its first round), the tick's 0/1
 // selecting each stage's round, and the ticks at which stage 0 takes the last
 // stage's result back for a microbatch's next round.
@@ -164,37 +164,43 @@ SmallVector<SmallVector<Value>> Pipeliner::blocksOfRounds(OpEmitter &emit) {
   for (Value stacked : loop.getStacked()) {
     TensorType type = tensorType(stacked);
     ArrayRef<NamedDim> rest = type.getDims().drop_front();
-    // The parameter itself takes the blocks' shape: element [v, s, k, ...]
-    // is layer (v * P + s) * K + k, as in [layers, ...] (check() made sure
-    // only this repeat reads it).
-    SmallVector<NamedDim> cut{
-        {s.round, s.rounds}, {s.stage, s.stages}, {s.layer, s.perStage}};
-    cut.append(rest.begin(), rest.end());
+    // The parameter itself is stored by rounds: element [v, i, ...] is
+    // layer v * L / V + i, as in [layers, ...] (check() made sure only this
+    // repeat reads it). The layout cuts in_round as it would cut the
+    // layers, so each device holds its stage's block of every round.
+    SmallVector<NamedDim> stored{{s.round, s.rounds},
+                                 {s.inRound, s.roundLayers}};
+    stored.append(rest.begin(), rest.end());
     SmallVector<OpOperand *> others;
     for (OpOperand &use : stacked.getUses())
       if (use.getOwner() != loop.getOperation())
         others.push_back(&use);
-    stacked.setType(withDims(type, cut));
+    stacked.setType(withDims(type, stored));
     if (!others.empty()) {
       // Its other readers read it as the model declares it (merged back:
       // a gather where the stages are split).
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointAfter(stacked.getDefiningOp());
-      SmallVector<NamedDim> blocks{{s.allBlocks, s.rounds * s.stages},
-                                   {s.layer, s.perStage}};
-      blocks.append(rest.begin(), rest.end());
-      Value merged = mtf::MergeDimsOp::create(b, loc, withDims(type, blocks),
-                                              stacked, s.round, nullptr)
-                         .getResult();
-      merged =
-          mtf::MergeDimsOp::create(b, loc, type, merged, s.allBlocks, nullptr)
+      Value merged =
+          mtf::MergeDimsOp::create(b, loc, type, stacked, s.round, nullptr)
               .getResult();
       for (OpOperand *use : others)
         use->set(merged);
     }
+    // [round, stage, layer=K, ...]: each stage's block of each round,
+    // padded with zeros to K layers where the stages are uneven (one window
+    // on each device).
+    SmallVector<NamedDim> cut{
+        {s.round, s.rounds}, {s.stage, s.stages}, {s.layer, s.perStage}};
+    cut.append(rest.begin(), rest.end());
+    Value blocks =
+        mtf::SplitDimOp::create(
+            b, loc, withDims(type, cut), stacked, s.inRound,
+            s.blocks.empty() ? nullptr : b.getDenseI64ArrayAttr(s.blocks))
+            .getResult();
     SmallVector<NamedDim> one{{s.round, s.rounds}, {s.stage, s.stages}};
     one.append(rest.begin(), rest.end());
-    weights.push_back(eachLayer(emit, stacked, withDims(type, one)));
+    weights.push_back(eachLayer(emit, blocks, withDims(type, one)));
   }
   return weights;
 }

@@ -50,12 +50,22 @@ LogicalResult Pipeliner::check() {
                   "proportion");
   }
   if (s.rounds > 1) {
-    if (s.perStage == 0 || !s.blocks.empty())
-      return refuse(Twine(loop.getCount()) + " layers do not cut into " +
-                    Twine(s.rounds * s.stages) + " blocks of equal size (" +
-                    Twine(s.rounds) + " virtual stages of " + Twine(s.stages) +
-                    " stages; the interleaved schedule takes no uneven "
-                    "stages)");
+    if (s.roundLayers == 0)
+      return refuse(
+          Twine(loop.getCount()) + " layers do not cut into " +
+          Twine(s.rounds) +
+          " rounds of equal size (the interleaved schedule runs "
+          "the layers in --virtual-stages rounds, each cut into the " +
+          Twine(s.stages) +
+          " stages; a number of virtual stages that divides " +
+          Twine(loop.getCount()) + " does)");
+    if (s.perStage == 0)
+      return refuse(Twine(s.roundLayers) + " layers a round (" +
+                    Twine(loop.getCount()) + " in " + Twine(s.rounds) +
+                    " rounds) do not cut into " + Twine(s.stages) +
+                    " stages of equal size (with --uneven, or --axis-weights "
+                    "on the stage axes, stages may hold unequal numbers of "
+                    "layers)");
     if (s.microbatches % s.stages != 0)
       return refuse("the interleaved schedule runs the microbatches in "
                     "groups of one per stage, and " +
@@ -721,9 +731,20 @@ struct MtfPipelineStagesPass
       for (const std::string &axis : *axes)
         if (std::optional<size_t> index = parsedMesh->axisIndex(axis))
           axisIndices.push_back(*index);
-      if (weights.allowsIndivisible(axisIndices)) {
-        std::vector<int64_t> blocks = meshc::layout::cutBlocks(
-            loop.getCount(), axisIndices, *parsedMesh, weights);
+      // The interleaved schedule cuts each of its V rounds (L / V layers)
+      // so, the others the L layers.
+      bool interleaved = schedule == meshc::PipelineSchedule::Interleaved;
+      if (interleaved) {
+        s.rounds = std::max<int64_t>(virtualStages, 2);
+        s.roundLayers =
+            loop.getCount() % s.rounds == 0 ? loop.getCount() / s.rounds : 0;
+      }
+      int64_t layers = interleaved ? s.roundLayers : loop.getCount();
+      if (layers == 0) {
+        s.perStage = 0;
+      } else if (weights.allowsIndivisible(axisIndices)) {
+        std::vector<int64_t> blocks =
+            meshc::layout::cutBlocks(layers, axisIndices, *parsedMesh, weights);
         s.perStage = *llvm::max_element(blocks);
         if (!llvm::all_equal(blocks))
           s.blocks.assign(blocks.begin(), blocks.end());
@@ -734,21 +755,13 @@ struct MtfPipelineStagesPass
         if (llvm::any_of(stagesCut, [](int64_t n) { return n != 1; }))
           s.stagesCut.assign(stagesCut.begin(), stagesCut.end());
       } else {
-        s.perStage =
-            loop.getCount() % s.stages == 0 ? loop.getCount() / s.stages : 0;
+        s.perStage = layers % s.stages == 0 ? layers / s.stages : 0;
       }
       s.microbatches = microbatches;
       s.schedule = schedule;
-      s.ticks = s.microbatches + s.stages - 1;
-      if (schedule == meshc::PipelineSchedule::Interleaved) {
-        // V rounds of blocks of K layers: T = V M + P - 1 ticks of one
-        // block each.
-        s.rounds = std::max<int64_t>(virtualStages, 2);
-        s.perStage = loop.getCount() % (s.rounds * s.stages) == 0
-                         ? loop.getCount() / (s.rounds * s.stages)
-                         : 0;
-        s.ticks = s.rounds * s.microbatches + s.stages - 1;
-      }
+      // Interleaved: V rounds of blocks of K layers, T = V M + P - 1 ticks
+      // of one block each.
+      s.ticks = s.rounds * s.microbatches + s.stages - 1;
       s.batch = StringAttr::get(context, batchDim);
       std::string dim = loop.getDim().str();
       s.stage = freshName(context, taken, dim + "_stage");
@@ -764,13 +777,16 @@ struct MtfPipelineStagesPass
         s.slot = freshName(context, taken, batchDim + "_slot");
         s.entry = freshName(context, taken, batchDim + "_entry");
         s.entryRound = freshName(context, taken, batchDim + "_entry_round");
-        s.allBlocks = freshName(context, taken, dim + "_blocks");
+        s.inRound = freshName(context, taken, dim + "_in_round");
       }
       Pipeliner pipeliner(loop, s);
       if (failed(pipeliner.check()))
         return signalPassFailure();
       pipeliner.rewrite();
       aliases.push_back(NamedAttribute(s.stage, StringAttr::get(context, dim)));
+      if (s.rounds > 1)
+        aliases.push_back(
+            NamedAttribute(s.inRound, StringAttr::get(context, dim)));
       Builder b(context);
       SmallVector<NamedAttribute> shape{
           b.getNamedAttr("stages", b.getI64IntegerAttr(s.stages)),
@@ -788,7 +804,7 @@ struct MtfPipelineStagesPass
             b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(s.rounds)));
         modelDims.push_back(
             NamedAttribute(StringAttr::get(context, dim),
-                           b.getArrayAttr({s.round, s.stage, s.layer})));
+                           b.getArrayAttr({s.round, s.inRound})));
       }
       // The loop is gone (rewrite erased it): its dim by the name kept.
       shapes.push_back(NamedAttribute(StringAttr::get(context, dim),

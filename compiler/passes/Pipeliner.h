@@ -66,9 +66,12 @@ struct Stages {
   /// round of an entry.
   int64_t rounds = 1;
   StringAttr round, group, inGroup, slot, entry, entryRound;
-  /// Interleaved: the blocks of every round, [round, stage] merged (for a
-  /// stacked parameter's readers other than the repeat).
-  StringAttr allBlocks;
+  /// Interleaved: the layers of a round (L / V), and the dim of them each
+  /// stacked parameter is stored with, [round, in_round, ...]: the layer
+  /// dim's layout rule cuts in_round into the round's stages (evenly, or
+  /// as `blocks` under --uneven or weights, the same in every round).
+  int64_t roundLayers = 0;
+  StringAttr inRound;
 };
 
 class Pipeliner {
@@ -129,8 +132,9 @@ private:
   /// else 0.
   Value wrapTicks(OpEmitter &emit, Type element);
   /// Interleaved: each stacked parameter [layers=L, ...] stored as [round=V,
-  /// stage=P, layer=K, ...] (the same elements in the same order), and of
-  /// each its k-th layer of every block, [round=V, stage=P, ...].
+  /// in_round=L/V, ...] (the same elements in the same order; its stage's
+  /// blocks on each device), and of each its k-th layer of every block,
+  /// [round=V, stage=P, ...] (zeros past a stage's layers).
   SmallVector<SmallVector<Value>> blocksOfRounds(OpEmitter &emit);
 
   /// 1F1B: the ops after the loop that the trained loss is computed by

@@ -202,6 +202,23 @@ bool validFor(mtf::ProgramOp program, const layout::LayoutRules &rules,
   program.walk([&](mtf::LoopOp loop) {
     const std::vector<std::string> *axes = rules.axesFor(loop.getDim().str());
     valid &= pipelines || !axes || axes->empty();
+    // Nor may weights or --uneven cut a loop's values unequally (its body
+    // runs one block size on every device: mtf-partition refuses it),
+    // unless it is to be a pipeline (its ticks' values are equal blocks).
+    if (weights.isPlain() || (axes && !axes->empty()))
+      return;
+    auto equal = [&](Value value) {
+      auto tensor = llvm::dyn_cast<mtf::TensorType>(value.getType());
+      if (!tensor)
+        return true;
+      std::vector<layout::Dim> dims = meshc::toDims(tensor);
+      layout::Result<layout::TensorLayout> cut =
+          layout::TensorLayout::compute("t", dims, rules, mesh, &weights);
+      return !cut.ok() || cut->hasEqualBlocks(dims, mesh, weights);
+    };
+    valid &= llvm::all_of(loop->getOperands(), equal);
+    loop.getBodyBlock().walk(
+        [&](Operation *op) { valid &= llvm::all_of(op->getResults(), equal); });
   });
   program.walk([&](Operation *op) {
     for (Type type : op->getResultTypes())
@@ -636,6 +653,9 @@ constexpr const char *kPipelineSizes =
     "batch=4 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4";
 constexpr const char *kInterleavedSizes =
     "batch=8 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4 layers=8";
+/// ... with a batch of 6 microbatches (groups for 2, 3 and 6 stages).
+constexpr const char *kInterleavedUnevenSizes =
+    "batch=12 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4 layers=8";
 constexpr const char *kLlamaSizes =
     "batch=2 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4";
 constexpr const char *kMoeSizes = "batch=2 seq=4 memory=4 vocab=4 d_model=4 "
@@ -740,11 +760,17 @@ const SweepCase kCases[] = {
     // blocks s and s + P), on the pipeline tests' model of 8 layers (blocks
     // for 2 and 4 stages) and 4 microbatches (groups of either).
     {"tests/training/Inputs/pipeline-lm.mtf", "a:2;b:2", kInterleavedSizes, 1,
-     false, false, false, false, "", false, true, 4, false,
-     meshc::Halves::Off, false, meshc::PipelineSchedule::Interleaved},
+     false, false, false, false, "", false, true, 4, false, meshc::Halves::Off,
+     false, meshc::PipelineSchedule::Interleaved},
     {"tests/training/Inputs/pipeline-lm.mtf", "a:2;b:2", kInterleavedSizes, 1,
      false, false, false, true, "", false, true, 4, false, meshc::Halves::Off,
      false, meshc::PipelineSchedule::Interleaved},
+    // ... under --uneven on 2, 3 and 6 stages (each round's 4 layers as
+    // blocks of 2 and 2; 2, 1 and 1; 1, 1, 1, 1, 0 and 0), the other dims
+    // 3 does not divide cut unevenly too where no loop holds them.
+    {"tests/training/Inputs/pipeline-lm.mtf", "a:3;b:2",
+     kInterleavedUnevenSizes, 1, false, false, false, false, "", true, true, 6,
+     false, meshc::Halves::Off, false, meshc::PipelineSchedule::Interleaved},
     // --shard-params (ZeRO-3): parameters sharded too, gathered where read,
     // a loop's layer slice in its body (after its cast under bf16).
     {"examples/mlp/mlp.mtf", "a:2;b:2", "", 1, false, false, false, false, "",
