@@ -97,7 +97,10 @@ def MtfFuse : Pass<"mtf-fuse", "::mlir::ModuleOp"> {
       before its last member are moved after it only when that moves no
       read of a parameter past its `mtf.assign`;
     - a group has at most 32 ops, 16 operands and 8 results (what one
-      fused kernel takes); a group of one op stays that op.
+      fused kernel takes); a group of one op stays that op, unless it
+      reads or writes 16-bit floats (not a cast): its own step would stage
+      each of those operands whole in f32 in the scratch, where a fused step
+      widens and rounds them as it streams them.
 
     `meshc --no-fuse` skips the pass; `--explain` lists the groups.
   }];
