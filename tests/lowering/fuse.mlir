@@ -135,3 +135,29 @@ mtf.program @row_sums local {
   mtf.output "rows" %rows : !mtf.tensor<[a=4], bf16>
   mtf.output "cols" %cols : !mtf.tensor<[b=8], bf16>
 }
+
+// -----
+
+// An op alone stays its own step in f32; one that reads or writes bf16 is a
+// fused step of one op (its own step would stage each bf16 operand whole
+// in f32 in the scratch; a fused step widens and rounds as it streams); a
+// cast alone stays a cast (it stages nothing).
+// CHECK-LABEL: mtf.program @alone local
+// CHECK: mtf.add %{{.*}} : !mtf.tensor<[a=4], f32>
+// CHECK: mtf.fused(%{{.*}}) : (!mtf.tensor<[a=4], bf16>) -> !mtf.tensor<[a=4], bf16>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: mtf.add
+// CHECK-NEXT: mtf.yield
+// CHECK: mtf.cast %{{.*}} : !mtf.tensor<[a=4], bf16> -> !mtf.tensor<[a=4], f32>
+// CHECK-NOT: mtf.fused
+mtf.program @alone local {
+  %x = mtf.input "x" : !mtf.tensor<[a=4], f32>
+  %s = mtf.add %x, %x : !mtf.tensor<[a=4], f32>, !mtf.tensor<[a=4], f32> -> !mtf.tensor<[a=4], f32>
+  %h = mtf.input "h" : !mtf.tensor<[a=4], bf16>
+  %t = mtf.add %h, %h : !mtf.tensor<[a=4], bf16>, !mtf.tensor<[a=4], bf16> -> !mtf.tensor<[a=4], bf16>
+  %k = mtf.input "k" : !mtf.tensor<[a=4], bf16>
+  %w = mtf.cast %k : !mtf.tensor<[a=4], bf16> -> !mtf.tensor<[a=4], f32>
+  mtf.output "s" %s : !mtf.tensor<[a=4], f32>
+  mtf.output "t" %t : !mtf.tensor<[a=4], bf16>
+  mtf.output "w" %w : !mtf.tensor<[a=4], f32>
+}
