@@ -84,8 +84,8 @@ LogicalResult Pipeliner::check() {
         return refuse("its stacked operand #" + Twine(index) + " (" +
                       describe(stacked.getType()) +
                       ") is not a parameter it reads once; the interleaved "
-                      "schedule stores each stacked parameter as [rounds, "
-                      "stages, layers of a block, ...] so that each device "
+                      "schedule stores each stacked parameter by rounds, "
+                      "[rounds, layers of a round, ...], so that each device "
                       "holds its own blocks");
     }
   }
