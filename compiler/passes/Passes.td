@@ -117,12 +117,11 @@ def MtfPipelineStages : Pass<"mtf-pipeline-stages", "::mlir::mtf::ProgramOp"> {
     `schedule=interleaved` with `virtual-stages` V, each stacked parameter
     is stored as `[layers_round=V, layers_in_round=L/V, ...]` (recorded
     in `mtf.model_dims`; layers_in_round takes the layer dim's rule, so
-    evenly or under `uneven` each round is cut into the stages), the ticks are `V M + P - 1` of one
-    block, each stage's weights per tick the round it runs (an einsum with a
-    0/1 tick input), and stage 0 takes the last stage's result of the tick
-    before for a microbatch's next round (docs/pipeline.md#interleaved).
-    Refused with
-    the reason: layers that do not cut into P equal stages (without
+    each round is cut into the stages, evenly or under `uneven`), the
+    ticks are `V M + P - 1` of one block, each stage's weights per tick
+    the round it runs (an einsum with a 0/1 tick input), and stage 0 takes
+    the last stage's result of the tick before for a microbatch's next
+    round (docs/pipeline.md#interleaved). Refused with the reason: layers that do not cut into P equal stages (without
     `uneven` or weights; interleaved: into V rounds, then each round's
     into P stages), a body that stacks per-layer values, draws
     dropout masks, holds a loop, or mixes the examples of the batch (with

@@ -731,8 +731,8 @@ struct MtfPipelineStagesPass
       for (const std::string &axis : *axes)
         if (std::optional<size_t> index = parsedMesh->axisIndex(axis))
           axisIndices.push_back(*index);
-      // The interleaved schedule cuts each of its V rounds (L / V layers)
-      // so, the others the L layers.
+      // The layers the layout cuts into the stages: under the interleaved
+      // schedule each of its V rounds (L / V layers), else all L.
       bool interleaved = schedule == meshc::PipelineSchedule::Interleaved;
       if (interleaved) {
         s.rounds = std::max<int64_t>(virtualStages, 2);
