@@ -490,10 +490,29 @@ Partitioner::partitionContraction(Operation &op,
 LogicalResult Partitioner::partitionRename(Operation &op,
                                            const mtf::PartitionRule &rule) {
   Value operand = op.getOperand(0);
-  materialize(operand);
-  auto [input, index] = locals.lookup(operand);
   auto inputType = llvm::cast<mtf::TensorType>(operand.getType());
   auto type = llvm::cast<mtf::TensorType>(op.getResult(0).getType());
+  Layout outLayout = resultLayout(&op);
+  // A pending sum that the new name splits over its axes is
+  // reduce-scattered into that split (a pipeline's kept result, summed over
+  // the stages into each device's share of the examples), not all-reduced
+  // and then sliced.
+  AxisMap wanted = axesByName(type, outLayout);
+  wanted[rule.from] = wanted[rule.to];
+  if (rule.from != rule.to)
+    wanted.erase(rule.to);
+  if (std::optional<Value> shard =
+          scatterPending(operand, layoutFor(inputType, wanted), &op,
+                         "into the split of '" + rule.to + "'")) {
+    IRMapping mapping;
+    mapping.map(operand, *shard);
+    Operation *clone = cloneLocal(builder, op, mapping);
+    setLocalType(clone->getResult(0), type, outLayout);
+    define(op.getResult(0), clone->getResult(0), outLayout);
+    return success();
+  }
+  materialize(operand);
+  auto [input, index] = locals.lookup(operand);
   AxisMap axes = axesByName(inputType, layouts[index]);
   axes[rule.to] = axes[rule.from];
   if (rule.from != rule.to)
@@ -503,7 +522,6 @@ LogicalResult Partitioner::partitionRename(Operation &op,
   mapping.map(operand, input);
   Operation *clone = cloneLocal(builder, op, mapping);
   setLocalType(clone->getResult(0), type, renamed);
-  Layout outLayout = resultLayout(&op);
   Value result =
       reshard(clone->getResult(0), type, renamed, outLayout, op.getLoc(),
               "'" + rule.to + "' is laid out unlike '" + rule.from + "'");
@@ -955,9 +973,9 @@ LogicalResult Partitioner::partitionLocalGrad(Operation &op) {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-std::optional<Value> Partitioner::scatterPending(Value value,
-                                                 const Layout &target,
-                                                 Operation *user) {
+std::optional<Value>
+Partitioner::scatterPending(Value value, const Layout &target, Operation *user,
+                            std::optional<std::string> into) {
   auto it = pending.find(value);
   if (it == pending.end())
     return std::nullopt;
@@ -984,14 +1002,16 @@ std::optional<Value> Partitioner::scatterPending(Value value,
   std::sort(sorted.begin(), sorted.end());
   if (!dim || sorted != it->second.axes)
     return std::nullopt;
-  Value result = roundTotal(
-      reduceOver(local, type, current, added, *dim, false, user->getLoc(),
-                 it->second.why + ", into the shard " +
-                     (llvm::isa<mtf::YieldOp>(user)
-                          ? std::string("the update after the loop reads")
-                          : user->getName().stripDialect().str() + " updates") +
-                     " (--shard-optimizer)"),
-      type, target, it->second, user->getLoc());
+  if (!into)
+    into = "into the shard " +
+           (llvm::isa<mtf::YieldOp>(user)
+                ? std::string("the update after the loop reads")
+                : user->getName().stripDialect().str() + " updates") +
+           " (--shard-optimizer)";
+  Value result =
+      roundTotal(reduceOver(local, type, current, added, *dim, false,
+                            user->getLoc(), it->second.why + ", " + *into),
+                 type, target, it->second, user->getLoc());
   scattered.emplace_back(value, target, result);
   return result;
 }

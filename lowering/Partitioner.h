@@ -101,10 +101,11 @@ private:
   /// optimizer's gradient), its reduce-scatter into `target`: one collective
   /// where materializing would all-reduce and then slice. The partial sums
   /// stay pending for other users; one reduce-scatter serves every user
-  /// with the same target.
-  std::optional<mlir::Value> scatterPending(mlir::Value value,
-                                            const Layout &target,
-                                            mlir::Operation *user);
+  /// with the same target. `into` ends the collective's reason (default:
+  /// the shard `user` updates).
+  std::optional<mlir::Value>
+  scatterPending(mlir::Value value, const Layout &target, mlir::Operation *user,
+                 std::optional<std::string> into = std::nullopt);
   /// Emits the collectives that take local `value` (a block of a tensor of
   /// global type `type`) from layout `from` to `to`.
   mlir::Value reshard(mlir::Value value, mlir::mtf::TensorType type,

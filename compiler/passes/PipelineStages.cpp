@@ -239,14 +239,15 @@ Value Pipeliner::stagesVector(OpEmitter &emit, Value like,
                                                   element));
 }
 
-TensorType Pipeliner::microbatched(TensorType type) const {
+TensorType Pipeliner::microbatched(TensorType type, StringAttr examples) const {
   SmallVector<NamedDim> dims;
   for (NamedDim dim : type.getDims()) {
     if (dim.name != s.batch) {
       dims.push_back(dim);
       continue;
     }
-    dims.push_back({s.examples, dim.size / s.microbatches});
+    dims.push_back(
+        {examples ? examples : s.examples, dim.size / s.microbatches});
     dims.push_back({s.micro, s.microbatches});
   }
   return withDims(type, dims);
@@ -290,15 +291,18 @@ SmallVector<Value> Pipeliner::eachLayer(OpEmitter &emit, Value blocks,
   return layers;
 }
 
-Value Pipeliner::alongTicks(OpEmitter &emit, Value value, int64_t at) {
+Value Pipeliner::alongTicks(OpEmitter &emit, Value value, int64_t at,
+                            bool spread) {
   OpBuilder &b = emit.builder();
   Location loc = loop.getLoc();
   TensorType type = tensorType(value);
-  Value cut = s.microbatches > 1
-                  ? mtf::SplitDimOp::create(b, loc, microbatched(type), value,
-                                            s.batch, nullptr)
-                        .getResult()
-                  : addUnit(emit, value, s.micro);
+  StringAttr examples = spread ? stackedExamples() : s.examples;
+  Value cut =
+      s.microbatches > 1
+          ? mtf::SplitDimOp::create(b, loc, microbatched(type, examples), value,
+                                    s.batch, nullptr)
+                .getResult()
+          : addUnit(emit, value, s.micro);
   // Interleaved: each group's microbatches enter in its first round.
   StringAttr from = s.micro;
   if (s.rounds > 1) {
@@ -308,7 +312,9 @@ Value Pipeliner::alongTicks(OpEmitter &emit, Value value, int64_t at) {
   // The microbatches padded with zeros to the ticks, the ticks first (one
   // window that also transposes: no copy of the batch in between).
   SmallVector<NamedDim> first{{s.ticksDim, s.ticks}};
-  llvm::append_range(first, inner(type, /*staged=*/false).getDims());
+  llvm::append_range(
+      first,
+      renameDim(inner(type, /*staged=*/false), s.examples, examples).getDims());
   return emit
       .tag(mtf::WindowOp::create(b, loc, withDims(type, first), cut,
                                  from.getValue(), s.ticksDim.getValue(), -at))
@@ -319,12 +325,13 @@ Value Pipeliner::backToBatch(OpEmitter &emit, Value kept, TensorType type) {
   OpBuilder &b = emit.builder();
   // Microbatch m left the last stage at tick m + P - 1: one window takes
   // those ticks, in the batch's order.
-  TensorType ordered =
-      s.microbatches > 1 ? microbatched(type) : withDims(type, [&] {
-        SmallVector<NamedDim> dims{{s.micro, 1}};
-        llvm::append_range(dims, type.getDims());
-        return dims;
-      }());
+  TensorType ordered = s.microbatches > 1
+                           ? microbatched(type, stackedExamples())
+                           : withDims(type, [&] {
+                               SmallVector<NamedDim> dims{{s.micro, 1}};
+                               llvm::append_range(dims, type.getDims());
+                               return dims;
+                             }());
   Value window;
   if (s.rounds > 1) {
     // Interleaved: entry e leaves the last stage in its last round, at tick
@@ -346,8 +353,8 @@ Value Pipeliner::backToBatch(OpEmitter &emit, Value kept, TensorType type) {
   }
   if (s.microbatches == 1)
     return emit.sumTo(window, type);
-  return mtf::MergeDimsOp::create(b, loop.getLoc(), type, window, s.examples,
-                                  nullptr)
+  return mtf::MergeDimsOp::create(b, loop.getLoc(), type, window,
+                                  stackedExamples(), nullptr)
       .getResult();
 }
 
@@ -412,7 +419,7 @@ void Pipeliner::rewrite() {
   // the last microbatch), and its state on the stages, zeros first.
   SmallVector<Value> ticksIn, states;
   for (Value value : moving) {
-    ticksIn.push_back(alongTicks(emit, value));
+    ticksIn.push_back(alongTicks(emit, value, 0, /*spread=*/true));
     states.push_back(
         emit.constant(0.0, inner(tensorType(value), /*staged=*/true)));
   }
@@ -472,9 +479,10 @@ void Pipeliner::rewrite() {
     stateTypes.push_back(state.getType());
   for (Value state : ArrayRef(states).take_front(carried)) {
     TensorType type = tensorType(state);
-    keptTypes.push_back(
-        mtf::LoopOp::stackedType(withDims(type, type.getDims().drop_front()),
-                                 s.ticksDim.getValue(), s.ticks));
+    keptTypes.push_back(mtf::LoopOp::stackedType(
+        renameDim(withDims(type, type.getDims().drop_front()), s.examples,
+                  stackedExamples()),
+        s.ticksDim.getValue(), s.ticks));
   }
   auto ticks = mtf::LoopOp::create(b, loc, stateTypes, keptTypes,
                                    s.ticksDim.getValue(), s.ticks, states,
@@ -505,10 +513,17 @@ void Pipeliner::rewrite() {
   SmallVector<Value> current;
   for (auto [state, in] : llvm::zip(stateArgs.take_front(moving.size()),
                                     inArgs.take_front(moving.size()))) {
+    // Spread: each device stacks its share of the examples; the whole
+    // microbatch is gathered here, one all-gather a tick.
+    Value entry = in;
+    if (s.spread)
+      entry = mtf::RenameOp::create(tb, loc, entry, s.spread.getValue(),
+                                    s.examples.getValue())
+                  .getResult();
     Value placed =
-        tick.tag(mtf::EinsumOp::create(tb, loc,
-                                       ValueRange{in, stageVector(tick, in, 0)},
-                                       tensorType(state).getDimNames()))
+        tick.tag(mtf::EinsumOp::create(
+                     tb, loc, ValueRange{entry, stageVector(tick, entry, 0)},
+                     tensorType(state).getDimNames()))
             ->getResult(0);
     current.push_back(tick.add(state, placed));
   }
@@ -609,15 +624,24 @@ void Pipeliner::rewrite() {
   // times the last stage's 0/1 vector: one all-reduce of a microbatch); the
   // others move one stage on.
   SmallVector<Value> yielded, kept;
-  for (auto [value, keptType] : llvm::zip(current, keptTypes))
-    kept.push_back(
+  for (auto [value, keptType] : llvm::zip(current, keptTypes)) {
+    TensorType slice = llvm::cast<TensorType>(
+        mtf::LoopOp::sliceType(keptType, s.ticksDim.getValue(), s.ticks));
+    Value last =
         tick
             .tag(mtf::EinsumOp::create(
                 tb, loc,
                 ValueRange{value, stageVector(tick, value, s.stages - 1)},
-                mtf::LoopOp::sliceType(keptType, s.ticksDim.getValue(), s.ticks)
-                    .getDimNames()))
-            ->getResult(0));
+                renameDim(slice, stackedExamples(), s.examples).getDimNames()))
+            ->getResult(0);
+    // Spread: each device keeps its share of the examples (the stages' sum
+    // a reduce-scatter).
+    if (s.spread)
+      last = mtf::RenameOp::create(tb, loc, last, s.examples.getValue(),
+                                   s.spread.getValue())
+                 .getResult();
+    kept.push_back(last);
+  }
   for (auto [index, value] : llvm::enumerate(current)) {
     Value next = mtf::WindowOp::create(tb, loc, value, s.stage.getValue(),
                                        s.stage.getValue(), s.stages, -1)
@@ -770,6 +794,26 @@ struct MtfPipelineStagesPass
       s.last = freshName(context, taken, dim + "_one");
       s.micro = freshName(context, taken, batchDim + "_micro");
       s.examples = freshName(context, taken, batchDim + "_mb");
+      // Where the batch is split over a stage axis too, the stacks along
+      // the ticks keep it so split (Stages::spread).
+      if (const std::vector<std::string> *batchAxes = rules->axesFor(batchDim);
+          batchAxes && microbatches > 1) {
+        bool overStages = llvm::any_of(*batchAxes, [&](const std::string &a) {
+          return llvm::is_contained(*axes, a);
+        });
+        bool even = llvm::all_of(*batchAxes, [&](const std::string &a) {
+          std::optional<size_t> index = parsedMesh->axisIndex(a);
+          return index && weights.isEven(*index);
+        });
+        std::optional<int64_t> examples;
+        for (Value value : loop.getCarried())
+          if (std::optional<unsigned> d =
+                  tensorType(value).getDimIndex(batchDim.getValue()))
+            examples = tensorType(value).getDims()[*d].size / microbatches;
+        if (overStages && even && examples &&
+            *examples % sizeOf(*parsedMesh, *batchAxes) == 0)
+          s.spread = freshName(context, taken, batchDim + "_spread");
+      }
       if (s.rounds > 1) {
         s.round = freshName(context, taken, dim + "_round");
         s.group = freshName(context, taken, batchDim + "_group");
@@ -813,6 +857,8 @@ struct MtfPipelineStagesPass
         aliases.push_back(NamedAttribute(
             s.examples,
             ArrayAttr::get(context, {s.batch, StringAttr::get(context, dim)})));
+      if (s.spread)
+        aliases.push_back(NamedAttribute(s.spread, s.batch));
     }
     if (!aliases.empty()) {
       program->setAttr(mtf::MtfDialect::kLayoutAliasesAttrName,

@@ -47,6 +47,15 @@ inline TensorType withDims(TensorType type, ArrayRef<NamedDim> dims) {
 /// `type` with its dim `from` replaced by `to` (in place).
 TensorType replaceDim(TensorType type, StringAttr from, ArrayRef<NamedDim> to);
 
+/// `type` with its dim `from` (if any) called `to`, the same size.
+inline TensorType renameDim(TensorType type, StringAttr from, StringAttr to) {
+  SmallVector<NamedDim> dims(type.getDims());
+  for (NamedDim &dim : dims)
+    if (dim.name == from)
+      dim.name = to;
+  return withDims(type, dims);
+}
+
 /// One pipelined loop's sizes and the names of the dims it makes.
 struct Stages {
   int64_t stages = 1, perStage = 1, microbatches = 1, ticks = 1;
@@ -72,6 +81,14 @@ struct Stages {
   /// as `blocks` under --uneven or weights, the same in every round).
   int64_t roundLayers = 0;
   StringAttr inRound;
+  /// With microbatches, where the layout splits the batch over a stage
+  /// axis too (`batch:b+p`) and a microbatch's examples divide evenly so:
+  /// the name the examples have in the stacks of the microbatches entering
+  /// stage 0 and of the results kept from the last stage, which take the
+  /// batch's whole rule, so each device stacks only its share (the stages'
+  /// sum of a kept result is a reduce-scatter, an entry an all-gather per
+  /// tick, and no whole-batch gather before or after the ticks); else null.
+  StringAttr spread;
 };
 
 class Pipeliner {
@@ -97,8 +114,14 @@ private:
   /// elsewhere (a window of ones per run of them, added).
   Value stagesVector(OpEmitter &emit, Value like,
                      llvm::function_ref<bool(int64_t)> in);
-  /// `type` with the batch dim cut in place into [examples, micro].
-  TensorType microbatched(TensorType type) const;
+  /// `type` with the batch dim cut in place into [examples, micro], the
+  /// examples named `examples` (default s.examples).
+  TensorType microbatched(TensorType type, StringAttr examples = {}) const;
+  /// The examples' name in the stacks along the ticks: s.spread, else
+  /// s.examples.
+  StringAttr stackedExamples() const {
+    return s.spread ? s.spread : s.examples;
+  }
   /// Per stacked weight, the k-th layer of every stage, [stage=P, ...], for
   /// each k of a stage's layers.
   SmallVector<SmallVector<Value>> layersOfStages(OpEmitter &emit);
@@ -107,8 +130,10 @@ private:
   SmallVector<Value> eachLayer(OpEmitter &emit, Value blocks,
                                TensorType layerType);
   /// `value` as one microbatch per tick, [ticks=T, ...], microbatch m at
-  /// tick m + `at` (zeros in the other ticks).
-  Value alongTicks(OpEmitter &emit, Value value, int64_t at = 0);
+  /// tick m + `at` (zeros in the other ticks); with `spread`, its examples
+  /// named stackedExamples().
+  Value alongTicks(OpEmitter &emit, Value value, int64_t at = 0,
+                   bool spread = false);
   /// The last stage's results of every tick, [ticks=T, ...], as the batch
   /// of type `type` (microbatch m left the last stage at tick m + P - 1).
   Value backToBatch(OpEmitter &emit, Value kept, TensorType type);
