@@ -101,7 +101,11 @@ def MtfPipelineStages : Pass<"mtf-pipeline-stages", "::mlir::mtf::ProgramOp"> {
 
     The program records `mtf.layout_aliases` (`layers_stage` takes the rule
     of `layers`, `batch_mb` that of the batch), which mtf-apply-layout
-    reads. With microbatches, a per-example value every layer reads (an
+    reads. Where the batch's rule also names a stage axis and a
+    microbatch's examples divide over all its axes, the stacks along the
+    ticks call them `batch_spread`, which takes the batch's whole rule (each
+    device stacks its share; renamed to `batch_mb` in the ticks). With
+    microbatches, a per-example value every layer reads (an
     invariant with the batch dim) travels with its microbatch as a second
     state. Under `uneven` or `axis-weights` the stages may hold unequal
     numbers of layers (the blocks the layout cuts the layer dim into): the
