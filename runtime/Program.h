@@ -120,15 +120,15 @@ struct DeclaredBox {
   /// The first element of the run in the block.
   int64_t start = 0;
 };
-/// The boxes, in the block's order, that the block at `offset` of `shape`
-/// of a tensor of `dims` covers in `declared`, whose first dim merges the
-/// leading dims of `dims` (the rest are the same): one box where `declared`
-/// is empty or equals `dims`.
 /// Whether `declared` declares a tensor of `dims`: its first dim merges the
 /// leading dims of `dims` (its size their product), the others are the same
 /// (Tensor::modelDims, a checkpoint's model_dims).
 bool declaresDims(const std::vector<layout::Dim> &dims,
                   const std::vector<layout::Dim> &declared);
+/// The boxes, in the block's order, that the block at `offset` of `shape`
+/// of a tensor of `dims` covers in `declared`, whose first dim merges the
+/// leading dims of `dims` (the rest are the same): one box where `declared`
+/// is empty or equals `dims`.
 std::vector<DeclaredBox> declaredBoxes(const std::vector<layout::Dim> &dims,
                                        const std::vector<layout::Dim> &declared,
                                        const std::vector<int64_t> &offset,

@@ -653,7 +653,8 @@ constexpr const char *kPipelineSizes =
     "batch=4 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4";
 constexpr const char *kInterleavedSizes =
     "batch=8 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4 layers=8";
-/// ... with a batch of 6 microbatches (groups for 2, 3 and 6 stages).
+/// ... with a batch of 12 cut into 6 microbatches (whole groups for 2, 3
+/// and 6 stages).
 constexpr const char *kInterleavedUnevenSizes =
     "batch=12 seq=4 memory=4 vocab=4 d_model=4 heads=2 d_k=2 d_ff=4 layers=8";
 constexpr const char *kLlamaSizes =
